@@ -1,0 +1,81 @@
+"""Fingerprints: golden values, no-fingerprint reasons, robustness on arbitrary bytes."""
+
+from __future__ import annotations
+
+import gzip
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dedup import Fingerprinter, extract, hamming
+from dedup.text import extract_text
+from tests.fixtures.pages import EN_PAGE, ZH_PAGE
+
+# Pinned: a change here is a change of fingerprint scheme. Bump SCHEME_VERSION with it.
+GOLDEN_EN = "58d3e76cf762b85d"
+GOLDEN_ZH = "395d8374163d0f2a"
+
+
+def test_golden_english():
+    assert Fingerprinter().fingerprint_html(EN_PAGE).hex == GOLDEN_EN
+
+
+def test_golden_chinese_gb2312():
+    assert Fingerprinter().fingerprint_html(ZH_PAGE).hex == GOLDEN_ZH
+
+
+def test_scheme_identity_names_the_parts():
+    scheme = Fingerprinter().scheme
+    for part in ("neardup-v", "jieba", "mmh3", "f=64"):
+        assert part in scheme
+
+
+def test_small_edit_stays_close_and_other_page_is_far():
+    f = Fingerprinter()
+    a = f.fingerprint_html(EN_PAGE).value
+    edited = EN_PAGE.replace(b"or a counter.", b"or a visitor counter showing 1234.")
+    b = f.fingerprint_html(edited).value
+    assert hamming(a, b) <= 3
+    c = f.fingerprint_html(ZH_PAGE).value
+    assert hamming(a, c) > 10
+
+
+def test_empty_and_short_pages_get_no_fingerprint():
+    f = Fingerprinter()
+    assert f.fingerprint_html(b"").reason == "empty"
+    assert f.fingerprint_html(b"<html><body><script>x</script></body></html>").reason == "empty"
+    r = f.fingerprint_html(b"<p>Page not found</p>")
+    assert (r.value, r.reason, r.n_tokens) == (None, "too_short", 3)
+    # two different short pages must not share a constant fingerprint
+    assert Fingerprinter(min_tokens=1).fingerprint_html(b"<p>a</p>").value != \
+        Fingerprinter(min_tokens=1).fingerprint_html(b"<p>b</p>").value
+
+
+def test_fingerprint_file_reads_gzip(tmp_path):
+    p = tmp_path / "page.html.gz"
+    p.write_bytes(gzip.compress(EN_PAGE))
+    assert Fingerprinter().fingerprint_file(p).hex == GOLDEN_EN
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=4000))
+def test_arbitrary_bytes_never_raise(data):
+    r = Fingerprinter(min_tokens=1).fingerprint_html(data)
+    assert r.ok or r.reason
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=2000))
+def test_arbitrary_text_never_raises(text):
+    extract_text(text)
+    Fingerprinter(min_tokens=1).fingerprint_html(text.encode("utf-8", "surrogatepass"))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.sampled_from(["<p>", "</p>", "<div hidden>", "</div>", "<a href=x>", "</a>", "<nav>",
+                                 "<script>", "</script>", "<!--", "-->", "word", "字", " ", "<br>", "&amp;",
+                                 "<svg>", "<title>", "</title>", "<?xml?>", "<![CDATA[", "]]>"]), max_size=200))
+def test_arbitrary_tag_soup_never_raises(parts):
+    html = "".join(parts).encode()
+    extract(html)
+    Fingerprinter(min_tokens=1).fingerprint_html(html)

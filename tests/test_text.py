@@ -1,0 +1,99 @@
+"""Visible-text extraction: what is kept, what is dropped, encodings, broken markup."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+
+from dedup.text import decode_html, extract
+from tests.conftest import shared_path
+
+
+def test_drops_invisible_and_keeps_title_apart():
+    html = b"""<!doctype html><html><head><title> My  Title </title><style>p{}</style>
+    <script>var x = 'script text';</script></head><body>
+    <p>Visible <b>bold</b> text</p><!-- a comment -->
+    <noscript>noscript text</noscript><template><p>template text</p></template>
+    <svg><text>svg text</text></svg>
+    <div hidden>hidden attr</div><div aria-hidden="true">aria hidden</div>
+    <div style="color:red; DISPLAY : none">display none</div>
+    <span style="visibility:hidden">visibility hidden</span>
+    <div aria-hidden="false">aria shown</div>
+    <div>tail <span>inner</span> after</div></body></html>"""
+    page = extract(html)
+    assert page.title == "My Title"
+    assert page.text == "Visible bold text\naria shown\ntail inner after"
+
+
+def test_blocks_and_furniture_and_link_density():
+    html = b"""<body><nav><a href="/a">Home</a> <a href="/b">About</a></nav>
+    <article><h1>Head</h1><p>Body text here.</p></article>
+    <div><a href="/x">only a link</a></div><footer>Copyright</footer></body>"""
+    blocks = extract(html).blocks
+    assert [(b.text, b.furniture) for b in blocks] == [
+        ("Home About", True), ("Head", False), ("Body text here.", False),
+        ("only a link", False), ("Copyright", True)]
+    assert blocks[3].link_density == 1.0
+    assert blocks[2].link_density == 0.0
+
+
+def test_whitespace_normalised_and_br_splits():
+    page = extract(b"<p>a\n\n   b\tc<br>d</p>")
+    assert page.text == "a b c\nd"
+
+
+@pytest.mark.parametrize("declared", [None, "gb2312"])
+def test_gb2312_meta_declared_and_gbk_chars(declared):
+    text = "<html><head><meta charset=gb2312><title>中文</title></head><body><p>镕基 是 GBK 才有的字</p></body></html>"
+    data = text.encode("gbk")  # 镕 is not in GB2312 proper
+    page = extract(data, declared)
+    assert page.title == "中文"
+    assert "镕基" in page.text
+
+
+def test_undeclared_encoding_detected():
+    body = "这是一个没有声明编码的中文网页，内容足够长以便检测编码。" * 20
+    data = f"<html><body><p>{body}</p></body></html>".encode("gb18030")
+    assert "中文网页" in extract(data).text
+
+
+def test_bom_wins_over_meta():
+    data = b"\xef\xbb\xbf<meta charset=latin1><p>caf\xc3\xa9</p>"
+    assert extract(data).text == "café"
+
+
+def test_header_encoding_beats_meta():
+    data = "<meta charset=utf-8><p>café</p>".encode("cp1252")
+    assert extract(data, "cp1252").text == "café"
+    assert decode_html(b"<p>x</p>", "no-such-codec")[0] == "<p>x</p>"
+
+
+@pytest.mark.parametrize("data", [b"", b"   ", b"<", b"<html", b"\x00\x01\x02", b"<?xml version='1.0' encoding='utf-8'?><p>x</p>",
+                                  b"<p>" * 3000 + b"deep", b"</div></div><p>unbalanced</span>"])
+def test_broken_markup_does_not_raise(data):
+    extract(data)
+
+
+def test_zh_cwced_pages_decode_right():
+    root = shared_path("zh-cwced")
+    for p in sorted((root / "original").glob("*.html")):
+        page = extract(p.read_bytes())
+        clean = (root / "cleaned" / (p.stem + ".txt")).read_text(encoding="utf-8")
+        han = [c for c in clean if "\u4e00" <= c <= "\u9fff"][:50]
+        if han:
+            visible = page.text
+            assert sum(c in visible for c in han) >= 0.9 * len(han), p.name
+
+
+def test_aeb_main_text_kept_on_a_sample():
+    root = shared_path("aeb")
+    truth = json.loads((root / "ground-truth.json").read_text())
+    for key in sorted(truth)[:20]:
+        page = extract(gzip.decompress((root / "html" / f"{key}.html.gz").read_bytes()))
+        words = truth[key]["articleBody"].split()
+        visible = " ".join(page.text.split())
+        if words:
+            kept = sum(w in visible for w in words[:200])
+            assert kept >= 0.9 * min(len(words), 200), key

@@ -1,0 +1,45 @@
+"""Tokenisation across scripts, and jieba/rjieba agreement."""
+
+from __future__ import annotations
+
+import pytest
+
+from dedup.tokens import SEGMENTER_NAME, char_bigrams, segment_han, tokenize
+from tests.conftest import shared_path
+
+
+def test_words_casefold_and_nfkc():
+    assert tokenize("Straße ÉTÉ Ｆｕｌｌ１２") == ["strasse", "été", "full12"]
+
+
+def test_chinese_segmented_by_jieba_dictionary():
+    assert tokenize("我来到北京清华大学") == ["我", "来到", "北京", "清华大学"]
+
+
+def test_mixed_scripts():
+    assert tokenize("Python是一种编程语言 version 3") == ["python", "是", "一种", "编程语言", "version", "3"]
+
+
+def test_fallback_bigrams_for_thai_and_kana():
+    assert tokenize("สวัสดี") == char_bigrams("สวัสดี")
+    assert tokenize("ひらがな") == ["ひら", "らが", "がな"]
+    assert char_bigrams("a") == ["a"]
+
+
+def test_space_delimited_scripts_keep_combining_marks():
+    assert tokenize("नमस्ते दुनिया") == ["नमस्ते", "दुनिया"]
+    assert tokenize("مرحبا بالعالم") == ["مرحبا", "بالعالم"]
+    assert tokenize("Привет, мир!") == ["привет", "мир"]
+    assert tokenize("안녕하세요 세계") == ["안녕하세요", "세계"]
+
+
+def test_rjieba_matches_jieba_on_real_chinese_text():
+    """rjieba is only a faster runner of jieba's algorithm: it must give the same words."""
+    if SEGMENTER_NAME != "rjieba":
+        pytest.skip("rjieba not installed; pure jieba in use")
+    import jieba
+
+    root = shared_path("zh-cwced", "cleaned")
+    for p in sorted(root.glob("*.txt")):
+        text = p.read_text(encoding="utf-8")
+        assert segment_han(text) == jieba.lcut(text, HMM=False), p.name
