@@ -1,0 +1,8 @@
+"""The persistent permuted-table store (Manku, Jain, Das Sarma, WWW 2007)."""
+
+from .backends import Backend, MemoryBackend, SQLiteBackend, StoreError
+from .layout import Layout, choose_layout, make_layout
+from .store import Match, SimhashStore, StoreMismatchError
+
+__all__ = ["Backend", "Layout", "Match", "MemoryBackend", "SQLiteBackend", "SimhashStore", "StoreError",
+           "StoreMismatchError", "choose_layout", "make_layout"]

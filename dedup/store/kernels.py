@@ -1,0 +1,244 @@
+"""numba kernels for the permuted tables: permute, probe, merge, self-join.
+
+Pure functions over numpy arrays; the ``PermutedTables`` class keeps the
+arrays. Compiled on first use and cached on disk (``cache=True``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, uint64
+
+_ONE = np.uint64(1)
+
+
+@njit(cache=True, inline="always")
+def popcount(x):
+    # SWAR popcount; numba lowers this to a few integer ops
+    x = x - ((x >> uint64(1)) & uint64(0x5555555555555555))
+    x = (x & uint64(0x3333333333333333)) + ((x >> uint64(2)) & uint64(0x3333333333333333))
+    x = (x + (x >> uint64(4))) & uint64(0x0F0F0F0F0F0F0F0F)
+    return int((x * uint64(0x0101010101010101)) >> uint64(56))
+
+
+@njit(cache=True, inline="always")
+def permute(x, t, src, dst, mask):
+    out = uint64(0)
+    for j in range(src.shape[1]):
+        out |= ((x >> src[t, j]) & mask[t, j]) << dst[t, j]
+    return out
+
+
+@njit(cache=True, inline="always")
+def unpermute(y, t, src, dst, mask):
+    out = uint64(0)
+    for j in range(src.shape[1]):
+        out |= ((y >> dst[t, j]) & mask[t, j]) << src[t, j]
+    return out
+
+
+@njit(cache=True)
+def permute_all(xs, t, src, dst, mask):
+    out = np.empty(xs.shape[0], dtype=np.uint64)
+    for i in range(xs.shape[0]):
+        out[i] = permute(xs[i], t, src, dst, mask)
+    return out
+
+
+@njit(cache=True, inline="always")
+def lower_bound(arr, n, v):
+    lo, hi = 0, n
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if arr[mid] < v:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@njit(cache=True, inline="always")
+def prefix_range(arr, n, y, shift):
+    """[lo, hi) of entries of sorted ``arr[:n]`` whose top bits (above ``shift``) equal y's."""
+    if shift >= 64:
+        return 0, n
+    base = (y >> uint64(shift)) << uint64(shift)
+    lo = lower_bound(arr, n, base)
+    top = base | ((uint64(1) << uint64(shift)) - uint64(1))
+    # upper bound of ``top``: first index with value > top
+    a, b = lo, n
+    while a < b:
+        mid = (a + b) >> 1
+        if arr[mid] <= top:
+            a = mid + 1
+        else:
+            b = mid
+    return lo, a
+
+
+@njit(cache=True)
+def probe(q, k, levels, sizes, shifts, src, dst, mask, buf, nbuf, out):
+    """Fingerprints within ``k`` of ``q``: writes distinct matches to ``out``;
+    returns their count, or -(count) - 1 when ``out`` is too small.
+
+    ``levels``: tuple-like list of 2D sorted arrays (tables x n); ``sizes``: their
+    used lengths. ``buf``: unsorted raw fingerprints, scanned exhaustively.
+    """
+    cnt = 0
+    cap = out.shape[0]
+    overflow = False
+    for i in range(nbuf):
+        v = buf[i]
+        if popcount(v ^ q) <= k:
+            dup = False
+            for j in range(cnt):
+                if out[j] == v:
+                    dup = True
+                    break
+            if not dup:
+                if cnt < cap:
+                    out[cnt] = v
+                    cnt += 1
+                else:
+                    overflow = True
+    for t in range(src.shape[0]):
+        y = permute(q, t, src, dst, mask)
+        for li in range(len(levels)):
+            arr = levels[li][t]
+            lo, hi = prefix_range(arr, sizes[li], y, shifts[t])
+            for i in range(lo, hi):
+                w = arr[i]
+                if popcount(w ^ y) <= k:
+                    v = unpermute(w, t, src, dst, mask)
+                    dup = False
+                    for j in range(cnt):
+                        if out[j] == v:
+                            dup = True
+                            break
+                    if not dup:
+                        if cnt < cap:
+                            out[cnt] = v
+                            cnt += 1
+                        else:
+                            overflow = True
+    return -cnt - 1 if overflow else cnt
+
+
+@njit(cache=True)
+def any_within(q, k, levels, sizes, shifts, src, dst, mask, buf, nbuf):
+    """Nearest distance of a stored fingerprint within ``k`` of q, or -1; the fingerprint."""
+    best = k + 1
+    best_v = uint64(0)
+    for i in range(nbuf):
+        d = popcount(buf[i] ^ q)
+        if d < best:
+            best = d
+            best_v = buf[i]
+    for t in range(src.shape[0]):
+        y = permute(q, t, src, dst, mask)
+        for li in range(len(levels)):
+            arr = levels[li][t]
+            lo, hi = prefix_range(arr, sizes[li], y, shifts[t])
+            for i in range(lo, hi):
+                d = popcount(arr[i] ^ y)
+                if d < best:
+                    best = d
+                    best_v = unpermute(arr[i], t, src, dst, mask)
+    if best > k:
+        return -1, best_v
+    return best, best_v
+
+
+@njit(cache=True)
+def merge_sorted(a, na, b, nb):
+    out = np.empty(na + nb, dtype=np.uint64)
+    i = j = o = 0
+    while i < na and j < nb:
+        if a[i] <= b[j]:
+            out[o] = a[i]
+            i += 1
+        else:
+            out[o] = b[j]
+            j += 1
+        o += 1
+    while i < na:
+        out[o] = a[i]
+        i += 1
+        o += 1
+    while j < nb:
+        out[o] = b[j]
+        j += 1
+        o += 1
+    return out
+
+
+@njit(cache=True)
+def merge_sorted_ids(a, ai, na, b, bi, nb):
+    out = np.empty(na + nb, dtype=np.uint64)
+    oid = np.empty(na + nb, dtype=np.uint32)
+    i = j = o = 0
+    while i < na and j < nb:
+        if a[i] <= b[j]:
+            out[o] = a[i]
+            oid[o] = ai[i]
+            i += 1
+        else:
+            out[o] = b[j]
+            oid[o] = bi[j]
+            j += 1
+        o += 1
+    while i < na:
+        out[o] = a[i]
+        oid[o] = ai[i]
+        i += 1
+        o += 1
+    while j < nb:
+        out[o] = b[j]
+        oid[o] = bi[j]
+        j += 1
+        o += 1
+    return out, oid
+
+
+@njit(cache=True)
+def self_join_table(arr, t, k, shift, src, dst, mask, block_masks, first_clean, out_a, out_b, out_d, start):
+    """Pairs of distinct *values* in sorted unique ``arr`` (table t) within k that
+    table t is the first to see (by the dirty-block rule), appended at ``start``.
+    Returns the new count, or -1 when the output arrays are full."""
+    n = arr.shape[0]
+    cnt = start
+    cap = out_a.shape[0]
+    i = 0
+    while i < n:
+        base = arr[i] >> uint64(shift) if shift < 64 else uint64(0)
+        j = i + 1
+        while j < n and (arr[j] >> uint64(shift) if shift < 64 else uint64(0)) == base:
+            j += 1
+        for a in range(i, j):
+            for b in range(a + 1, j):
+                d = popcount(arr[a] ^ arr[b])
+                if d <= k:
+                    va = unpermute(arr[a], t, src, dst, mask)
+                    vb = unpermute(arr[b], t, src, dst, mask)
+                    x = va ^ vb
+                    dirty = 0
+                    for blk in range(block_masks.shape[0]):
+                        if x & block_masks[blk]:
+                            dirty |= 1 << blk
+                    if first_clean[dirty] == t:
+                        if cnt >= cap:
+                            return -1
+                        out_a[cnt] = va
+                        out_b[cnt] = vb
+                        out_d[cnt] = d
+                        cnt += 1
+        i = j
+    return cnt
+
+
+@njit(cache=True)
+def unpermute_all(ys, t, src, dst, mask):
+    out = np.empty(ys.shape[0], dtype=np.uint64)
+    for i in range(ys.shape[0]):
+        out[i] = unpermute(ys[i], t, src, dst, mask)
+    return out

@@ -1,0 +1,307 @@
+"""``SimhashStore``: "is any stored page within k bits of this one?", exactly.
+
+>>> with SimhashStore.open(None, max_distance=3) as store:
+...     store.check_and_add(0xF0F0, "a") is None
+...     store.check_and_add(0xF0F1, "b")
+True
+Match(key='a', fingerprint=61680, distance=1)
+
+Every answer equals an exhaustive Hamming scan's (tested against one).
+Costs, n stored with T tables of p-bit prefixes: ``query``/``check_and_add``
+O(T (log n + n / 2**p)); ``add`` amortised O(T) element moves; ``pairs``
+O(n T log n + pairs); memory ``layout.bytes_per_fingerprint()`` bytes per
+fingerprint (keys stay in the backend).
+
+Durability (``SimhashStore.open(path)``): records are written to SQLite in
+group commits, every ``commit_every`` adds or ``commit_interval`` seconds
+(checked on each add), on ``flush()`` and on ``close()``. A committed record
+survives a crash of the process (and power loss with ``fsync=True``); at most
+the last group may be lost to a crash. Snapshots of the sorted tables are a
+cache: a missing or stale one is rebuilt from the records.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from typing import NamedTuple
+
+import numpy as np
+
+from .backends import Backend, MemoryBackend, SQLiteBackend, StoreError
+from .layout import FP_BITS, Layout, choose_layout
+from .tables import PermutedTables
+
+STORE_FORMAT = "1"
+DEFAULT_CAPACITY = 1_000_000
+
+
+class Match(NamedTuple):
+    key: str
+    fingerprint: int
+    distance: int
+
+
+class StoreMismatchError(StoreError):
+    """The store was made with other settings than the ones asked for."""
+
+
+def _as_u64(fp: int) -> int:
+    fp = int(fp)
+    if not 0 <= fp < 1 << 64:
+        raise ValueError(f"fingerprint must be an unsigned 64-bit integer, got {fp}")
+    return fp
+
+
+class SimhashStore:
+    """Permuted-table simhash store over a pluggable backend. Thread-safe."""
+
+    def __init__(self, backend: Backend, layout: Layout, *, scheme: str | None, commit_every: int,
+                 commit_interval: float, readonly: bool = False) -> None:
+        self.backend = backend
+        self.layout = layout
+        self.max_distance = layout.k
+        self.scheme = scheme
+        self.readonly = readonly
+        self.commit_every = commit_every
+        self.commit_interval = commit_interval
+        self._lock = threading.RLock()
+        self._last_commit = time.monotonic()
+        self._since_commit = 0
+        self.tables = PermutedTables(layout)
+        if backend.durable and not readonly:
+            self.tables.on_main_merged = self._snapshot  # type: ignore[method-assign]
+        self._load()
+
+    # -- opening --------------------------------------------------------------
+
+    @classmethod
+    def open(cls, location: str | os.PathLike[str] | None = None, *, max_distance: int = 3,
+             capacity: int = DEFAULT_CAPACITY, scheme: str | None = None, layout: Layout | None = None,
+             readonly: bool = False, commit_every: int = 1000, commit_interval: float = 0.2,
+             fsync: bool = False) -> SimhashStore:
+        """Open or create a store.
+
+        ``location``: None for an in-memory store; a directory path for the
+        embedded persistent store. ``capacity`` (expected fingerprints) picks
+        the table layout when the store is created; an existing store keeps
+        its own. ``scheme`` names how fingerprints were made; a store refuses
+        to open under another scheme, ``max_distance`` or ``layout``.
+        """
+        if location is None:
+            backend: Backend = MemoryBackend()
+        else:
+            loc = os.fspath(location)
+            if loc.startswith(("redis://", "rediss://", "unix://")):
+                raise StoreError("redis:// stores are not available in this version")
+            backend = SQLiteBackend(loc, readonly=readonly, fsync=fsync)
+        try:
+            lay = cls._settle_meta(backend, max_distance, capacity, scheme, layout, readonly)
+            meta = backend.read_meta()
+            return cls(backend, lay, scheme=meta.get("scheme") or scheme, commit_every=commit_every,
+                       commit_interval=commit_interval, readonly=readonly)
+        except BaseException:
+            backend.close()
+            raise
+
+    @staticmethod
+    def _settle_meta(backend: Backend, k: int, capacity: int, scheme: str | None, layout: Layout | None,
+                     readonly: bool) -> Layout:
+        meta = backend.read_meta()
+        where = getattr(backend, "path", "memory")
+        if not meta.get("format"):
+            if readonly:
+                raise StoreError(f"no store at {where}")
+            lay = layout or choose_layout(k, capacity)
+            if lay.k != k:
+                raise ValueError(f"layout is for max_distance={lay.k}, asked for {k}")
+            backend.write_meta({"format": STORE_FORMAT, "bits": str(FP_BITS), "max_distance": str(k),
+                                "layout": lay.to_json(), "scheme": scheme or "", "capacity": str(capacity)})
+            return lay
+        if meta["format"] != STORE_FORMAT:
+            raise StoreMismatchError(f"store at {where} has format {meta['format']}, this version reads {STORE_FORMAT}")
+        if int(meta.get("bits", 64)) != FP_BITS:
+            raise StoreMismatchError(f"store at {where} holds {meta['bits']}-bit fingerprints, not {FP_BITS}")
+        if int(meta["max_distance"]) != k:
+            raise StoreMismatchError(
+                f"store at {where} was made with max_distance={meta['max_distance']}, asked for {k}")
+        stored_scheme = meta.get("scheme") or None
+        if scheme and stored_scheme and scheme != stored_scheme:
+            raise StoreMismatchError(
+                f"store at {where} holds fingerprints of scheme {stored_scheme!r}, asked for {scheme!r}; "
+                "fingerprints made differently cannot be compared: use another store")
+        if scheme and not stored_scheme and not readonly:
+            backend.write_meta({"scheme": scheme})
+        lay = Layout.from_json(meta["layout"])
+        if layout is not None and layout != lay:
+            raise StoreMismatchError(f"store at {where} uses layout {lay.describe()}, asked for {layout.describe()}")
+        return lay
+
+    def _load(self) -> None:
+        snap = self.backend.load_snapshot(self.layout.n_tables)
+        start = 0
+        if snap is not None:
+            self.tables.load_main(*snap)
+            start = snap[0].shape[1]
+        tail = self.backend.fingerprints_from(start)
+        if len(tail):
+            self.tables.add_many(tail)
+        if len(self.tables) != self.backend.count():
+            raise StoreError(f"store holds {self.backend.count()} records but {len(self.tables)} loaded")
+
+    def refresh(self) -> int:
+        """Read-only stores: load records another process added since. Returns how many."""
+        with self._lock:
+            if not isinstance(self.backend, SQLiteBackend):
+                return 0
+            before = len(self.tables)
+            self.backend.refresh_count()
+            tail = self.backend.fingerprints_from(before)
+            if len(tail):
+                self.tables.add_many(tail)
+            return len(tail)
+
+    # -- writing --------------------------------------------------------------
+
+    def _check_writable(self) -> None:
+        if self.readonly:
+            raise StoreError("store opened read-only")
+
+    def add(self, fp: int, key: str) -> None:
+        """Store one fingerprint under ``key``. O(T) amortised."""
+        fp = _as_u64(fp)
+        with self._lock:
+            self._check_writable()
+            row = len(self.tables)
+            self.backend.append(row, np.array([fp], dtype=np.uint64), [key])
+            self.tables.add(fp)
+            self._after_add(1)
+
+    def add_many(self, fps: Iterable[int] | np.ndarray, keys: Sequence[str]) -> None:
+        """Store many fingerprints at once (sorted in bulk)."""
+        arr = np.asarray(fps if isinstance(fps, np.ndarray) else list(fps), dtype=np.uint64)
+        if len(arr) != len(keys):
+            raise ValueError(f"{len(arr)} fingerprints but {len(keys)} keys")
+        with self._lock:
+            self._check_writable()
+            self.backend.append(len(self.tables), arr, keys)
+            self.tables.add_many(arr)
+            self._after_add(len(arr))
+
+    def _after_add(self, n: int) -> None:
+        self._since_commit += n
+        now = time.monotonic()
+        if self._since_commit >= self.commit_every or now - self._last_commit >= self.commit_interval:
+            self.backend.commit()
+            self._since_commit = 0
+            self._last_commit = now
+
+    def check_and_add(self, fp: int, key: str) -> Match | None:
+        """The nearest stored match within ``max_distance``, or None after storing
+        ``fp`` under ``key``: one atomic step. Among equally near matches a
+        record with the same key wins (the same document seen again)."""
+        fp = _as_u64(fp)
+        with self._lock:
+            found = self.tables.nearest(fp)
+            if found is None:
+                self.add(fp, key)
+                return None
+            matches = self.query(fp)
+            for m in matches:
+                if m.key == key:
+                    return m
+            return matches[0]
+
+    def flush(self) -> None:
+        """Commit pending records (durable from here on)."""
+        with self._lock:
+            if not self.readonly:
+                self.backend.commit()
+                self._since_commit = 0
+                self._last_commit = time.monotonic()
+
+    def _snapshot(self) -> None:
+        self.backend.save_snapshot(self.tables.main, self.tables.main_ids)
+
+    def close(self) -> None:
+        """Commit, snapshot the tables (so the next open is fast), release the store."""
+        with self._lock:
+            if self.backend is None:
+                return
+            try:
+                if not self.readonly:
+                    self.backend.commit()
+                    if self.backend.durable and len(self.tables) > self.tables.n_main:
+                        self.tables.compact()  # merges main, which snapshots
+            finally:
+                self.backend.close()
+                self.backend = None  # type: ignore[assignment]
+
+    def __enter__(self) -> SimhashStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __len__(self) -> int:
+        return len(self.tables)
+
+    # -- reading --------------------------------------------------------------
+
+    def _matches_for(self, fp: int, values: np.ndarray) -> list[Match]:
+        found: list[tuple[int, int, int]] = []  # (distance, row, value)
+        for v in values.tolist():
+            d = (fp ^ v).bit_count()
+            found.extend((d, r, v) for r in self.tables.rows_of(v))
+        found.sort()
+        keys = self.backend.keys([r for _, r, _ in found])
+        return [Match(k, v, d) for (d, _, v), k in zip(found, keys)]
+
+    def query(self, fp: int) -> list[Match]:
+        """Every stored record within ``max_distance`` of ``fp``, nearest first (ties by age)."""
+        fp = _as_u64(fp)
+        with self._lock:
+            return self._matches_for(fp, self.tables.matches(fp))
+
+    def query_many(self, fps: Iterable[int] | np.ndarray) -> list[list[Match]]:
+        """``query`` for each fingerprint of a batch (e.g. a uint64 array)."""
+        arr = np.asarray(fps if isinstance(fps, np.ndarray) else list(fps), dtype=np.uint64)
+        with self._lock:
+            return [self._matches_for(int(q), self.tables.matches(int(q))) for q in arr]
+
+    def pair_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every pair of records within ``max_distance``, each once, as row arrays (a < b)."""
+        with self._lock:
+            return self.tables.row_pairs()
+
+    def pairs(self) -> Iterator[tuple[str, str, int]]:
+        """Yield ``(key_a, key_b, distance)`` for every stored pair within
+        ``max_distance``, each pair once (the batch self-join)."""
+        with self._lock:
+            ra, rb, dd = self.tables.row_pairs()
+            rows = np.unique(np.concatenate([ra, rb]))
+            if isinstance(self.backend, SQLiteBackend) and len(rows) > len(self.tables) // 8:
+                all_keys = self.backend.all_keys()
+                lookup = all_keys.__getitem__
+            else:
+                keyed = dict(zip(rows.tolist(), self.backend.keys(rows.tolist())))
+                lookup = keyed.__getitem__
+        for a, b, d in zip(ra.tolist(), rb.tolist(), dd.tolist()):
+            yield lookup(a), lookup(b), d
+
+    def fingerprints(self) -> np.ndarray:
+        """All stored fingerprints in insertion order (uint64 array)."""
+        with self._lock:
+            return self.tables.all_fingerprints()
+
+    def check_invariants(self) -> None:
+        """Raise unless the tables are consistent with each other and the backend."""
+        with self._lock:
+            self.tables.check_invariants()
+            if len(self.tables) != self.backend.count():
+                raise AssertionError(f"{len(self.tables)} in tables, {self.backend.count()} in backend")
+            stored = self.backend.fingerprints_from(0)
+            if len(stored) and not np.array_equal(stored, self.tables.all_fingerprints()[: len(stored)]):
+                raise AssertionError("tables disagree with the backend's records")

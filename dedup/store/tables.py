@@ -1,0 +1,293 @@
+"""The permuted tables in memory: exact Hamming-k search with online inserts.
+
+Records are numbered 0, 1, 2, ... in insertion order (the *row*). Every table
+holds all fingerprints permuted its way, in three levels, each newer than
+the one before:
+
+* ``main``: sorted arrays (tables x N), rows [0, N);
+* ``delta``: sorted arrays (tables x D), rows [N, N + D);
+* ``buf``: raw unsorted fingerprints, rows [N + D, n), scanned exhaustively.
+
+Table 0's permutation is the identity, and its levels carry the row ids
+(uint32), so a matched fingerprint maps to its rows by binary search there.
+
+Costs (n stored, T tables, p-bit prefixes): probe O(T (log n + n / 2**p) +
+B) with B <= ``buffer_size``; insert amortised O(T (B + n / merge_ratio) /
+B) element moves, merges done in compiled code; memory 8 T + 4 bytes per
+fingerprint (``Layout.bytes_per_fingerprint``).
+
+>>> from dedup.store.layout import choose_layout
+>>> t = PermutedTables(choose_layout(3, 1000))
+>>> t.add(0b1011)
+0
+>>> t.nearest(0b0011)
+(1, 11)
+>>> t.check_invariants()
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import kernels as K
+from .layout import FP_BITS, Layout
+
+DEFAULT_BUFFER = 2048
+
+
+class InvariantError(AssertionError):
+    pass
+
+
+class PermutedTables:
+    def __init__(self, layout: Layout, *, buffer_size: int = DEFAULT_BUFFER, merge_ratio: int = 8) -> None:
+        self.layout = layout
+        self.k = layout.k
+        self.T = layout.n_tables
+        self.src, self.dst, self.mask = layout.shift_arrays()
+        # per table: shift below the prefix
+        self.shifts = np.array([FP_BITS - layout.prefix_bits(t) for t in range(self.T)], dtype=np.int64)
+        self.block_masks = layout.block_masks()
+        self.first_clean = layout.first_clean_table()
+        self.buffer_size = buffer_size
+        self.merge_ratio = merge_ratio
+        self.main = np.empty((self.T, 0), dtype=np.uint64)
+        self.main_ids = np.empty(0, dtype=np.uint32)
+        self.delta = np.empty((self.T, 0), dtype=np.uint64)
+        self.delta_ids = np.empty(0, dtype=np.uint32)
+        self.buf = np.empty(buffer_size, dtype=np.uint64)
+        self.nbuf = 0
+        self._out = np.empty(64, dtype=np.uint64)
+
+    # -- size -----------------------------------------------------------------
+
+    @property
+    def n_main(self) -> int:
+        return self.main.shape[1]
+
+    def __len__(self) -> int:
+        return self.main.shape[1] + self.delta.shape[1] + self.nbuf
+
+    def _levels(self) -> tuple[tuple[np.ndarray, np.ndarray], np.ndarray]:
+        return (self.main, self.delta), np.array([self.main.shape[1], self.delta.shape[1]], dtype=np.int64)
+
+    # -- inserts --------------------------------------------------------------
+
+    def add(self, fp: int) -> int:
+        """Insert one fingerprint; returns its row."""
+        row = len(self)
+        self.buf[self.nbuf] = fp
+        self.nbuf += 1
+        if self.nbuf == self.buffer_size:
+            self._flush_buffer()
+        return row
+
+    def add_many(self, fps: np.ndarray) -> None:
+        """Insert many fingerprints (rows continue from ``len(self)``); O(m log m + n T)."""
+        fps = np.ascontiguousarray(fps, dtype=np.uint64)
+        if len(fps) < self.buffer_size - self.nbuf:
+            self.buf[self.nbuf : self.nbuf + len(fps)] = fps
+            self.nbuf += len(fps)
+            return
+        start = len(self) - self.nbuf
+        fps = np.concatenate([self.buf[: self.nbuf], fps])
+        self.nbuf = 0
+        self._merge_into_delta(fps, start)
+        self._maybe_merge_main(force=len(fps) > self.n_main)
+
+    def load_main(self, main: np.ndarray, main_ids: np.ndarray) -> None:
+        """Adopt ready main arrays (e.g. a memory-mapped snapshot); must be empty."""
+        if len(self):
+            raise ValueError("load_main on a non-empty index")
+        if main.shape[0] != self.T or main.shape[1] != len(main_ids):
+            raise ValueError("snapshot shape does not match the layout")
+        self.main, self.main_ids = main, main_ids
+
+    def _sorted_level(self, fps: np.ndarray, start: int) -> tuple[np.ndarray, np.ndarray]:
+        m = len(fps)
+        level = np.empty((self.T, m), dtype=np.uint64)
+        order = np.argsort(fps, kind="stable")
+        level[0] = fps[order]
+        ids = (order + start).astype(np.uint32)
+        for t in range(1, self.T):
+            p = K.permute_all(fps, t, self.src, self.dst, self.mask)
+            p.sort()
+            level[t] = p
+        return level, ids
+
+    def _merge_into_delta(self, fps: np.ndarray, start: int) -> None:
+        new, new_ids = self._sorted_level(fps, start)
+        if self.delta.shape[1] == 0:
+            self.delta, self.delta_ids = new, new_ids
+            return
+        merged = np.empty((self.T, self.delta.shape[1] + new.shape[1]), dtype=np.uint64)
+        merged[0], ids = K.merge_sorted_ids(self.delta[0], self.delta_ids, self.delta.shape[1],
+                                           new[0], new_ids, new.shape[1])
+        for t in range(1, self.T):
+            merged[t] = K.merge_sorted(self.delta[t], self.delta.shape[1], new[t], new.shape[1])
+        self.delta, self.delta_ids = merged, ids
+
+    def _flush_buffer(self) -> None:
+        if not self.nbuf:
+            return
+        start = len(self) - self.nbuf
+        fps = self.buf[: self.nbuf].copy()
+        self.nbuf = 0
+        self._merge_into_delta(fps, start)
+        self._maybe_merge_main()
+
+    def _maybe_merge_main(self, force: bool = False) -> bool:
+        d = self.delta.shape[1]
+        if d == 0 or not (force or d * self.merge_ratio >= max(self.n_main, 1 << 16)):
+            return False
+        self.merge_main()
+        return True
+
+    def merge_main(self) -> None:
+        """Move delta into main (O(n T)); the buffer stays."""
+        d = self.delta.shape[1]
+        if d == 0:
+            return
+        n = self.n_main
+        merged = np.empty((self.T, n + d), dtype=np.uint64)
+        merged[0], ids = K.merge_sorted_ids(self.main[0], self.main_ids, n, self.delta[0], self.delta_ids, d)
+        for t in range(1, self.T):
+            merged[t] = K.merge_sorted(self.main[t], n, self.delta[t], d)
+        self.main, self.main_ids = merged, ids
+        self.delta = np.empty((self.T, 0), dtype=np.uint64)
+        self.delta_ids = np.empty(0, dtype=np.uint32)
+        self.on_main_merged()
+
+    def on_main_merged(self) -> None:
+        """Hook for owners (the persistent store snapshots main here)."""
+
+    def compact(self) -> None:
+        """Everything into main: buffer -> delta -> main."""
+        self._flush_buffer()
+        self.merge_main()
+
+    # -- queries --------------------------------------------------------------
+
+    def matches(self, fp: int) -> np.ndarray:
+        """Distinct stored fingerprints within k of ``fp`` (uint64 array)."""
+        levels, sizes = self._levels()
+        q = np.uint64(fp)
+        while True:
+            n = K.probe(q, self.k, levels, sizes, self.shifts, self.src, self.dst, self.mask,
+                        self.buf, self.nbuf, self._out)
+            if n >= 0:
+                return self._out[:n].copy()
+            self._out = np.empty(self._out.shape[0] * 4, dtype=np.uint64)
+
+    def nearest(self, fp: int) -> tuple[int, int] | None:
+        """(distance, fingerprint) of a nearest stored fingerprint within k, or None."""
+        levels, sizes = self._levels()
+        d, v = K.any_within(np.uint64(fp), self.k, levels, sizes, self.shifts, self.src, self.dst,
+                            self.mask, self.buf, self.nbuf)
+        return None if d < 0 else (int(d), int(v))
+
+    def rows_of(self, fp: int) -> list[int]:
+        """Rows holding exactly ``fp`` (binary search in table 0, scan of the buffer)."""
+        v = np.uint64(fp)
+        rows: list[int] = []
+        for arr, ids in ((self.main[0], self.main_ids), (self.delta[0], self.delta_ids)):
+            lo = np.searchsorted(arr, v, "left")
+            hi = np.searchsorted(arr, v, "right")
+            rows.extend(int(r) for r in ids[lo:hi])
+        base = len(self) - self.nbuf
+        rows.extend(base + int(i) for i in np.flatnonzero(self.buf[: self.nbuf] == v))
+        return sorted(rows)
+
+    def all_fingerprints(self) -> np.ndarray:
+        """Fingerprints by row (uint64, O(n))."""
+        out = np.empty(len(self), dtype=np.uint64)
+        out[self.main_ids] = self.main[0]
+        out[self.delta_ids] = self.delta[0]
+        base = len(self) - self.nbuf
+        out[base:] = self.buf[: self.nbuf]
+        return out
+
+    def value_pairs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """All pairs of distinct stored *values* within k, each once: (a, b, distance)."""
+        self.compact()
+        cap = max(1024, self.n_main // 4)
+        while True:
+            out_a = np.empty(cap, dtype=np.uint64)
+            out_b = np.empty(cap, dtype=np.uint64)
+            out_d = np.empty(cap, dtype=np.int64)
+            cnt = 0
+            for t in range(self.T):
+                arr = np.unique(self.main[t])  # sorted already; drop exact repeats
+                cnt = K.self_join_table(arr, t, self.k, int(self.shifts[t]), self.src, self.dst, self.mask,
+                                        self.block_masks, self.first_clean, out_a, out_b, out_d, cnt)
+                if cnt < 0:
+                    break
+            if cnt >= 0:
+                return out_a[:cnt], out_b[:cnt], out_d[:cnt]
+            cap *= 4
+
+    def row_pairs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """All pairs of rows within k, each once (row_a < row_b): (a, b, distance)."""
+        va, vb, d = self.value_pairs()
+        arr, ids = self.main[0], self.main_ids
+        ra_parts, rb_parts, d_parts = [], [], []
+        # rows of each value: [lo, hi) in table 0
+        lo_a = np.searchsorted(arr, va, "left")
+        hi_a = np.searchsorted(arr, va, "right")
+        lo_b = np.searchsorted(arr, vb, "left")
+        hi_b = np.searchsorted(arr, vb, "right")
+        single = (hi_a - lo_a == 1) & (hi_b - lo_b == 1)
+        ra_parts.append(ids[lo_a[single]].astype(np.int64))
+        rb_parts.append(ids[lo_b[single]].astype(np.int64))
+        d_parts.append(d[single])
+        for i in np.flatnonzero(~single):  # values stored more than once: all combinations
+            a_rows = ids[lo_a[i] : hi_a[i]].astype(np.int64)
+            b_rows = ids[lo_b[i] : hi_b[i]].astype(np.int64)
+            ra_parts.append(np.repeat(a_rows, len(b_rows)))
+            rb_parts.append(np.tile(b_rows, len(a_rows)))
+            d_parts.append(np.full(len(a_rows) * len(b_rows), d[i]))
+        # exact repeats of one value: pairs among its rows at distance 0
+        if len(arr):
+            starts = np.flatnonzero(np.r_[True, arr[1:] != arr[:-1]])
+            counts = np.diff(np.r_[starts, len(arr)])
+            for s, c in zip(starts[counts > 1], counts[counts > 1]):
+                rows = ids[s : s + c].astype(np.int64)
+                ia, ib = np.triu_indices(c, 1)
+                ra_parts.append(rows[ia])
+                rb_parts.append(rows[ib])
+                d_parts.append(np.zeros(len(ia), dtype=np.int64))
+        ra = np.concatenate(ra_parts)
+        rb = np.concatenate(rb_parts)
+        dd = np.concatenate(d_parts).astype(np.int64)
+        lo, hi = np.minimum(ra, rb), np.maximum(ra, rb)
+        return lo, hi, dd
+
+    # -- checking -------------------------------------------------------------
+
+    def check_invariants(self) -> None:
+        """Raise InvariantError unless every table is a sorted permutation of
+        the same fingerprints and the row ids are exactly 0..n-1."""
+        for name, level, ids in (("main", self.main, self.main_ids), ("delta", self.delta, self.delta_ids)):
+            if level.shape[0] != self.T or level.shape[1] != len(ids):
+                raise InvariantError(f"{name}: shape {level.shape} vs {len(ids)} ids")
+            for t in range(self.T):
+                if len(level[t]) > 1 and not np.all(level[t][1:] >= level[t][:-1]):
+                    raise InvariantError(f"{name} table {t} not sorted")
+                if t:
+                    expect = np.sort(K.permute_all(level[0], t, self.src, self.dst, self.mask))
+                    if not np.array_equal(expect, level[t]):
+                        raise InvariantError(f"{name} table {t} is not table 0 permuted")
+        n_main, n_delta = self.main.shape[1], self.delta.shape[1]
+        if len(self.main_ids) and not np.array_equal(np.sort(self.main_ids), np.arange(n_main, dtype=np.uint32)):
+            raise InvariantError("main rows are not 0..N-1")
+        if len(self.delta_ids) and not np.array_equal(
+                np.sort(self.delta_ids), np.arange(n_main, n_main + n_delta, dtype=np.uint32)):
+            raise InvariantError("delta rows do not follow main")
+        if not 0 <= self.nbuf < self.buffer_size:
+            raise InvariantError(f"buffer holds {self.nbuf} of {self.buffer_size}")
+        sample = self.main[0][:16].copy()
+        for t in range(self.T):  # permutation round-trips
+            back = K.unpermute_all(K.permute_all(sample, t, self.src, self.dst, self.mask), t,
+                                   self.src, self.dst, self.mask)
+            if not np.array_equal(back, sample):
+                raise InvariantError(f"table {t} permutation does not invert")
