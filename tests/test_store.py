@@ -83,12 +83,12 @@ def test_query_many_matches_query():
         assert s.query_many(qs) == [s.query(int(q)) for q in qs]
 
 
-def test_exact_duplicates_and_same_key_preference():
+def test_exact_duplicates_and_nearest_oldest_match():
     with SimhashStore.open(None) as s:
         assert s.check_and_add(7, "a") is None
         s.add(7, "b")
         assert [m.key for m in s.query(7)] == ["a", "b"]
-        assert s.check_and_add(7, "b").key == "b"  # the same document wins a tie
+        assert s.check_and_add(7, "b").key == "a"  # equally near: the oldest
         assert s.check_and_add(7 ^ 0b111, "c").key == "a"
         assert s.check_and_add(7 ^ 0b1111, "d") is None  # 4 bits: stored
         assert sorted(s.pairs()) == [("a", "b", 0)]
@@ -223,3 +223,20 @@ def test_one_writer_many_readers(tmp_path):
 def test_redis_urls_say_so():
     with pytest.raises(StoreError, match="redis"):
         SimhashStore.open("redis://127.0.0.1:6379/0")
+
+
+@pytest.mark.parametrize("k", [0, 3, 5])
+def test_check_and_add_many_equals_one_by_one(k):
+    rng = np.random.default_rng(77 + k)
+    layout = make_layout(k, k + 1 if k else 1)
+    fps, _ = planted_set(rng, 3000, k, layout)
+    rng.shuffle(fps)
+    keys = [f"d{i}" for i in range(len(fps))]
+    one = SimhashStore.open(None, max_distance=k, layout=layout)
+    expected = [one.check_and_add(int(x), key) for x, key in zip(fps.tolist(), keys)]
+    batch = SimhashStore.open(None, max_distance=k, layout=layout)
+    got = batch.check_and_add_many(fps[:1000], keys[:1000]) + batch.check_and_add_many(fps[1000:], keys[1000:])
+    assert [None if m is None else (m.distance, m.key) for m in got] == \
+        [None if m is None else (m.distance, m.key) for m in expected]
+    batch.check_invariants()
+    assert np.array_equal(batch.fingerprints(), one.fingerprints())

@@ -242,3 +242,23 @@ def unpermute_all(ys, t, src, dst, mask):
     for i in range(ys.shape[0]):
         out[i] = unpermute(ys[i], t, src, dst, mask)
     return out
+
+
+@njit(cache=True)
+def check_batch(qs, start, k, levels, sizes, shifts, src, dst, mask, buf, nbuf, out_d, out_v):
+    """Sequential check-and-add of ``qs[start:]``: each query is checked against
+    the levels and the buffer (which holds the batch's earlier additions); a
+    query with no match within k is appended to the buffer. Stops when the
+    buffer is full. Returns (next index, new nbuf); ``out_d[i]`` is the
+    distance of query i's nearest match or -1 if it was added."""
+    i = start
+    cap = buf.shape[0]
+    while i < qs.shape[0] and nbuf < cap:
+        d, v = any_within(qs[i], k, levels, sizes, shifts, src, dst, mask, buf, nbuf)
+        out_d[i] = d
+        out_v[i] = v
+        if d < 0:
+            buf[nbuf] = qs[i]
+            nbuf += 1
+        i += 1
+    return i, nbuf

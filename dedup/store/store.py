@@ -199,20 +199,37 @@ class SimhashStore:
             self._last_commit = now
 
     def check_and_add(self, fp: int, key: str) -> Match | None:
-        """The nearest stored match within ``max_distance``, or None after storing
-        ``fp`` under ``key``: one atomic step. Among equally near matches a
-        record with the same key wins (the same document seen again)."""
+        """The nearest stored match within ``max_distance`` (ties: the oldest
+        record), or None after storing ``fp`` under ``key``: one atomic step."""
         fp = _as_u64(fp)
         with self._lock:
             found = self.tables.nearest(fp)
             if found is None:
                 self.add(fp, key)
                 return None
-            matches = self.query(fp)
-            for m in matches:
-                if m.key == key:
-                    return m
-            return matches[0]
+            return self._match(*found)
+
+    def _match(self, distance: int, value: int) -> Match:
+        row = self.tables.rows_of(value)[0]
+        return Match(self.backend.keys([row])[0], value, distance)
+
+    def check_and_add_many(self, fps: Iterable[int] | np.ndarray, keys: Sequence[str]) -> list[Match | None]:
+        """``check_and_add`` for each of a batch, in order (a later fingerprint
+        can match an earlier one of the same batch), in compiled code."""
+        arr = np.asarray(fps if isinstance(fps, np.ndarray) else list(fps), dtype=np.uint64)
+        if len(arr) != len(keys):
+            raise ValueError(f"{len(arr)} fingerprints but {len(keys)} keys")
+        with self._lock:
+            self._check_writable()
+            first = len(self.tables)
+            dist, vals = self.tables.check_and_add_many(arr)
+            added = np.flatnonzero(dist < 0)
+            self.backend.append(first, arr[added], [keys[i] for i in added.tolist()])
+            self._after_add(len(added))
+            out: list[Match | None] = [None] * len(arr)
+            for i in np.flatnonzero(dist >= 0).tolist():
+                out[i] = self._match(int(dist[i]), int(vals[i]))
+            return out
 
     def flush(self) -> None:
         """Commit pending records (durable from here on)."""

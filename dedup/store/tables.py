@@ -186,6 +186,23 @@ class PermutedTables:
                             self.mask, self.buf, self.nbuf)
         return None if d < 0 else (int(d), int(v))
 
+    def check_and_add_many(self, fps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Sequential check-and-add of a batch, compiled end to end.
+
+        Returns (distance, nearest value) per input; distance -1 means the
+        fingerprint had no match and was added (rows in input order)."""
+        qs = np.ascontiguousarray(fps, dtype=np.uint64)
+        out_d = np.full(len(qs), -1, dtype=np.int64)
+        out_v = np.zeros(len(qs), dtype=np.uint64)
+        i = 0
+        while i < len(qs):
+            levels, sizes = self._levels()
+            i, self.nbuf = K.check_batch(qs, i, self.k, levels, sizes, self.shifts, self.src, self.dst,
+                                         self.mask, self.buf, self.nbuf, out_d, out_v)
+            if self.nbuf == self.buffer_size:
+                self._flush_buffer()
+        return out_d, out_v
+
     def rows_of(self, fp: int) -> list[int]:
         """Rows holding exactly ``fp`` (binary search in table 0, scan of the buffer)."""
         v = np.uint64(fp)
