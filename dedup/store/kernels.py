@@ -262,3 +262,16 @@ def check_batch(qs, start, k, levels, sizes, shifts, src, dst, mask, buf, nbuf, 
             nbuf += 1
         i += 1
     return i, nbuf
+
+
+@njit(cache=True)
+def unique_sorted(arr):
+    """Distinct values of a sorted array, O(n) (np.unique would sort again)."""
+    n = arr.shape[0]
+    out = np.empty(n, dtype=np.uint64)
+    m = 0
+    for i in range(n):
+        if i == 0 or arr[i] != arr[i - 1]:
+            out[m] = arr[i]
+            m += 1
+    return out[:m]

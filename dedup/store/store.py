@@ -210,7 +210,7 @@ class SimhashStore:
             return self._match(*found)
 
     def _match(self, distance: int, value: int) -> Match:
-        row = self.tables.rows_of(value)[0]
+        row = int(self.tables.first_rows(np.array([value], dtype=np.uint64))[0])
         return Match(self.backend.keys([row])[0], value, distance)
 
     def check_and_add_many(self, fps: Iterable[int] | np.ndarray, keys: Sequence[str]) -> list[Match | None]:
@@ -227,8 +227,11 @@ class SimhashStore:
             self.backend.append(first, arr[added], [keys[i] for i in added.tolist()])
             self._after_add(len(added))
             out: list[Match | None] = [None] * len(arr)
-            for i in np.flatnonzero(dist >= 0).tolist():
-                out[i] = self._match(int(dist[i]), int(vals[i]))
+            hit = np.flatnonzero(dist >= 0)
+            rows = self.tables.first_rows(vals[hit])
+            keys_found = self.backend.keys(rows.tolist())
+            for i, key, d, v in zip(hit.tolist(), keys_found, dist[hit].tolist(), vals[hit].tolist()):
+                out[i] = Match(key, v, d)
             return out
 
     def flush(self) -> None:

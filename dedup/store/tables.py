@@ -215,6 +215,30 @@ class PermutedTables:
         rows.extend(base + int(i) for i in np.flatnonzero(self.buf[: self.nbuf] == v))
         return sorted(rows)
 
+    def first_rows(self, values: np.ndarray) -> np.ndarray:
+        """Oldest row holding each value (all must be stored), vectorised.
+
+        Rows grow main < delta < buffer, and table 0 keeps equal values in row
+        order, so the first hit in the oldest level is the oldest row."""
+        values = np.ascontiguousarray(values, dtype=np.uint64)
+        out = np.full(len(values), -1, dtype=np.int64)
+        for arr, ids in ((self.main[0], self.main_ids), (self.delta[0], self.delta_ids)):
+            if not len(arr):
+                continue
+            todo = np.flatnonzero(out < 0)
+            pos = np.searchsorted(arr, values[todo], "left")
+            ok = pos < len(arr)
+            ok[ok] = arr[pos[ok]] == values[todo[ok]]
+            out[todo[ok]] = ids[pos[ok]]
+        todo = np.flatnonzero(out < 0)
+        if len(todo):
+            base = len(self) - self.nbuf
+            first: dict[int, int] = {}
+            for i, v in enumerate(self.buf[: self.nbuf].tolist()):
+                first.setdefault(v, base + i)
+            out[todo] = [first[v] for v in values[todo].tolist()]
+        return out
+
     def all_fingerprints(self) -> np.ndarray:
         """Fingerprints by row (uint64, O(n))."""
         out = np.empty(len(self), dtype=np.uint64)
@@ -234,7 +258,7 @@ class PermutedTables:
             out_d = np.empty(cap, dtype=np.int64)
             cnt = 0
             for t in range(self.T):
-                arr = np.unique(self.main[t])  # sorted already; drop exact repeats
+                arr = K.unique_sorted(self.main[t])  # drop exact repeats
                 cnt = K.self_join_table(arr, t, self.k, int(self.shifts[t]), self.src, self.dst, self.mask,
                                         self.block_masks, self.first_clean, out_a, out_b, out_d, cnt)
                 if cnt < 0:

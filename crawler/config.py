@@ -1,0 +1,87 @@
+"""Every ``NEARDUP_*`` setting, parsed once into a validated ``NearDupConfig``.
+
+A bad value stops the crawl at start with a message naming the setting.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from scrapy.settings import BaseSettings
+
+from dedup.fingerprint import DEFAULT_MIN_TOKENS
+from dedup.store.layout import MAX_DISTANCE
+
+
+class ConfigError(ValueError):
+    """A NEARDUP_* setting has a bad value; the message names it."""
+
+
+@dataclass(frozen=True)
+class NearDupConfig:
+    enabled: bool = True
+    max_distance: int = 3
+    store: str | None = None  # directory path, or None for an in-memory store
+    capacity: int = 1_000_000
+    duplicates_file: str | None = "neardup-duplicates.jsonl"
+    min_text: int = DEFAULT_MIN_TOKENS
+    debug: bool = False
+    emit_unchanged: bool = False
+    index: str | None = "neardup-index.sqlite3"
+    skip_meta_key: str = "neardup_skip"
+
+    @classmethod
+    def from_settings(cls, settings: BaseSettings) -> NearDupConfig:
+        def boolean(name: str, default: bool) -> bool:
+            try:
+                return settings.getbool(name, default)
+            except ValueError:
+                raise ConfigError(f"{name} must be a boolean (True/False/1/0), got {settings.get(name)!r}") from None
+
+        def integer(name: str, default: int, lo: int, hi: int | None = None) -> int:
+            raw = settings.get(name, default)
+            try:
+                value = int(raw)
+                if isinstance(raw, float) and raw != value:
+                    raise ValueError
+            except (TypeError, ValueError):
+                raise ConfigError(f"{name} must be an integer, got {raw!r}") from None
+            if value < lo or (hi is not None and value > hi):
+                rng = f"{lo}..{hi}" if hi is not None else f">= {lo}"
+                raise ConfigError(f"{name} must be {rng}, got {value}")
+            return value
+
+        def path(name: str) -> str | None:
+            raw = settings.get(name)
+            if raw is None or raw == "":
+                return None
+            if not isinstance(raw, (str, os.PathLike)):
+                raise ConfigError(f"{name} must be a path, got {raw!r}")
+            return os.fspath(raw)
+
+        store = path("NEARDUP_STORE")
+        jobdir = settings.get("JOBDIR")
+        if store is None and jobdir:
+            store = str(Path(jobdir) / "neardup")
+        if store and store.startswith(("redis://", "rediss://")):
+            raise ConfigError("NEARDUP_STORE: redis:// stores are not available in this version; use a directory")
+        base = Path(store) if store else None
+
+        def output(name: str, filename: str, fallback: str) -> str | None:
+            if name in settings:  # set by the user: "" or None switches it off
+                return path(name)
+            return str(base / filename) if base else fallback
+
+        return cls(
+            enabled=boolean("NEARDUP_ENABLED", True),
+            max_distance=integer("NEARDUP_MAX_DISTANCE", 3, 0, MAX_DISTANCE),
+            store=store,
+            capacity=integer("NEARDUP_CAPACITY", 1_000_000, 1),
+            duplicates_file=output("NEARDUP_DUPLICATES_FILE", "duplicates.jsonl", "neardup-duplicates.jsonl"),
+            min_text=integer("NEARDUP_MIN_TEXT", DEFAULT_MIN_TOKENS, 1),
+            debug=boolean("NEARDUP_DEBUG", False),
+            emit_unchanged=boolean("NEARDUP_EMIT_UNCHANGED", False),
+            index=output("NEARDUP_INDEX", "index.sqlite3", "neardup-index.sqlite3"),
+        )
