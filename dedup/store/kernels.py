@@ -77,12 +77,67 @@ def prefix_range(arr, n, y, shift):
 
 
 @njit(cache=True)
-def probe(q, k, levels, sizes, shifts, src, dst, mask, buf, nbuf, out):
+def build_directory(level, dbits):
+    """Per table, offsets of each value of the top ``dbits`` bits in the sorted
+    rows of ``level``: entries [dir[t, v], dir[t, v + 1]) start with v."""
+    T, n = level.shape
+    size = 1 << dbits
+    out = np.zeros((T, size + 1), dtype=np.uint32)
+    counts = np.zeros(size + 1, dtype=np.int64)
+    shift = uint64(64 - dbits) if dbits > 0 else uint64(63)
+    for t in range(T):
+        counts[:] = 0
+        row = level[t]
+        for i in range(n):
+            v = np.int64(0)
+            if dbits > 0:
+                v = np.int64(row[i] >> shift)
+            counts[v + 1] += 1
+        for v in range(size):
+            counts[v + 1] += counts[v]
+        for v in range(size + 1):
+            out[t, v] = counts[v]
+    return out
+
+
+@njit(cache=True, inline="always")
+def main_range(arr, n, directory, t, dbits, y, shift):
+    """``prefix_range`` in the main level, narrowed first by its directory."""
+    if dbits > 0:
+        v = np.int64(y >> uint64(64 - dbits))
+        lo = np.int64(directory[t, v])
+        hi = np.int64(directory[t, v + 1])
+    else:
+        lo, hi = np.int64(0), np.int64(n)
+    if shift >= 64 or lo == hi:
+        return lo, hi
+    base = (y >> uint64(shift)) << uint64(shift)
+    top = base | ((uint64(1) << uint64(shift)) - uint64(1))
+    a, b = lo, hi
+    while a < b:
+        mid = (a + b) >> 1
+        if arr[mid] < base:
+            a = mid + 1
+        else:
+            b = mid
+    lo = a
+    b = hi
+    while a < b:
+        mid = (a + b) >> 1
+        if arr[mid] <= top:
+            a = mid + 1
+        else:
+            b = mid
+    return lo, a
+
+
+@njit(cache=True)
+def probe(q, k, levels, sizes, directory, dbits, shifts, src, dst, mask, buf, nbuf, out):
     """Fingerprints within ``k`` of ``q``: writes distinct matches to ``out``;
     returns their count, or -(count) - 1 when ``out`` is too small.
 
-    ``levels``: tuple-like list of 2D sorted arrays (tables x n); ``sizes``: their
-    used lengths. ``buf``: unsorted raw fingerprints, scanned exhaustively.
+    ``levels``: (main, delta), 2D sorted arrays (tables x n); ``sizes``: their
+    lengths; ``directory``/``dbits``: main's prefix directory (``build_directory``). ``buf``: unsorted raw fingerprints, scanned exhaustively.
     """
     cnt = 0
     cap = out.shape[0]
@@ -105,7 +160,10 @@ def probe(q, k, levels, sizes, shifts, src, dst, mask, buf, nbuf, out):
         y = permute(q, t, src, dst, mask)
         for li in range(len(levels)):
             arr = levels[li][t]
-            lo, hi = prefix_range(arr, sizes[li], y, shifts[t])
+            if li == 0:
+                lo, hi = main_range(arr, sizes[0], directory, t, dbits, y, shifts[t])
+            else:
+                lo, hi = prefix_range(arr, sizes[li], y, shifts[t])
             for i in range(lo, hi):
                 w = arr[i]
                 if popcount(w ^ y) <= k:
@@ -125,7 +183,7 @@ def probe(q, k, levels, sizes, shifts, src, dst, mask, buf, nbuf, out):
 
 
 @njit(cache=True)
-def any_within(q, k, levels, sizes, shifts, src, dst, mask, buf, nbuf):
+def any_within(q, k, levels, sizes, directory, dbits, shifts, src, dst, mask, buf, nbuf):
     """Nearest distance of a stored fingerprint within ``k`` of q, or -1; the fingerprint."""
     best = k + 1
     best_v = uint64(0)
@@ -138,7 +196,10 @@ def any_within(q, k, levels, sizes, shifts, src, dst, mask, buf, nbuf):
         y = permute(q, t, src, dst, mask)
         for li in range(len(levels)):
             arr = levels[li][t]
-            lo, hi = prefix_range(arr, sizes[li], y, shifts[t])
+            if li == 0:
+                lo, hi = main_range(arr, sizes[0], directory, t, dbits, y, shifts[t])
+            else:
+                lo, hi = prefix_range(arr, sizes[li], y, shifts[t])
             for i in range(lo, hi):
                 d = popcount(arr[i] ^ y)
                 if d < best:
@@ -245,7 +306,7 @@ def unpermute_all(ys, t, src, dst, mask):
 
 
 @njit(cache=True)
-def check_batch(qs, start, k, levels, sizes, shifts, src, dst, mask, buf, nbuf, out_d, out_v):
+def check_batch(qs, start, k, levels, sizes, directory, dbits, shifts, src, dst, mask, buf, nbuf, out_d, out_v):
     """Sequential check-and-add of ``qs[start:]``: each query is checked against
     the levels and the buffer (which holds the batch's earlier additions); a
     query with no match within k is appended to the buffer. Stops when the
@@ -254,7 +315,7 @@ def check_batch(qs, start, k, levels, sizes, shifts, src, dst, mask, buf, nbuf, 
     i = start
     cap = buf.shape[0]
     while i < qs.shape[0] and nbuf < cap:
-        d, v = any_within(qs[i], k, levels, sizes, shifts, src, dst, mask, buf, nbuf)
+        d, v = any_within(qs[i], k, levels, sizes, directory, dbits, shifts, src, dst, mask, buf, nbuf)
         out_d[i] = d
         out_v[i] = v
         if d < 0:

@@ -14,7 +14,7 @@ Table 0's permutation is the identity, and its levels carry the row ids
 Costs (n stored, T tables, p-bit prefixes): probe O(T (log n + n / 2**p) +
 B) with B <= ``buffer_size``; insert amortised O(T (B + n / merge_ratio) /
 B) element moves, merges done in compiled code; memory 8 T + 4 bytes per
-fingerprint (``Layout.bytes_per_fingerprint``).
+fingerprint plus main's prefix directory (about 2 bytes; ``Layout.bytes_per_fingerprint``).
 
 >>> from dedup.store.layout import choose_layout
 >>> t = PermutedTables(choose_layout(3, 1000))
@@ -58,6 +58,7 @@ class PermutedTables:
         self.buf = np.empty(buffer_size, dtype=np.uint64)
         self.nbuf = 0
         self._out = np.empty(64, dtype=np.uint64)
+        self._index_main()
 
     # -- size -----------------------------------------------------------------
 
@@ -70,6 +71,18 @@ class PermutedTables:
 
     def _levels(self) -> tuple[tuple[np.ndarray, np.ndarray], np.ndarray]:
         return (self.main, self.delta), np.array([self.main.shape[1], self.delta.shape[1]], dtype=np.int64)
+
+    def _probe_args(self) -> tuple:
+        levels, sizes = self._levels()
+        return levels, sizes, self.directory, self.dbits, self.shifts, self.src, self.dst, self.mask
+
+    def _index_main(self) -> None:
+        """Rebuild main's prefix directory: top ``dbits`` bits -> offsets, about
+        n/8 entries (2 bytes per fingerprint for 4 tables), so a probe starts
+        with one lookup instead of a binary search over all of main."""
+        n = self.main.shape[1]
+        self.dbits = 0 if n < 64 else min(int(np.log2(n)) - 3, self.layout.min_prefix_bits, 28)
+        self.directory = K.build_directory(self.main, self.dbits)
 
     # -- inserts --------------------------------------------------------------
 
@@ -102,6 +115,7 @@ class PermutedTables:
         if main.shape[0] != self.T or main.shape[1] != len(main_ids):
             raise ValueError("snapshot shape does not match the layout")
         self.main, self.main_ids = main, main_ids
+        self._index_main()
 
     def _sorted_level(self, fps: np.ndarray, start: int) -> tuple[np.ndarray, np.ndarray]:
         m = len(fps)
@@ -154,6 +168,7 @@ class PermutedTables:
         for t in range(1, self.T):
             merged[t] = K.merge_sorted(self.main[t], n, self.delta[t], d)
         self.main, self.main_ids = merged, ids
+        self._index_main()
         self.delta = np.empty((self.T, 0), dtype=np.uint64)
         self.delta_ids = np.empty(0, dtype=np.uint32)
         self.on_main_merged()
@@ -170,20 +185,16 @@ class PermutedTables:
 
     def matches(self, fp: int) -> np.ndarray:
         """Distinct stored fingerprints within k of ``fp`` (uint64 array)."""
-        levels, sizes = self._levels()
         q = np.uint64(fp)
         while True:
-            n = K.probe(q, self.k, levels, sizes, self.shifts, self.src, self.dst, self.mask,
-                        self.buf, self.nbuf, self._out)
+            n = K.probe(q, self.k, *self._probe_args(), self.buf, self.nbuf, self._out)
             if n >= 0:
                 return self._out[:n].copy()
             self._out = np.empty(self._out.shape[0] * 4, dtype=np.uint64)
 
     def nearest(self, fp: int) -> tuple[int, int] | None:
         """(distance, fingerprint) of a nearest stored fingerprint within k, or None."""
-        levels, sizes = self._levels()
-        d, v = K.any_within(np.uint64(fp), self.k, levels, sizes, self.shifts, self.src, self.dst,
-                            self.mask, self.buf, self.nbuf)
+        d, v = K.any_within(np.uint64(fp), self.k, *self._probe_args(), self.buf, self.nbuf)
         return None if d < 0 else (int(d), int(v))
 
     def check_and_add_many(self, fps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -196,9 +207,7 @@ class PermutedTables:
         out_v = np.zeros(len(qs), dtype=np.uint64)
         i = 0
         while i < len(qs):
-            levels, sizes = self._levels()
-            i, self.nbuf = K.check_batch(qs, i, self.k, levels, sizes, self.shifts, self.src, self.dst,
-                                         self.mask, self.buf, self.nbuf, out_d, out_v)
+            i, self.nbuf = K.check_batch(qs, i, self.k, *self._probe_args(), self.buf, self.nbuf, out_d, out_v)
             if self.nbuf == self.buffer_size:
                 self._flush_buffer()
         return out_d, out_v
@@ -326,6 +335,8 @@ class PermutedTables:
             raise InvariantError("delta rows do not follow main")
         if not 0 <= self.nbuf < self.buffer_size:
             raise InvariantError(f"buffer holds {self.nbuf} of {self.buffer_size}")
+        if not np.array_equal(self.directory, K.build_directory(self.main, self.dbits)):
+            raise InvariantError("main's prefix directory is stale")
         sample = self.main[0][:16].copy()
         for t in range(self.T):  # permutation round-trips
             back = K.unpermute_all(K.permute_all(sample, t, self.src, self.dst, self.mask), t,
