@@ -24,9 +24,14 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
+import regex
+
 from .stopwords import STOPWORDS
 from .text import Page
 from .tokens import tokenize
+
+
+_DIGIT = regex.compile(r"\d")
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,17 +58,19 @@ def _is_furniture(block, params: FeatureParams) -> bool:
 
 def page_tokens(page: Page, params: FeatureParams) -> tuple[list[str], list[str]]:
     """(content tokens, furniture tokens) of a page; the title counts as content."""
-    content: list[str] = tokenize(page.title) if page.title and params.title_weight else []
+    content: list[str] = [page.title] if page.title and params.title_weight else []
     furniture: list[str] = []
     for block in page.blocks:
-        (furniture if _is_furniture(block, params) else content).extend(tokenize(block.text))
-    return content, furniture
+        (furniture if _is_furniture(block, params) else content).append(block.text)
+    # One tokenize call per group: tokens never span a newline, so this equals
+    # tokenising block by block, without the per-call overhead.
+    return tokenize("\n".join(content)), tokenize("\n".join(furniture))
 
 
 def _term_weight(token: str, params: FeatureParams) -> float:
     if token in STOPWORDS:
         return params.stop_weight
-    if any(c.isdigit() for c in token):
+    if not token.isalpha() and _DIGIT.search(token):
         return params.number_weight
     return 1.0
 

@@ -33,7 +33,6 @@ import sys
 from dataclasses import dataclass, field
 
 import lxml.etree
-import lxml.html
 import regex
 from w3lib.encoding import html_to_unicode
 
@@ -58,7 +57,7 @@ FURNITURE_ROLES = frozenset({"navigation", "banner", "contentinfo", "complementa
 
 _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.I)
 _WS = re.compile(r"\s+")
-_PARSER = lxml.html.HTMLParser(
+_PARSER = lxml.etree.HTMLParser(
     encoding="utf-8", remove_comments=True, remove_pis=True, recover=True, no_network=True,
     default_doctype=False,
 )
@@ -181,8 +180,8 @@ def parse(text: str) -> lxml.etree._Element | None:
     if not data.strip():
         return None
     try:
-        root = lxml.html.document_fromstring(data, parser=_PARSER)
-    except (lxml.etree.ParserError, ValueError):
+        root = lxml.etree.fromstring(data, parser=_PARSER)
+    except (lxml.etree.ParserError, lxml.etree.XMLSyntaxError, ValueError):
         return None
     return root
 
@@ -212,10 +211,7 @@ class _Walker:
 
     def walk(self, el: lxml.etree._Element, furniture: bool, in_link: bool) -> None:
         tag = el.tag
-        if not isinstance(tag, str):  # comments/PIs that survived, entities
-            return
-        tag = tag.lower()
-        if tag in DROPPED_TAGS or _is_hidden(el):
+        if not isinstance(tag, str):  # entities
             return
         is_block = tag in BLOCK_TAGS
         if not furniture and (tag in FURNITURE_TAGS or el.get("role", "").lower() in FURNITURE_ROLES):
@@ -232,13 +228,37 @@ class _Walker:
             self.walk(child, furniture, link)
             if child.tail:
                 # The tail belongs to this element, not to the child.
-                if isinstance(child.tag, str) and child.tag.lower() in BLOCK_TAGS:
+                if child.tag in BLOCK_TAGS:
                     self.flush(furniture)
                 self.parts.append(child.tail)
                 if link:
                     self.link_chars += len(child.tail)
         if is_block or tag in FURNITURE_TAGS:
             self.flush(furniture)
+
+
+_HIDDEN_XPATH = lxml.etree.XPath(
+    "//*[@hidden or @aria-hidden or contains(@style, ':')]")
+
+
+def _remove_invisible(root: lxml.etree._Element) -> None:
+    """Drop invisible subtrees (keeping their tails), mostly in C: a walk that
+    checked every element in Python was the largest cost of extraction."""
+    lxml.etree.strip_elements(root, *DROPPED_TAGS, lxml.etree.Comment, lxml.etree.ProcessingInstruction,
+                              with_tail=False)
+    for el in _HIDDEN_XPATH(root):
+        if _is_hidden(el):
+            parent = el.getparent()
+            if parent is None:
+                continue
+            tail = el.tail
+            if tail:  # the tail is visible text that follows the element
+                prev = el.getprevious()
+                if prev is not None:
+                    prev.tail = (prev.tail or "") + tail
+                else:
+                    parent.text = (parent.text or "") + tail
+            parent.remove(el)
 
 
 def extract_text(text: str, encoding: str = "utf-8") -> Page:
@@ -252,7 +272,8 @@ def extract_text(text: str, encoding: str = "utf-8") -> Page:
     if title_el is None:
         title_el = root.find(".//title")
     if title_el is not None:
-        title = _WS.sub(" ", title_el.text_content()).strip()
+        title = _WS.sub(" ", "".join(title_el.itertext())).strip()
+    _remove_invisible(root)
     walker = _Walker()
     body = root.find("body")
     limit = sys.getrecursionlimit()

@@ -69,11 +69,18 @@ def normalize(text: str) -> str:
     return unicodedata.normalize("NFKC", text).casefold()
 
 
+_SPECIAL = regex.compile(rf"[\p{{Han}}{_NOSPACE}]", regex.V1)
+_WORDS = regex.compile(rf"[[\p{{L}}\p{{N}}\p{{M}}]--[\p{{Han}}{_NOSPACE}]]+", regex.V1)
+
+
 def tokenize(text: str) -> list[str]:
     """Tokens of ``text`` in order; see the module docstring."""
+    text = normalize(text)
+    if not _SPECIAL.search(text):  # only space-delimited scripts: all in C
+        return _WORDS.findall(text)
     out: list[str] = []
     append, extend = out.append, out.extend
-    for m in _RUNS.finditer(normalize(text)):
+    for m in _RUNS.finditer(text):
         kind = m.lastgroup
         run = m.group()
         if kind == "word":
