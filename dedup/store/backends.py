@@ -45,6 +45,10 @@ class Backend(ABC):
     def append(self, first_row: int, fps: np.ndarray, keys: Sequence[str]) -> None:
         """Queue records ``first_row, first_row + 1, ...``; durable after ``commit``."""
 
+    def append_one(self, row: int, fp: int, key: str) -> None:
+        """``append`` of one record (backends may make this cheaper)."""
+        self.append(row, np.array([fp], dtype=np.uint64), [key])
+
     @abstractmethod
     def commit(self) -> None: ...
 
@@ -170,6 +174,13 @@ class SQLiteBackend(Backend):
             raise StoreError(f"row {first_row} appended after {self.count()} records")
         signed = np.asarray(fps, dtype=np.uint64).view(np.int64).tolist()
         self._pending.extend(zip(range(first_row, first_row + len(signed)), signed, keys))
+
+    def append_one(self, row: int, fp: int, key: str) -> None:
+        if self.readonly:
+            raise StoreError("store opened read-only")
+        if row != self._count + len(self._pending):
+            raise StoreError(f"row {row} appended after {self.count()} records")
+        self._pending.append((row, fp - (1 << 64) if fp >= 1 << 63 else fp, key))  # SQLite integers are signed
 
     def commit(self) -> None:
         if not self._pending:

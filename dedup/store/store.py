@@ -174,8 +174,7 @@ class SimhashStore:
         fp = _as_u64(fp)
         with self._lock:
             self._check_writable()
-            row = len(self.tables)
-            self.backend.append(row, np.array([fp], dtype=np.uint64), [key])
+            self.backend.append_one(len(self.tables), fp, key)
             self.tables.add(fp)
             self._after_add(1)
 
@@ -210,8 +209,7 @@ class SimhashStore:
             return self._match(*found)
 
     def _match(self, distance: int, value: int) -> Match:
-        row = int(self.tables.first_rows(np.array([value], dtype=np.uint64))[0])
-        return Match(self.backend.keys([row])[0], value, distance)
+        return Match(self.backend.keys([self.tables.first_row(value)])[0], value, distance)
 
     def check_and_add_many(self, fps: Iterable[int] | np.ndarray, keys: Sequence[str]) -> list[Match | None]:
         """``check_and_add`` for each of a batch, in order (a later fingerprint

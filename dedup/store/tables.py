@@ -58,6 +58,7 @@ class PermutedTables:
         self.buf = np.empty(buffer_size, dtype=np.uint64)
         self.nbuf = 0
         self._out = np.empty(64, dtype=np.uint64)
+        self._args: tuple | None = None
         self._index_main()
 
     # -- size -----------------------------------------------------------------
@@ -73,8 +74,11 @@ class PermutedTables:
         return (self.main, self.delta), np.array([self.main.shape[1], self.delta.shape[1]], dtype=np.int64)
 
     def _probe_args(self) -> tuple:
-        levels, sizes = self._levels()
-        return levels, sizes, self.directory, self.dbits, self.shifts, self.src, self.dst, self.mask
+        # cached: rebuilt only when main or delta change (the hot path is one probe per page)
+        if self._args is None:
+            levels, sizes = self._levels()
+            self._args = (levels, sizes, self.directory, self.dbits, self.shifts, self.src, self.dst, self.mask)
+        return self._args
 
     def _index_main(self) -> None:
         """Rebuild main's prefix directory: top ``dbits`` bits -> offsets, about
@@ -83,6 +87,7 @@ class PermutedTables:
         n = self.main.shape[1]
         self.dbits = 0 if n < 64 else min(int(np.log2(n)) - 3, self.layout.min_prefix_bits, 28)
         self.directory = K.build_directory(self.main, self.dbits)
+        self._args = None
 
     # -- inserts --------------------------------------------------------------
 
@@ -133,6 +138,7 @@ class PermutedTables:
         new, new_ids = self._sorted_level(fps, start)
         if self.delta.shape[1] == 0:
             self.delta, self.delta_ids = new, new_ids
+            self._args = None
             return
         merged = np.empty((self.T, self.delta.shape[1] + new.shape[1]), dtype=np.uint64)
         merged[0], ids = K.merge_sorted_ids(self.delta[0], self.delta_ids, self.delta.shape[1],
@@ -140,6 +146,7 @@ class PermutedTables:
         for t in range(1, self.T):
             merged[t] = K.merge_sorted(self.delta[t], self.delta.shape[1], new[t], new.shape[1])
         self.delta, self.delta_ids = merged, ids
+        self._args = None
 
     def _flush_buffer(self) -> None:
         if not self.nbuf:
@@ -171,6 +178,7 @@ class PermutedTables:
         self._index_main()
         self.delta = np.empty((self.T, 0), dtype=np.uint64)
         self.delta_ids = np.empty(0, dtype=np.uint32)
+        self._args = None
         self.on_main_merged()
 
     def on_main_merged(self) -> None:
@@ -223,6 +231,18 @@ class PermutedTables:
         base = len(self) - self.nbuf
         rows.extend(base + int(i) for i in np.flatnonzero(self.buf[: self.nbuf] == v))
         return sorted(rows)
+
+    def first_row(self, value: int) -> int:
+        """Oldest row holding ``value`` (which must be stored); scalar ``first_rows``."""
+        v = np.uint64(value)
+        for arr, ids in ((self.main[0], self.main_ids), (self.delta[0], self.delta_ids)):
+            pos = int(np.searchsorted(arr, v, "left"))
+            if pos < len(arr) and arr[pos] == v:
+                return int(ids[pos])
+        hits = np.flatnonzero(self.buf[: self.nbuf] == v)
+        if not len(hits):
+            raise KeyError(value)
+        return len(self) - self.nbuf + int(hits[0])
 
     def first_rows(self, values: np.ndarray) -> np.ndarray:
         """Oldest row holding each value (all must be stored), vectorised.
