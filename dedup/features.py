@@ -4,9 +4,11 @@ A feature is a token (see ``tokens``) or, optionally, a pair of adjacent
 tokens. Its weight sums, over its occurrences, ``block weight x term weight``:
 
 * block weight: 1 for content, ``furniture_weight`` for text in
-  nav/header/footer/aside or in link-dense blocks (menus, tag clouds,
-  "related" lists): the parts that differ between copies of one article on
-  two sites, and that make different pages of one site look alike;
+  nav/header/footer/aside, in link-dense blocks (menus, tag clouds,
+  "related" lists) and in short blocks (under ``short_block_tokens``: ad
+  lines, bylines, footers in plain divs, as boilerpipe observes): the parts
+  that differ between copies of one article on two sites, and that make
+  different pages of one site look alike;
 * term weight: ``stop_weight`` for function words (``stopwords``),
   ``number_weight`` for tokens with digits (counters, dates, prices change
   between otherwise identical copies), else 1.
@@ -15,6 +17,11 @@ The summed weight is then damped by ``tf_power`` (1 = linear counts): a
 near-duplicate differs in a few blocks, and counts keep the many repeated
 topic words in charge of the fingerprint, while pure presence (power 0)
 would let every new word in a changed block move it.
+
+Finally no feature may carry more than ``max_share`` of the page's total
+weight: otherwise one term repeated thousands of times (``html`` in a list of
+file names) sets every bit by itself. The defaults were chosen by
+``bench/quality.py`` (see BENCHMARKS.md).
 
 Cost: O(tokens); counting is done by ``collections.Counter`` in C.
 """
@@ -43,17 +50,29 @@ class FeatureParams:
     tf_power: float = 1.0
     bigrams: bool = False
     title_weight: float = 1.0
+    short_block_tokens: int = 20  # blocks with fewer (estimated) tokens count as furniture; 0: off
+    max_share: float = 0.05  # cap on one feature's share of the page's total weight; 0: off
 
     @property
     def tag(self) -> str:
         """Short text naming these parameters, part of the scheme identity."""
         return (f"fw{self.furniture_weight:g}ld{self.link_density_cutoff:g}sw{self.stop_weight:g}"
                 f"nw{self.number_weight:g}tf{self.tf_power:g}{'bi' if self.bigrams else 'uni'}"
-                f"tw{self.title_weight:g}")
+                f"tw{self.title_weight:g}sb{self.short_block_tokens}ms{self.max_share:g}")
+
+
+_HAN = regex.compile(r"\p{Han}")
+
+
+def _estimated_tokens(text: str) -> float:
+    # cheap: words between spaces, plus ~0.6 words per Han character (jieba's average)
+    return len(text.split()) + 0.6 * len(_HAN.findall(text))
 
 
 def _is_furniture(block, params: FeatureParams) -> bool:
-    return block.furniture or block.link_density > params.link_density_cutoff
+    if block.furniture or block.link_density > params.link_density_cutoff:
+        return True
+    return params.short_block_tokens > 0 and _estimated_tokens(block.text) < params.short_block_tokens
 
 
 def page_tokens(page: Page, params: FeatureParams) -> tuple[list[str], list[str]]:
@@ -103,4 +122,11 @@ def page_features(page: Page, params: FeatureParams = FeatureParams()) -> tuple[
         w = (n**p if p != 1.0 else n) * tw
         if w > 0:
             out[feat] = w
+    if params.max_share > 0 and out:
+        # One term repeated thousands of times (a file extension in a link list,
+        # a product code) would otherwise set every bit by itself.
+        cap = params.max_share * sum(out.values())
+        for feat, w in out.items():
+            if w > cap:
+                out[feat] = cap
     return out, len(content) + len(furniture)

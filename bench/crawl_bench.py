@@ -1,0 +1,144 @@
+"""Crawl throughput with and without the near-duplicate filter, on a real site served by nginx.
+
+    .venv/bin/python bench/crawl_bench.py [--rounds 2]
+
+Serves ``../shared/data/sites/sqlite3-doc.tar.gz`` with nginx (installed from
+Debian's packages if missing) on a free 127.0.0.1 port, then runs
+``scrapy crawl site`` alternately without and with the filter, at the same
+concurrency, AutoThrottle off. Reports pages/s of each, pages kept and
+dropped, and for every dropped pair the word-5-shingle Jaccard of the two
+pages' visible text (how many below 0.5).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+from dedup.text import extract  # noqa: E402
+from quality import jaccard, shingles  # noqa: E402
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_nginx(root: Path, port: int, work: Path) -> subprocess.Popen:
+    if not shutil.which("nginx") and not Path("/usr/sbin/nginx").exists():
+        subprocess.run(["apt-get", "update", "-qq"], check=True)
+        subprocess.run(["apt-get", "install", "-y", "-qq", "nginx-light"], check=True)
+    nginx = shutil.which("nginx") or "/usr/sbin/nginx"
+    conf = work / "nginx.conf"
+    conf.write_text(f"""
+worker_processes 2;
+daemon off;
+pid {work}/nginx.pid;
+error_log {work}/error.log;
+events {{ worker_connections 1024; }}
+http {{
+    include /etc/nginx/mime.types;
+    access_log off;
+    client_body_temp_path {work}/tmp; proxy_temp_path {work}/tmp; fastcgi_temp_path {work}/tmp;
+    uwsgi_temp_path {work}/tmp; scgi_temp_path {work}/tmp;
+    server {{ listen 127.0.0.1:{port}; root {root}; }}
+}}
+""")
+    (work / "tmp").mkdir(exist_ok=True)
+    proc = subprocess.Popen([nginx, "-c", str(conf), "-p", str(work)])
+    for _ in range(100):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return proc
+        except OSError:
+            time.sleep(0.05)
+    proc.kill()
+    raise RuntimeError("nginx did not start")
+
+
+def crawl(url: str, out: Path, filtered: bool, concurrency: int) -> dict:
+    out.mkdir(parents=True, exist_ok=True)
+    cmd = [sys.executable, "-m", "scrapy", "crawl", "site", "-a", f"start_url={url}",
+           "-s", "AUTOTHROTTLE_ENABLED=False", "-s", f"CONCURRENT_REQUESTS={concurrency}",
+           "-s", f"CONCURRENT_REQUESTS_PER_DOMAIN={concurrency}", "-s", "LOG_LEVEL=INFO",
+           "-s", f"NEARDUP_ENABLED={filtered}", "-s", f"NEARDUP_STORE={out / 'store'}", "-s", "NEARDUP_INDEX=",
+           "-O", str(out / "pages.jsonl")]
+    t = time.perf_counter()
+    r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1800)
+    wall = time.perf_counter() - t
+    if r.returncode:
+        raise RuntimeError(r.stderr[-2000:])
+    stats = {}
+    for key in ("response_received_count", "elapsed_time_seconds", "neardup/kept", "neardup/dropped",
+                "neardup/outlinks_dropped", "downloader/response_bytes"):
+        for line in r.stderr.splitlines():
+            if f"'{key}':" in line:
+                stats[key] = float(line.split(":")[-1].strip(" ,}"))
+    stats["wall_s"] = wall
+    stats["pages_per_s"] = stats["response_received_count"] / stats["elapsed_time_seconds"]
+    return stats
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data"))
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--concurrency", type=int, default=16)
+    ap.add_argument("--out", default="bench/results/crawl.json")
+    a = ap.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="neardup-crawl-"))
+    with tarfile.open(Path(a.data) / "sites" / "sqlite3-doc.tar.gz") as tf:
+        tf.extractall(work / "site", filter="data")
+    site = work / "site" / "sqlite3-doc" / "site"
+    port = free_port()
+    nginx = start_nginx(site, port, work)
+    url = f"http://127.0.0.1:{port}/index.html"
+    runs: dict[str, list[dict]] = {"plain": [], "filtered": []}
+    try:
+        for i in range(a.rounds):
+            for mode in ("plain", "filtered"):
+                out = work / f"{mode}-{i}"
+                shutil.rmtree(out, ignore_errors=True)
+                runs[mode].append(crawl(url, out, mode == "filtered", a.concurrency))
+                print(mode, json.dumps(runs[mode][-1]), flush=True)
+    finally:
+        nginx.terminate()
+        nginx.wait(10)
+    # every dropped pair of the last filtered run, by Jaccard of visible text
+    dups = [json.loads(x) for x in (work / f"filtered-{a.rounds - 1}" / "store" / "duplicates.jsonl").read_text().splitlines()]
+    prefix = f"http://127.0.0.1:{port}/"
+
+    def text_of(u: str) -> str:
+        return extract((site / u[len(prefix):].split("#")[0].split("?")[0]).read_bytes()).text
+
+    pairs = [(d["url"], d["duplicate_of"], d["distance"], jaccard(shingles(text_of(d["url"])), shingles(text_of(d["duplicate_of"]))))
+             for d in dups]
+    result = {
+        "plain_pages_per_s": statistics.median(r["pages_per_s"] for r in runs["plain"]),
+        "filtered_pages_per_s": statistics.median(r["pages_per_s"] for r in runs["filtered"]),
+        "runs": runs,
+        "dropped_pairs": [(u[len(prefix):], v[len(prefix):], d, round(j, 3)) for u, v, d, j in pairs],
+        "dropped_below_0.5": sum(j < 0.5 for *_, j in pairs),
+    }
+    result["ratio"] = result["filtered_pages_per_s"] / result["plain_pages_per_s"]
+    print(json.dumps({k: v for k, v in result.items() if k != "runs"}, indent=1))
+    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(a.out).write_text(json.dumps(result, indent=1))
+    shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

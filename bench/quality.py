@@ -1,0 +1,353 @@
+"""Detection quality: precision and recall of simhash at k = 0..8 on real pages.
+
+    .venv/bin/python bench/quality.py [--data ../shared/data] [--schemes default,...]
+
+Ground truth never comes from simhash: the Jaccard resemblance of the sets of
+word 5-shingles (lower-cased words; each Han character one token), over the
+visible text (sqlite3-doc) or over the ground-truth main text (aeb,
+zh-cwced). J >= 0.8: near-duplicate; J < 0.2: distinct; in between: reported,
+not scored.
+
+Sets:
+* ``sqlite3-doc``: every pair of pages of the real SQLite documentation site
+  (one template throughout; real near-duplicates among the release notes).
+* ``aeb`` / ``zh-cwced``: each real article re-rendered by ``render`` into
+  near-duplicates (another site's template and navigation, a changed
+  ad/counter/timestamp/comments block, paragraphs reordered, a short update
+  appended), and paired with other articles in the *same* template as
+  distinct pairs (the case where templates make unrelated pages look alike).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import html
+import json
+import random
+import sys
+import tarfile
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import regex
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from dedup.features import FeatureParams  # noqa: E402
+from dedup.fingerprint import Fingerprinter  # noqa: E402
+from dedup.text import extract  # noqa: E402
+
+KS = range(9)
+BANDS = [(0.95, 1.01), (0.9, 0.95), (0.8, 0.9)]
+TARGETS = {(0.95, 1.01): 0.95, (0.9, 0.95): 0.80, (0.8, 0.9): 0.50}
+
+# -- ground truth -------------------------------------------------------------
+
+_GT_TOKENS = regex.compile(r"\p{Han}|[[\p{L}\p{N}\p{M}]--\p{Han}]+", regex.V1)
+
+
+def shingles(text: str, n: int = 5) -> set[int]:
+    toks = _GT_TOKENS.findall(text.lower())
+    if len(toks) < n:
+        return {hash(tuple(toks))} if toks else set()
+    return {hash(tuple(toks[i : i + n])) for i in range(len(toks) - n + 1)}
+
+
+def jaccard(a: set[int], b: set[int]) -> float:
+    if not a and not b:
+        return 1.0
+    return len(a & b) / len(a | b)
+
+
+def all_pairs_jaccard(sets: list[set[int]]) -> np.ndarray:
+    """n x n Jaccard matrix through an inverted index (numpy bincount of pairs)."""
+    n = len(sets)
+    vocab: dict[int, int] = {}
+    rows, cols = [], []
+    for i, s in enumerate(sets):
+        for h in s:
+            rows.append(vocab.setdefault(h, len(vocab)))
+            cols.append(i)
+    rows_a, cols_a = np.array(rows), np.array(cols)
+    order = np.argsort(rows_a, kind="stable")
+    rows_a, cols_a = rows_a[order], cols_a[order]
+    bounds = np.flatnonzero(np.r_[True, rows_a[1:] != rows_a[:-1], True])
+    inter = np.zeros(n * n, dtype=np.int64)
+    for s, e in zip(bounds[:-1], bounds[1:]):
+        m = e - s
+        if m < 2:
+            continue
+        docs = cols_a[s:e]
+        ia, ib = np.triu_indices(m, 1)
+        np.add.at(inter, docs[ia] * n + docs[ib], 1)
+    inter = inter.reshape(n, n)
+    inter = inter + inter.T
+    sizes = np.array([len(s) for s in sets])
+    union = sizes[:, None] + sizes[None, :] - inter
+    with np.errstate(invalid="ignore", divide="ignore"):
+        j = np.where(union > 0, inter / union, 1.0)
+    return j
+
+
+# -- re-rendering articles into near-duplicates -----------------------------------
+
+
+@dataclass
+class Template:
+    name: str
+    lang: str
+    nav: list[str]
+    sidebar: list[str]
+    footer: str
+    semantic: bool  # nav/aside/footer elements, or plain divs
+
+    def render(self, title: str, paras: list[str], *, ad: str = "", extra: str = "", comments: str = "") -> bytes:
+        nav = "".join(f'<li><a href="/{i}">{html.escape(t)}</a></li>' for i, t in enumerate(self.nav))
+        side = "".join(f'<li><a href="/s/{i}">{html.escape(t)}</a></li>' for i, t in enumerate(self.sidebar))
+        body = "".join(f"<p>{html.escape(p)}</p>" for p in paras)
+        if self.semantic:
+            frame = (f"<header><nav><ul>{nav}</ul></nav></header><main><article><h1>{html.escape(title)}</h1>"
+                     f"{extra}{body}</article></main><aside><ul>{side}</ul><div class='ad'>{ad}</div></aside>"
+                     f"<section class='comments'>{comments}</section><footer>{self.footer}</footer>")
+        else:
+            frame = (f"<div class='top'><ul class='menu'>{nav}</ul></div><div class='content'><h1>{html.escape(title)}</h1>"
+                     f"{extra}{body}</div><div class='side'><ul>{side}</ul><div class='ad'>{ad}</div></div>"
+                     f"<div class='comments'>{comments}</div><div class='bottom'>{self.footer}</div>")
+        return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)} - {self.name}</title>"
+                f"</head><body>{frame}</body></html>").encode()
+
+
+def templates(lang: str, rng: random.Random) -> list[Template]:
+    if lang == "zh":
+        navs = [["首页", "新闻", "国内", "国际", "财经", "科技", "体育", "娱乐", "汽车", "房产", "教育", "健康"],
+                ["主页", "要闻", "评论", "视频", "图片", "专题", "博客", "论坛", "读书", "旅游", "时尚", "军事"]]
+        side = [["热门文章：", "今日股市行情分析", "新能源汽车销量再创新高", "专家解读最新政策", "本周天气预报"],
+                ["推荐阅读", "城市交通改造计划公布", "高校招生新规出台", "夏季养生小知识", "旅游旺季出行提示"]]
+        foot = ["版权所有 © 2026 新闻网 保留所有权利 联系我们 广告服务 网站地图",
+                "本站所有内容未经许可不得转载 京ICP备12345678号 客服热线 400-000-0000"]
+        names = ["新闻网", "资讯在线"]
+    else:
+        navs = [["Home", "World", "Business", "Technology", "Science", "Health", "Sports", "Opinion", "Arts",
+                 "Travel", "Style", "Video", "Podcasts", "Newsletters"],
+                ["News", "Politics", "Markets", "Tech", "Climate", "Culture", "Books", "Food", "Real Estate",
+                 "Obituaries", "Corrections", "Subscribe"]]
+        side = [["Most read:", "Markets slide as investors weigh rate outlook", "The best laptops of the year",
+                 "How to sleep better, according to science", "City council approves new budget"],
+                ["Trending", "Ten recipes for a quick weeknight dinner", "What the new tax rules mean for you",
+                 "A guide to the national parks", "Why electric cars are getting cheaper"]]
+        foot = ["© 2026 Daily Chronicle. All rights reserved. Terms of Service · Privacy Policy · Contact us · Advertise",
+                "Copyright Global Times Media Group. Reproduction without permission is prohibited. Careers · Help"]
+        names = ["Daily Chronicle", "Global Times"]
+    return [Template(names[0], lang, navs[0], side[0], foot[0], semantic=True),
+            Template(names[1], lang, navs[1], side[1], foot[1], semantic=False)]
+
+
+def split_paras(text: str) -> list[str]:
+    paras = [p.strip() for p in regex.split(r"\n\s*\n|\n", text) if p.strip()]
+    return paras or [text]
+
+
+def variants(title: str, paras: list[str], lang: str, rng: random.Random) -> list[tuple[str, bytes, list[str]]]:
+    """(name, page, main-text paragraphs) of the base rendering and its near-duplicates."""
+    t_a, t_b = templates(lang, rng)
+    zh = lang == "zh"
+    ad1 = "限时优惠：新款手机立减五百元" if zh else "Limited offer: the new phone, 20% off today"
+    ad2 = "暑期特惠机票低至三折起" if zh else "Summer sale: flights to Lisbon from 49 euros"
+    stamp = f"<p class='meta'>{'更新于' if zh else 'Updated'} 2026-11-{rng.randint(1, 28):02d} {rng.randint(0, 23):02d}:{rng.randint(10, 59)} · {rng.randint(1000, 99999)} {'次阅读' if zh else 'views'}</p>"
+    comments = ("<p>网友评论：写得很好，支持！</p><p>这篇文章很有参考价值。</p>" if zh else
+                "<p>Great article, thanks for sharing!</p><p>I disagree with the second point, but well argued.</p>")
+    update = ("更新：本文发表后，有关部门已作出回应，表示将继续关注此事的进展。" if zh else
+              "Update: after this article was published, a spokesperson said the company would review the matter.")
+    out = [("base", t_a.render(title, paras, ad=ad1), paras),
+           ("other-template", t_b.render(title, paras, ad=ad2), paras),
+           ("ad-counter-comments", t_a.render(title, paras, ad=ad2, extra=stamp, comments=comments), paras)]
+    if len(paras) >= 3:
+        re_p = paras[:]
+        i = rng.randrange(len(re_p) - 1)
+        re_p[i], re_p[i + 1] = re_p[i + 1], re_p[i]
+        out.append(("paragraphs-swapped", t_a.render(title, re_p, ad=ad1), re_p))
+    out.append(("update-appended", t_a.render(title, paras + [update], ad=ad1), paras + [update]))
+    return out
+
+
+# -- evaluation ---------------------------------------------------------------------
+
+
+@dataclass
+class PairSet:
+    name: str
+    lang: str
+    j: list[float] = field(default_factory=list)
+    d: list[int] = field(default_factory=list)
+    labels: list[str] = field(default_factory=list)
+    texts: list[tuple[str, str]] = field(default_factory=list)
+    no_fp: int = 0
+
+    def add(self, j: float, d: int, label: str, texts: tuple[str, str] = ("", "")) -> None:
+        self.j.append(j)
+        self.d.append(d)
+        self.labels.append(label)
+        self.texts.append(texts)
+
+    def report(self, show: int = 3) -> dict:
+        j, d = np.array(self.j), np.array(self.d)
+        near, dist = j >= 0.8, j < 0.2
+        res: dict = {"set": self.name, "pairs": len(j), "near": int(near.sum()), "distinct": int(dist.sum()),
+                     "unscored": int((~near & ~dist).sum()), "pages_without_fingerprint": self.no_fp, "by_k": {}}
+        for k in KS:
+            hit = d <= k
+            tp, fp = int((hit & near).sum()), int((hit & dist).sum())
+            row = {"precision": tp / (tp + fp) if tp + fp else 1.0, "recall": tp / near.sum() if near.sum() else 1.0,
+                   "false_pairs": fp}
+            for lo, hi in BANDS:
+                band = (j >= lo) & (j < hi)
+                row[f"recall_{lo}"] = float(hit[band].mean()) if band.any() else None
+            res["by_k"][k] = row
+        res["hist_near"] = np.bincount(np.minimum(d[near], 16), minlength=17).tolist()
+        res["hist_distinct"] = np.bincount(np.minimum(d[dist], 16), minlength=17).tolist()
+        idx_fp = [i for i in np.argsort(d) if dist[i] and d[i] <= 3][:show]
+        idx_miss = [i for i in np.argsort(-d) if near[i] and d[i] > 3][:show]
+        res["worst_false_positives"] = [(self.labels[i], float(j[i]), int(d[i])) for i in idx_fp]
+        res["worst_misses"] = [(self.labels[i], float(j[i]), int(d[i])) for i in idx_miss]
+        by_kind: dict[str, list[int]] = {}
+        for lab, dd, jj in zip(self.labels, d, j):
+            if jj >= 0.8:
+                by_kind.setdefault(lab.split(":")[0], []).append(int(dd <= 3))
+        res["recall_by_variant_k3"] = {k: sum(v) / len(v) for k, v in sorted(by_kind.items())}
+        return res
+
+
+def eval_articles(name: str, lang: str, articles: list[tuple[str, str]], fper: Fingerprinter, seed: int,
+                  n_distinct: int) -> PairSet:
+    rng = random.Random(seed)
+    ps = PairSet(name, lang)
+    base_fps: list[int | None] = []
+    base_sh: list[set[int]] = []
+    for idx, (title, text) in enumerate(articles):
+        paras = split_paras(text)
+        vs = variants(title, paras, lang, rng)
+        fps = [fper.fingerprint_html(page).value for _, page, _ in vs]
+        sh = [shingles(title + "\n" + "\n".join(p)) for _, _, p in vs]
+        base_fps.append(fps[0])
+        base_sh.append(sh[0])
+        if fps[0] is None:
+            ps.no_fp += 1
+            continue
+        for (vname, _, _), fp, s in zip(vs[1:], fps[1:], sh[1:]):
+            if fp is None:
+                ps.no_fp += 1
+                continue
+            ps.add(jaccard(sh[0], s), (fps[0] ^ fp).bit_count(), f"{vname}:{idx}")
+    n = len(articles)
+    for i in range(n):
+        for jdx in rng.sample(range(n), min(n_distinct, n)):
+            if jdx == i or base_fps[i] is None or base_fps[jdx] is None:
+                continue
+            ps.add(jaccard(base_sh[i], base_sh[jdx]), (base_fps[i] ^ base_fps[jdx]).bit_count(),
+                   f"other-article:{i}-{jdx}")
+    return ps
+
+
+def load_aeb(root: Path) -> list[tuple[str, str]]:
+    truth = json.loads((root / "ground-truth.json").read_text())
+    out = []
+    for k in sorted(truth):
+        page = extract(gzip.decompress((root / "html" / f"{k}.html.gz").read_bytes()))
+        body = truth[k]["articleBody"]
+        if len(body.split()) >= 50:
+            out.append((page.title or body[:60], body))
+    return out
+
+
+def load_zh(root: Path) -> list[tuple[str, str]]:
+    out = []
+    for p in sorted((root / "cleaned").glob("*.txt")):
+        body = p.read_text(encoding="utf-8")
+        orig = root / "original" / (p.stem + ".html")
+        title = extract(orig.read_bytes()).title if orig.exists() else ""
+        if len(body) >= 100:
+            out.append((title or body[:20], body))
+    return out
+
+
+def eval_site(tar: Path, fper: Fingerprinter) -> PairSet:
+    ps = PairSet("sqlite3-doc", "en")
+    with tempfile.TemporaryDirectory() as tmp:
+        with tarfile.open(tar) as tf:
+            tf.extractall(tmp, filter="data")
+        files = sorted(Path(tmp).rglob("*.html"))
+        names, sets, fps = [], [], []
+        for f in files:
+            data = f.read_bytes()
+            r = fper.fingerprint_html(data)
+            if not r.ok:
+                ps.no_fp += 1
+                continue
+            names.append(str(f.relative_to(tmp)))
+            sets.append(shingles(r.text))
+            fps.append(r.value)
+    j = all_pairs_jaccard(sets)
+    arr = np.array(fps, dtype=np.uint64)
+    dist = np.bitwise_count(arr[:, None] ^ arr[None, :])
+    ii, jj = np.triu_indices(len(names), 1)
+    for a, b in zip(ii.tolist(), jj.tolist()):
+        ps.add(float(j[a, b]), int(dist[a, b]), f"pair:{names[a]} ~ {names[b]}")
+    return ps
+
+
+def _scheme(name: str) -> FeatureParams:
+    """``tf0.5-sb10-fw0.2``-style names build FeatureParams from the default."""
+    kw: dict = {}
+    for part in name.split("-"):
+        for prefix, field_name, cast in (("tf", "tf_power", float), ("sb", "short_block_tokens", int),
+                                         ("fw", "furniture_weight", float), ("sw", "stop_weight", float),
+                                         ("nw", "number_weight", float), ("ms", "max_share", float)):
+            if part.startswith(prefix):
+                kw[field_name] = cast(part[len(prefix):])
+        if part == "bi":
+            kw["bigrams"] = True
+    return FeatureParams(**kw)
+
+
+SCHEMES: dict[str, Callable[[], FeatureParams]] = {
+    "default": FeatureParams,
+    "plain-counts": lambda: FeatureParams(furniture_weight=1.0, stop_weight=1.0, number_weight=1.0,
+                                          link_density_cutoff=1.1),
+    "no-furniture-damping": lambda: FeatureParams(furniture_weight=1.0, link_density_cutoff=1.1),
+    "furniture-0": lambda: FeatureParams(furniture_weight=0.0),
+    "sqrt-tf": lambda: FeatureParams(tf_power=0.5),
+    "bigrams": lambda: FeatureParams(bigrams=True),
+    "tf-1.5": lambda: FeatureParams(tf_power=1.5),
+}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--data", default=str(Path(__file__).resolve().parent.parent.parent / "shared" / "data"))
+    ap.add_argument("--schemes", default="default")
+    ap.add_argument("--distinct-per-article", type=int, default=20)
+    ap.add_argument("--out", default="bench/results/quality.json")
+    a = ap.parse_args()
+    data = Path(a.data)
+    aeb, zh = load_aeb(data / "aeb"), load_zh(data / "zh-cwced")
+    results = {}
+    for scheme in a.schemes.split(","):
+        fper = Fingerprinter(SCHEMES[scheme]() if scheme in SCHEMES else _scheme(scheme))
+        sets = [eval_site(data / "sites" / "sqlite3-doc.tar.gz", fper),
+                eval_articles("aeb", "en", aeb, fper, 1, a.distinct_per_article),
+                eval_articles("zh-cwced", "zh", zh, fper, 2, a.distinct_per_article)]
+        results[scheme] = [s.report() for s in sets]
+        for r in results[scheme]:
+            k3 = r["by_k"][3]
+            print(f"{scheme:22s} {r['set']:12s} P={k3['precision']:.3f} false={k3['false_pairs']:4d} "
+                  f"R>=.95={k3['recall_0.95']} R.9-.95={k3['recall_0.9']} R.8-.9={k3['recall_0.8']} "
+                  f"near={r['near']} distinct={r['distinct']} variants={r['recall_by_variant_k3']}", flush=True)
+    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(a.out).write_text(json.dumps(results, indent=1, default=str))
+
+
+if __name__ == "__main__":
+    main()
