@@ -314,13 +314,10 @@ def _scheme(name: str) -> FeatureParams:
 
 SCHEMES: dict[str, Callable[[], FeatureParams]] = {
     "default": FeatureParams,
+    # unigram counts, nothing damped: the baseline the issue warns about
     "plain-counts": lambda: FeatureParams(furniture_weight=1.0, stop_weight=1.0, number_weight=1.0,
-                                          link_density_cutoff=1.1),
-    "no-furniture-damping": lambda: FeatureParams(furniture_weight=1.0, link_density_cutoff=1.1),
-    "furniture-0": lambda: FeatureParams(furniture_weight=0.0),
-    "sqrt-tf": lambda: FeatureParams(tf_power=0.5),
+                                          link_density_cutoff=1.1, short_block_tokens=0, max_share=0.0),
     "bigrams": lambda: FeatureParams(bigrams=True),
-    "tf-1.5": lambda: FeatureParams(tf_power=1.5),
 }
 
 

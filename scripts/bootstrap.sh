@@ -28,8 +28,14 @@ fi
 stamp="$VENV/.installed-$(cat "$ROOT/pyproject.toml" | cksum | cut -d' ' -f1)-${EXTRAS//,/_}"
 if [ ! -f "$stamp" ]; then
   echo "bootstrap: installing scrapy-neardup${EXTRAS:+[$EXTRAS]} into .venv" >&2
-  "$VENV/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip
-  "$VENV/bin/python" -m pip install -q --disable-pip-version-check -e "$ROOT${EXTRAS:+[$EXTRAS]}"
+  # pip's build chatter goes to a log, shown only when the install fails
+  if ! { "$VENV/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip &&
+         "$VENV/bin/python" -m pip install -q --disable-pip-version-check -e "$ROOT${EXTRAS:+[$EXTRAS]}"; } \
+         >"$VENV/install.log" 2>&1; then
+    tail -40 "$VENV/install.log" >&2
+    echo "bootstrap: install failed (full log: $VENV/install.log)" >&2
+    exit 1
+  fi
   rm -f "$VENV"/.installed-*
   touch "$stamp"
 fi

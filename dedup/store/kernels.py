@@ -22,58 +22,69 @@ def popcount(x):
 
 
 @njit(cache=True, inline="always")
-def permute(x, t, src, dst, mask):
+def move_blocks(x, t, frm, to, mask):
+    """Move each block j of table t from shift ``frm[t, j]`` to ``to[t, j]``."""
     out = uint64(0)
-    for j in range(src.shape[1]):
-        out |= ((x >> src[t, j]) & mask[t, j]) << dst[t, j]
+    for j in range(frm.shape[1]):
+        out |= ((x >> frm[t, j]) & mask[t, j]) << to[t, j]
     return out
+
+
+@njit(cache=True, inline="always")
+def permute(x, t, src, dst, mask):
+    return move_blocks(x, t, src, dst, mask)
 
 
 @njit(cache=True, inline="always")
 def unpermute(y, t, src, dst, mask):
-    out = uint64(0)
-    for j in range(src.shape[1]):
-        out |= ((y >> dst[t, j]) & mask[t, j]) << src[t, j]
-    return out
+    return move_blocks(y, t, dst, src, mask)
 
 
 @njit(cache=True)
-def permute_all(xs, t, src, dst, mask):
+def move_all(xs, t, frm, to, mask):
     out = np.empty(xs.shape[0], dtype=np.uint64)
     for i in range(xs.shape[0]):
-        out[i] = permute(xs[i], t, src, dst, mask)
+        out[i] = move_blocks(xs[i], t, frm, to, mask)
     return out
 
 
-@njit(cache=True, inline="always")
-def lower_bound(arr, n, v):
-    lo, hi = 0, n
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if arr[mid] < v:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
+def permute_all(xs, t, src, dst, mask):
+    return move_all(xs, t, src, dst, mask)
+
+
+def unpermute_all(ys, t, src, dst, mask):
+    return move_all(ys, t, dst, src, mask)
 
 
 @njit(cache=True, inline="always")
-def prefix_range(arr, n, y, shift):
-    """[lo, hi) of entries of sorted ``arr[:n]`` whose top bits (above ``shift``) equal y's."""
-    if shift >= 64:
-        return 0, n
+def prefix_range_in(arr, lo, hi, y, shift):
+    """[a, b) within sorted ``arr[lo:hi]`` of entries whose bits above ``shift`` equal y's."""
+    if shift >= 64 or lo == hi:
+        return lo, hi
     base = (y >> uint64(shift)) << uint64(shift)
-    lo = lower_bound(arr, n, base)
     top = base | ((uint64(1) << uint64(shift)) - uint64(1))
-    # upper bound of ``top``: first index with value > top
-    a, b = lo, n
-    while a < b:
+    a, b = lo, hi
+    while a < b:  # first entry >= base
+        mid = (a + b) >> 1
+        if arr[mid] < base:
+            a = mid + 1
+        else:
+            b = mid
+    first = a
+    b = hi
+    while a < b:  # first entry > top
         mid = (a + b) >> 1
         if arr[mid] <= top:
             a = mid + 1
         else:
             b = mid
-    return lo, a
+    return first, a
+
+
+@njit(cache=True, inline="always")
+def prefix_range(arr, n, y, shift):
+    """[lo, hi) of entries of sorted ``arr[:n]`` whose top bits (above ``shift``) equal y's."""
+    return prefix_range_in(arr, np.int64(0), np.int64(n), y, shift)
 
 
 @njit(cache=True)
@@ -105,30 +116,28 @@ def main_range(arr, n, directory, t, dbits, y, shift):
     """``prefix_range`` in the main level, narrowed first by its directory."""
     if dbits > 0:
         v = np.int64(y >> uint64(64 - dbits))
-        lo = np.int64(directory[t, v])
-        hi = np.int64(directory[t, v + 1])
-    else:
-        lo, hi = np.int64(0), np.int64(n)
-    if shift >= 64 or lo == hi:
-        return lo, hi
-    base = (y >> uint64(shift)) << uint64(shift)
-    top = base | ((uint64(1) << uint64(shift)) - uint64(1))
-    a, b = lo, hi
-    while a < b:
-        mid = (a + b) >> 1
-        if arr[mid] < base:
-            a = mid + 1
-        else:
-            b = mid
-    lo = a
-    b = hi
-    while a < b:
-        mid = (a + b) >> 1
-        if arr[mid] <= top:
-            a = mid + 1
-        else:
-            b = mid
-    return lo, a
+        return prefix_range_in(arr, np.int64(directory[t, v]), np.int64(directory[t, v + 1]), y, shift)
+    return prefix_range_in(arr, np.int64(0), np.int64(n), y, shift)
+
+
+@njit(cache=True, inline="always")
+def level_range(arr, li, sizes, directory, t, dbits, y, shift):
+    """Candidates of level ``li`` in table t: main (0) through its directory, delta by binary search."""
+    if li == 0:
+        return main_range(arr, sizes[0], directory, t, dbits, y, shift)
+    return prefix_range(arr, sizes[li], y, shift)
+
+
+@njit(cache=True, inline="always")
+def push_distinct(out, cnt, v):
+    """Append v to out[:cnt] unless already there; returns (count, out was full)."""
+    for j in range(cnt):
+        if out[j] == v:
+            return cnt, False
+    if cnt < out.shape[0]:
+        out[cnt] = v
+        return cnt + 1, False
+    return cnt, True
 
 
 @njit(cache=True)
@@ -137,48 +146,26 @@ def probe(q, k, levels, sizes, directory, dbits, shifts, src, dst, mask, buf, nb
     returns their count, or -(count) - 1 when ``out`` is too small.
 
     ``levels``: (main, delta), 2D sorted arrays (tables x n); ``sizes``: their
-    lengths; ``directory``/``dbits``: main's prefix directory (``build_directory``). ``buf``: unsorted raw fingerprints, scanned exhaustively.
+    lengths; ``directory``/``dbits``: main's prefix directory (``build_directory``).
+    ``buf``: unsorted raw fingerprints, scanned exhaustively.
     """
     cnt = 0
-    cap = out.shape[0]
     overflow = False
     for i in range(nbuf):
         v = buf[i]
         if popcount(v ^ q) <= k:
-            dup = False
-            for j in range(cnt):
-                if out[j] == v:
-                    dup = True
-                    break
-            if not dup:
-                if cnt < cap:
-                    out[cnt] = v
-                    cnt += 1
-                else:
-                    overflow = True
+            cnt, full = push_distinct(out, cnt, v)
+            overflow |= full
     for t in range(src.shape[0]):
         y = permute(q, t, src, dst, mask)
         for li in range(len(levels)):
             arr = levels[li][t]
-            if li == 0:
-                lo, hi = main_range(arr, sizes[0], directory, t, dbits, y, shifts[t])
-            else:
-                lo, hi = prefix_range(arr, sizes[li], y, shifts[t])
+            lo, hi = level_range(arr, li, sizes, directory, t, dbits, y, shifts[t])
             for i in range(lo, hi):
                 w = arr[i]
                 if popcount(w ^ y) <= k:
-                    v = unpermute(w, t, src, dst, mask)
-                    dup = False
-                    for j in range(cnt):
-                        if out[j] == v:
-                            dup = True
-                            break
-                    if not dup:
-                        if cnt < cap:
-                            out[cnt] = v
-                            cnt += 1
-                        else:
-                            overflow = True
+                    cnt, full = push_distinct(out, cnt, unpermute(w, t, src, dst, mask))
+                    overflow |= full
     return -cnt - 1 if overflow else cnt
 
 
@@ -196,10 +183,7 @@ def any_within(q, k, levels, sizes, directory, dbits, shifts, src, dst, mask, bu
         y = permute(q, t, src, dst, mask)
         for li in range(len(levels)):
             arr = levels[li][t]
-            if li == 0:
-                lo, hi = main_range(arr, sizes[0], directory, t, dbits, y, shifts[t])
-            else:
-                lo, hi = prefix_range(arr, sizes[li], y, shifts[t])
+            lo, hi = level_range(arr, li, sizes, directory, t, dbits, y, shifts[t])
             for i in range(lo, hi):
                 d = popcount(arr[i] ^ y)
                 if d < best:
@@ -295,14 +279,6 @@ def self_join_table(arr, t, k, shift, src, dst, mask, block_masks, first_clean, 
                         cnt += 1
         i = j
     return cnt
-
-
-@njit(cache=True)
-def unpermute_all(ys, t, src, dst, mask):
-    out = np.empty(ys.shape[0], dtype=np.uint64)
-    for i in range(ys.shape[0]):
-        out[i] = unpermute(ys[i], t, src, dst, mask)
-    return out
 
 
 @njit(cache=True)
