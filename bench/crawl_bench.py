@@ -87,6 +87,10 @@ def crawl(url: str, out: Path, filtered: bool, concurrency: int) -> dict:
         for line in r.stderr.splitlines():
             if f"'{key}':" in line:
                 stats[key] = float(line.split(":")[-1].strip(" ,}"))
+    ok = sum(float(line.split(":")[-1].strip(" ,}")) for line in r.stderr.splitlines()
+             if "'downloader/response_status_count/200':" in line)
+    if ok < 100:
+        raise RuntimeError(f"only {ok} pages answered 200: is the site served? {r.stderr[-1500:]}")
     stats["wall_s"] = wall
     stats["pages_per_s"] = stats["response_received_count"] / stats["elapsed_time_seconds"]
     return stats
@@ -100,6 +104,7 @@ def main() -> None:
     ap.add_argument("--out", default="bench/results/crawl.json")
     a = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="neardup-crawl-"))
+    work.chmod(0o755)  # nginx's workers run unprivileged and must read the site
     with tarfile.open(Path(a.data) / "sites" / "sqlite3-doc.tar.gz") as tf:
         tf.extractall(work / "site", filter="data")
     site = work / "site" / "sqlite3-doc" / "site"
@@ -122,7 +127,11 @@ def main() -> None:
     prefix = f"http://127.0.0.1:{port}/"
 
     def text_of(u: str) -> str:
-        return extract((site / u[len(prefix):].split("#")[0].split("?")[0]).read_bytes()).text
+        rel = u[len(prefix):].split("#")[0].split("?")[0]
+        path = site / rel
+        if path.is_dir():  # nginx serves a directory's index.html
+            path = path / "index.html"
+        return extract(path.read_bytes()).text
 
     pairs = [(d["url"], d["duplicate_of"], d["distance"], jaccard(shingles(text_of(d["url"])), shingles(text_of(d["duplicate_of"]))))
              for d in dups]

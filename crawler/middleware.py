@@ -24,6 +24,7 @@ from collections.abc import AsyncIterator, Iterable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+from urllib.parse import urldefrag
 
 from scrapy import Request, signals
 from scrapy.crawler import Crawler
@@ -95,7 +96,7 @@ class NearDupMiddleware:
         assert fp is not None
         response.meta["neardup"] = {"fingerprint": to_hex(fp), "title": result.title, "text": result.text}
         self.stats.inc_value("neardup/checked")
-        url = response.url
+        url = urldefrag(response.url)[0]  # a #fragment names the same document
         # The same URL again with near-identical text (a later run, a re-fetch) is unchanged.
         for match in self.store.query(fp):
             if match.key == url:

@@ -75,10 +75,30 @@ def _is_furniture(block, params: FeatureParams) -> bool:
     return params.short_block_tokens > 0 and _estimated_tokens(block.text) < params.short_block_tokens
 
 
+# "Article title - Site name", "Site | Section | Article", "标题_频道_新浪网"
+_TITLE_SEPARATORS = regex.compile(r"\s+[-|–—:·»/]\s+|\s*(?:\||_{1,2}|——|::)\s*")
+
+
+def split_title(title: str) -> tuple[str, list[str]]:
+    """(the title's longest segment, the other segments), split at the separators
+    sites put between an article's title and their own name or sections."""
+    parts = [p.strip() for p in _TITLE_SEPARATORS.split(title) if p and p.strip()]
+    if len(parts) < 2:
+        return title, []
+    main = max(parts, key=len)
+    parts.remove(main)
+    return main, parts
+
+
 def page_tokens(page: Page, params: FeatureParams) -> tuple[list[str], list[str]]:
-    """(content tokens, furniture tokens) of a page; the title counts as content."""
-    content: list[str] = [page.title] if page.title and params.title_weight else []
+    """(content tokens, furniture tokens) of a page. The title's main segment
+    counts as content; site names and sections around it count as furniture."""
+    content: list[str] = []
     furniture: list[str] = []
+    if page.title and params.title_weight:
+        main, rest = split_title(page.title)
+        content.append(main)
+        furniture.extend(rest)
     for block in page.blocks:
         (furniture if _is_furniture(block, params) else content).append(block.text)
     # One tokenize call per group: tokens never span a newline, so this equals

@@ -79,3 +79,12 @@ def test_arbitrary_tag_soup_never_raises(parts):
     html = "".join(parts).encode()
     extract(html)
     Fingerprinter(min_tokens=1).fingerprint_html(html)
+
+
+def test_title_split_keeps_the_article_title():
+    from dedup.features import split_title
+
+    assert split_title("Markets slide as investors weigh the rate outlook - Daily Chronicle") == (
+        "Markets slide as investors weigh the rate outlook", ["Daily Chronicle"])
+    assert split_title("标题很长的一篇新闻报道__商贸_新浪网") == ("标题很长的一篇新闻报道", ["商贸", "新浪网"])
+    assert split_title("SQLite: The Virtual Table Mechanism") == ("SQLite: The Virtual Table Mechanism", [])
