@@ -23,6 +23,7 @@ import tarfile
 import tempfile
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -127,8 +128,7 @@ def main() -> None:
     prefix = f"http://127.0.0.1:{port}/"
 
     def text_of(u: str) -> str:
-        rel = u[len(prefix):].split("#")[0].split("?")[0]
-        path = site / rel
+        path = site / urlsplit(u).path.lstrip("/")
         if path.is_dir():  # nginx serves a directory's index.html
             path = path / "index.html"
         return extract(path.read_bytes()).text

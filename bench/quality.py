@@ -201,7 +201,7 @@ class PairSet:
             hit = d <= k
             tp, fp = int((hit & near).sum()), int((hit & dist).sum())
             row = {"precision": tp / (tp + fp) if tp + fp else 1.0, "recall": tp / near.sum() if near.sum() else 1.0,
-                   "false_pairs": fp}
+                   "false_pairs": fp, "pairs_below_0.5": int((hit & (j < 0.5)).sum())}
             for lo, hi in BANDS:
                 band = (j >= lo) & (j < hi)
                 row[f"recall_{lo}"] = float(hit[band].mean()) if band.any() else None
@@ -340,6 +340,7 @@ def main() -> None:
         for r in results[scheme]:
             k3 = r["by_k"][3]
             print(f"{scheme:22s} {r['set']:12s} P={k3['precision']:.3f} false={k3['false_pairs']:4d} "
+                  f"below0.5={k3['pairs_below_0.5']:3d} "
                   f"R>=.95={k3['recall_0.95']} R.9-.95={k3['recall_0.9']} R.8-.9={k3['recall_0.8']} "
                   f"near={r['near']} distinct={r['distinct']} variants={r['recall_by_variant_k3']}", flush=True)
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)

@@ -31,6 +31,7 @@ class NearDupConfig:
     emit_unchanged: bool = False
     index: str | None = "neardup-index.sqlite3"
     skip_meta_key: str = "neardup_skip"
+    workers: int = 0  # fingerprinting processes; 0: in the crawl's thread
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> NearDupConfig:
@@ -84,4 +85,6 @@ class NearDupConfig:
             debug=boolean("NEARDUP_DEBUG", False),
             emit_unchanged=boolean("NEARDUP_EMIT_UNCHANGED", False),
             index=output("NEARDUP_INDEX", "index.sqlite3", "neardup-index.sqlite3"),
+            # one worker process by default where there is a second core for it
+            workers=integer("NEARDUP_WORKERS", 1 if (os.cpu_count() or 1) >= 2 else 0, 0, 64),
         )

@@ -3,35 +3,45 @@
 Spider middlewares see responses after the downloader middlewares, so after
 ``HttpCompressionMiddleware`` has decompressed them. For each response:
 
-1. ``process_spider_input`` (before the callback) extracts the visible text,
-   fingerprints it and asks the store; first seen wins;
-2. ``process_spider_output_async`` lets a kept page's output through and
-   discards *everything* a near-duplicate's callback yields: no items, and
-   none of its outlinks are requested because of it. A page that a kept page
-   also links to is still crawled, once, via that page.
+1. ``process_spider_input`` (before the callback) starts fingerprinting the
+   visible text, in a worker process when ``NEARDUP_WORKERS`` > 0 so that
+   the spider's own work and the fingerprinting use two cores;
+2. ``process_spider_output`` (an async generator) waits for the fingerprint
+   before it lets anything through, asks the store (first seen wins; the
+   store is only touched here, in the crawl's thread, so every check is
+   atomic), then lets a kept page's output through and discards
+   *everything* a near-duplicate's callback yields: no items, and none of
+   its outlinks are requested because of it. A page that a kept page also
+   links to is still crawled, once, via that page.
 
-Every drop is explained: a JSON line in the duplicates file and a DEBUG log
-line. The fingerprint, title and text are left in ``response.meta["neardup"]``
-for the spider, so nothing is extracted twice.
+Items whose ``fingerprint`` field is None get the page's fingerprint, title
+and visible text filled in, so nothing is extracted twice.
+
+Every drop is explained: a JSON line in the duplicates file and a DEBUG log line.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+import multiprocessing
 import weakref
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator
+from concurrent.futures import Future, ProcessPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 from urllib.parse import urldefrag
 
+from itemadapter import ItemAdapter, is_item
 from scrapy import Request, signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 from scrapy.http import Response, TextResponse
+from scrapy.utils.reactor import is_asyncio_reactor_installed
 
-from dedup.fingerprint import Fingerprinter
+from dedup.jobs import JobResult, fingerprint_job, warm_up
 from dedup.simhash import to_hex
 from dedup.store import SimhashStore
 
@@ -50,51 +60,90 @@ class NearDupMiddleware:
         self.crawler = crawler
         self.stats = crawler.stats
         self.config = config
-        self.fingerprinter = Fingerprinter(min_tokens=config.min_text)
+        from dedup.fingerprint import Fingerprinter
+
+        self.scheme = Fingerprinter(min_tokens=config.min_text).scheme
         self.store = SimhashStore.open(config.store, max_distance=config.max_distance,
-                                       capacity=config.capacity, scheme=self.fingerprinter.scheme)
-        self._verdicts: weakref.WeakKeyDictionary[Response, str] = weakref.WeakKeyDictionary()
+                                       capacity=config.capacity, scheme=self.scheme)
+        # response -> pending fingerprint (a Future) or a skip reason (str)
+        self._pending: weakref.WeakKeyDictionary[Response, Future | JobResult | str] = weakref.WeakKeyDictionary()
+        self._pool: ProcessPoolExecutor | None = None
+        workers = config.workers
+        if workers and not is_asyncio_reactor_installed():
+            logger.warning("NEARDUP_WORKERS needs the asyncio reactor; fingerprinting in the crawl's thread")
+            workers = 0
+        if workers:
+            self._pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
+                                             initializer=warm_up, initargs=(config.min_text,))
         self._dup_fh = None
         if config.duplicates_file:
             Path(config.duplicates_file).parent.mkdir(parents=True, exist_ok=True)
             self._dup_fh = open(config.duplicates_file, "a", encoding="utf-8")  # noqa: SIM115
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
-        logger.info("near-duplicate filter on: k=%d, store %s (%d fingerprints), %s",
+        logger.info("near-duplicate filter on: k=%d, store %s (%d fingerprints), %s, %d worker process(es)",
                     config.max_distance, config.store or "in memory", len(self.store),
-                    self.store.layout.describe())
+                    self.store.layout.describe(), workers)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> NearDupMiddleware:
         config = NearDupConfig.from_settings(crawler.settings)
         if not config.enabled:
             raise NotConfigured("NEARDUP_ENABLED is off")
-        crawler.neardup_config = config  # type: ignore[attr-defined]
         return cls(crawler, config)
 
-    # -- the check --------------------------------------------------------------
+    # -- 1. start fingerprinting ------------------------------------------------
 
     def process_spider_input(self, response: Response) -> None:
-        self._verdicts[response] = self._check(response)
+        reason = self._skip_reason(response)
+        if reason:
+            self.stats.inc_value(f"neardup/skipped/{reason}")
+            self._pending[response] = reason
+            return
+        assert isinstance(response, TextResponse)
+        if self._pool is not None:
+            self._pending[response] = self._pool.submit(fingerprint_job, response.body, response.encoding,
+                                                        self.config.min_text)
+        else:
+            self._pending[response] = fingerprint_job(response.body, response.encoding, self.config.min_text)
 
-    def _skip(self, reason: str) -> str:
-        self.stats.inc_value(f"neardup/skipped/{reason}")
-        return SKIPPED
-
-    def _check(self, response: Response) -> str:
+    def _skip_reason(self, response: Response) -> str | None:
         if response.meta.get(self.config.skip_meta_key):
-            return self._skip("meta")
+            return "meta"
         if not isinstance(response, TextResponse) or not self._is_html(response):
-            return self._skip("non_html")
-        encoding = response.encoding if isinstance(response, TextResponse) else None
-        result = self.fingerprinter.fingerprint_html(response.body, encoding)
-        if not result.ok:
+            return "non_html"
+        return None
+
+    @staticmethod
+    def _is_html(response: TextResponse) -> bool:
+        ctype = response.headers.get("Content-Type", b"").lower()
+        if ctype:
+            return any(t in ctype for t in HTML_TYPES)
+        head = response.body[:512].lstrip().lower()
+        return head.startswith((b"<!doctype html", b"<html")) or b"<html" in head
+
+    # -- 2. decide and filter ---------------------------------------------------
+
+    async def _result(self, response: Response) -> JobResult | str:
+        pending = self._pending.pop(response, "unchecked")
+        if isinstance(pending, Future):
+            try:
+                return await asyncio.wrap_future(pending)
+            except Exception as exc:  # a crashed worker must not stop the crawl
+                logger.warning("fingerprinting failed for %s: %r", response.url, exc)
+                self.stats.inc_value("neardup/skipped/unparsable")
+                return "unparsable"
+        return pending
+
+    def _decide(self, response: Response, result: JobResult | str) -> str:
+        if isinstance(result, str):
+            return SKIPPED
+        if result.value is None:
             reason = (result.reason or "unparsable").split(":")[0]
+            self.stats.inc_value(f"neardup/skipped/{reason}")
             if self.config.debug:
                 logger.debug("not fingerprinted (%s): %s", result.reason, response.url)
-            return self._skip(reason)
+            return SKIPPED
         fp = result.value
-        assert fp is not None
-        response.meta["neardup"] = {"fingerprint": to_hex(fp), "title": result.title, "text": result.text}
         self.stats.inc_value("neardup/checked")
         url = urldefrag(response.url)[0]  # a #fragment names the same document
         # The same URL again with near-identical text (a later run, a re-fetch) is unchanged.
@@ -126,40 +175,47 @@ class NearDupMiddleware:
         logger.debug("near-duplicate dropped: %s duplicates %s (distance %d)", url, match.key, match.distance)
         return DROPPED
 
-    @staticmethod
-    def _is_html(response: TextResponse) -> bool:
-        ctype = response.headers.get("Content-Type", b"").lower()
-        if ctype:
-            return any(t in ctype for t in HTML_TYPES)
-        head = response.body[:512].lstrip().lower()
-        return head.startswith((b"<!doctype html", b"<html")) or b"<html" in head
-
-    # -- the output -------------------------------------------------------------
-
-    def _verdict(self, response: Response) -> str:
-        return self._verdicts.get(response, SKIPPED)
-
-    def _filter(self, response: Response, item: Any) -> bool:
-        verdict = self._verdict(response)
+    def _keep(self, verdict: str, item: Any) -> bool:
         if verdict == DROPPED:
             if isinstance(item, Request):
                 self.stats.inc_value("neardup/outlinks_dropped")
             return False
-        if verdict == UNCHANGED and not self.config.emit_unchanged and not isinstance(item, Request):
-            return False
-        return True
+        return not (verdict == UNCHANGED and not self.config.emit_unchanged and not isinstance(item, Request))
 
-    async def process_spider_output_async(self, response: Response, result: AsyncIterator[Any]) -> AsyncIterator[Any]:
-        async for item in result:
-            if self._filter(response, item):
-                yield item
+    @staticmethod
+    def _fill(item: Any, result: JobResult | str) -> None:
+        if isinstance(result, str) or not is_item(item):
+            return
+        adapter = ItemAdapter(item)
+        if "fingerprint" not in adapter or adapter["fingerprint"] is not None:
+            return
+        adapter["fingerprint"] = None if result.value is None else to_hex(result.value)
+        for name, value in (("title", result.title), ("text", result.text)):
+            if name in adapter and adapter[name] is None:
+                adapter[name] = value
 
-    def process_spider_output(self, response: Response, result: Iterable[Any]) -> Iterable[Any]:
-        for item in result:
-            if self._filter(response, item):
+    async def process_spider_output(self, response: Response, result: AsyncIterator[Any]) -> AsyncIterator[Any]:
+        # Run the callback (link extraction, item building) while the worker
+        # fingerprints; nothing leaves before the verdict.
+        outputs: list[Any] = []
+        error: BaseException | None = None
+        try:
+            async for item in result:
+                outputs.append(item)
+        except Exception as exc:  # e.g. CloseSpider after the page's item: deliver what came first
+            error = exc
+        fp_result = await self._result(response)
+        verdict = self._decide(response, fp_result)
+        for item in outputs:
+            if self._keep(verdict, item):
+                self._fill(item, fp_result)
                 yield item
+        if error is not None:
+            raise error
 
     def spider_closed(self, reason: str) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
         self.store.close()
         if self._dup_fh:
             self._dup_fh.close()
@@ -167,4 +223,3 @@ class NearDupMiddleware:
         if self.config.store:
             size = sum(f.stat().st_size for f in Path(self.config.store).glob("*") if f.is_file())
             self.stats.set_value("neardup/store_bytes", size)
-

@@ -70,9 +70,7 @@ def _estimated_tokens(text: str) -> float:
 
 
 def _is_furniture(block, params: FeatureParams) -> bool:
-    if block.furniture or block.link_density > params.link_density_cutoff:
-        return True
-    return params.short_block_tokens > 0 and _estimated_tokens(block.text) < params.short_block_tokens
+    return block.furniture or block.link_density > params.link_density_cutoff
 
 
 # "Article title - Site name", "Site | Section | Article", "标题_频道_新浪网"
@@ -99,8 +97,23 @@ def page_tokens(page: Page, params: FeatureParams) -> tuple[list[str], list[str]
         main, rest = split_title(page.title)
         content.append(main)
         furniture.extend(rest)
+    short: list[str] = []
+    long_tokens = short_tokens = 0.0
     for block in page.blocks:
-        (furniture if _is_furniture(block, params) else content).append(block.text)
+        if _is_furniture(block, params):
+            furniture.append(block.text)
+            continue
+        n = _estimated_tokens(block.text) if params.short_block_tokens else float("inf")
+        if n < params.short_block_tokens:
+            short.append(block.text)
+            short_tokens += n
+        else:
+            content.append(block.text)
+            long_tokens += n
+    # Short blocks are furniture only beside a real body of long ones (an
+    # article among ad lines and bylines); on a page made of short blocks
+    # (release notes, lists) they are the content.
+    (furniture if long_tokens >= short_tokens else content).extend(short)
     # One tokenize call per group: tokens never span a newline, so this equals
     # tokenising block by block, without the per-call overhead.
     return tokenize("\n".join(content)), tokenize("\n".join(furniture))

@@ -22,7 +22,7 @@ from .text import Page, extract
 from .tokens import SEGMENTER_NAME  # noqa: F401  (re-exported for diagnostics)
 
 #: Bump when extraction, tokenisation, features or hashing change output.
-SCHEME_VERSION = 3
+SCHEME_VERSION = 4
 DEFAULT_MIN_TOKENS = 15
 
 

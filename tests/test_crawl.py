@@ -53,8 +53,11 @@ def test_crawl_drops_planted_duplicates_and_their_outlinks(site, tmp_path):
     assert r.returncode == 0, r.stderr[-3000:]
     log = r.stderr
     items = read_jsonl(tmp_path / "pages.jsonl")
-    assert paths([i["url"] for i in items], server.url) == sorted(s.expected_kept())
-    assert all(len(i["fingerprint"]) == 16 and i["text"] and i["status"] == 200 for i in items)
+    # a too-short page passes through unfingerprinted
+    assert paths([i["url"] for i in items], server.url) == sorted(s.expected_kept() | {"/short.html"})
+    assert all(i["text"] and i["status"] == 200 for i in items)
+    assert all(len(i["fingerprint"]) == 16 for i in items if not i["url"].endswith("/short.html"))
+    assert [i["fingerprint"] for i in items if i["url"].endswith("/short.html")] == [None]
     dups = read_jsonl(store / "duplicates.jsonl")
     got = {d["url"][len(server.url) - 1 :]: d["duplicate_of"][len(server.url) - 1 :] for d in dups}
     assert got == s.expected_dropped()
@@ -75,7 +78,7 @@ def test_crawl_drops_planted_duplicates_and_their_outlinks(site, tmp_path):
     # the index holds the kept pages and finds them
     db = sqlite3.connect(tmp_path / "index.sqlite3")
     indexed = [u for (u,) in db.execute("SELECT url FROM pages")]
-    assert paths(indexed, server.url) == sorted(s.expected_kept() - {"/short.html"})
+    assert paths(indexed, server.url) == sorted(s.expected_kept() | {"/short.html"})
     word = s.titles[4].split()[0]
     out = subprocess.run([sys.executable, "-m", "crawler", "search", str(tmp_path / "index.sqlite3"), word],
                          cwd=ROOT, capture_output=True, text=True, timeout=60)
@@ -88,7 +91,8 @@ def test_second_run_with_same_store_admits_nothing_twice(site, tmp_path):
     assert scrapy_crawl(server.url, tmp_path / "a", f"NEARDUP_STORE={store}").returncode == 0
     r = scrapy_crawl(server.url, tmp_path / "b", f"NEARDUP_STORE={store}")
     assert r.returncode == 0
-    assert read_jsonl(tmp_path / "b" / "pages.jsonl") == []  # unchanged pages are not re-emitted
+    # unchanged pages are not re-emitted; only the unfingerprinted short page passes again
+    assert [i["url"][len(server.url) - 1 :] for i in read_jsonl(tmp_path / "b" / "pages.jsonl")] == ["/short.html"]
     # +1: the start URL bypasses Scrapy's dupefilter, so "/" is fetched again via the nav link
     assert stat(r.stderr, "neardup/unchanged") == len(s.expected_kept()) + 1
     assert stat(r.stderr, "neardup/kept") is None
@@ -104,7 +108,7 @@ def test_resume_with_jobdir(site, tmp_path):
     assert r2.returncode == 0, r2.stderr[-2000:]
     urls = [i["url"] for i in read_jsonl(tmp_path / "a" / "pages.jsonl") + read_jsonl(tmp_path / "b" / "pages.jsonl")]
     assert len(urls) == len(set(urls))  # nothing admitted twice
-    assert set(paths(urls, server.url)) == s.expected_kept()
+    assert set(paths(urls, server.url)) == s.expected_kept() | {"/short.html"}
     dups = read_jsonl(jobdir / "neardup" / "duplicates.jsonl")
     # Requests yielded while a spider closes on max_pages can be marked seen by the
     # persisted dupefilter yet never reach the disk queue (Scrapy's stop behaviour),
@@ -124,3 +128,14 @@ def test_disabled_filter_keeps_everything(site, tmp_path):
     assert r.returncode == 0
     assert stat(r.stderr, "neardup/dropped") is None
     assert "/only-from-mirror.html" in server.requests
+    items = read_jsonl(tmp_path / "pages.jsonl")
+    assert items and all(i["text"] and i["fingerprint"] is None for i in items)  # the spider extracts itself
+
+
+def test_in_thread_fingerprinting_gives_the_same_result(site, tmp_path):
+    s, server = site
+    r = scrapy_crawl(server.url, tmp_path, "NEARDUP_WORKERS=0", f"NEARDUP_STORE={tmp_path / 'store'}")
+    assert r.returncode == 0, r.stderr[-2000:]
+    dups = read_jsonl(tmp_path / "store" / "duplicates.jsonl")
+    assert {d["url"][len(server.url) - 1 :] for d in dups} == set(s.expected_dropped())
+    assert "0 worker process" in r.stderr

@@ -63,3 +63,10 @@ def test_rerendered_articles_on_a_sample():
     assert rep["recall_by_variant_k3"]["paragraphs-swapped"] == 1.0
     assert rep["recall_by_variant_k3"]["ad-counter-comments"] >= 0.9
     assert k3["recall"] >= 0.85
+
+
+def test_short_release_notes_are_not_merged(sqlite_site):
+    # pages made only of short blocks once lost their content weight to the template
+    rl = sqlite_site / "releaselog"
+    assert hamming(fp(rl / "3_3_7.html"), fp(rl / "3_7_7.html")) > 3
+    assert hamming(fp(rl / "3_6_14_1.html"), fp(rl / "3_8_7_4.html")) > 3

@@ -18,6 +18,8 @@ from scrapy.exceptions import CloseSpider
 from scrapy.http import Response, TextResponse
 from scrapy.linkextractors import LinkExtractor
 
+from dedup.text import extract
+
 
 def _bool(value: str | bool) -> bool:
     return value if isinstance(value, bool) else value.strip().lower() in ("1", "true", "yes", "on")
@@ -42,18 +44,28 @@ class SiteSpider(scrapy.Spider):
         self.max_depth = int(max_depth) if max_depth else None
         self.max_pages = int(max_pages) if max_pages else None
         self.pages_seen = 0
+        self.extract_text = False  # set by from_crawler when the near-duplicate filter is off
+
+    @classmethod
+    def from_crawler(cls, crawler, *args: Any, **kwargs: Any):  # noqa: ANN001, ANN206 - Scrapy's signature
+        spider = super().from_crawler(crawler, *args, **kwargs)
+        # Without the filter nobody fills title/text in: do it here.
+        spider.extract_text = not crawler.settings.getbool("NEARDUP_ENABLED", True)
+        return spider
 
     async def parse(self, response: Response) -> AsyncIterator[Any]:
         if not isinstance(response, TextResponse):
             return
         self.pages_seen += 1
-        info = response.meta.get("neardup") or {}
-        if info:
+        if b"html" in response.headers.get("Content-Type", b"text/html").lower():
+            # title, text and fingerprint are filled in by the near-duplicate
+            # filter, which extracts them anyway (see crawler.middleware)
+            page = extract(response.body, response.encoding) if self.extract_text else None
             yield {
                 "url": response.url,
-                "title": info.get("title", ""),
-                "text": info.get("text", ""),
-                "fingerprint": info.get("fingerprint"),
+                "title": page.title if page else None,
+                "text": page.text if page else None,
+                "fingerprint": None,
                 "fetched_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                 "status": response.status,
             }
