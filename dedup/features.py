@@ -66,7 +66,10 @@ _HAN = regex.compile(r"\p{Han}")
 
 def _estimated_tokens(text: str) -> float:
     # cheap: words between spaces, plus ~0.6 words per Han character (jieba's average)
-    return len(text.split()) + 0.6 * len(_HAN.findall(text))
+    n = len(text.split())
+    if text.isascii():  # most blocks: no Han to count
+        return n
+    return n + 0.6 * len(_HAN.findall(text))
 
 
 def _is_furniture(block, params: FeatureParams) -> bool:

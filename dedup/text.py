@@ -215,9 +215,10 @@ class _Walker:
             return
         is_block = tag in BLOCK_TAGS
         if not furniture and (tag in FURNITURE_TAGS or el.get("role", "").lower() in FURNITURE_ROLES):
-            self.flush(furniture)
+            if self.parts:
+                self.flush(furniture)
             furniture = True
-        elif is_block:
+        elif is_block and self.parts:
             self.flush(furniture)
         link = in_link or (tag == "a" and "href" in el.attrib)
         if el.text:
@@ -228,12 +229,12 @@ class _Walker:
             self.walk(child, furniture, link)
             if child.tail:
                 # The tail belongs to this element, not to the child.
-                if child.tag in BLOCK_TAGS:
+                if self.parts and child.tag in BLOCK_TAGS:
                     self.flush(furniture)
                 self.parts.append(child.tail)
                 if link:
                     self.link_chars += len(child.tail)
-        if is_block or tag in FURNITURE_TAGS:
+        if self.parts and (is_block or tag in FURNITURE_TAGS):
             self.flush(furniture)
 
 

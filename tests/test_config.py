@@ -35,6 +35,8 @@ def test_jobdir_gives_the_store_and_files_beside_it(tmp_path):
     ("NEARDUP_DEBUG", "maybe", "NEARDUP_DEBUG must be a boolean"),
     ("NEARDUP_STORE", 5, "NEARDUP_STORE must be a path"),
     ("NEARDUP_STORE", "redis://127.0.0.1/0", "NEARDUP_STORE: redis://"),
+    ("NEARDUP_WORKERS", -1, "NEARDUP_WORKERS must be 0..64"),
+    ("NEARDUP_CAPACITY", "lots", "NEARDUP_CAPACITY must be an integer"),
 ])
 def test_errors_name_the_setting(name, value, message):
     with pytest.raises(ConfigError, match=message):
