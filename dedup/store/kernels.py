@@ -172,13 +172,18 @@ def probe(q, k, levels, sizes, directory, dbits, shifts, src, dst, mask, buf, nb
 @njit(cache=True)
 def any_within(q, k, levels, sizes, directory, dbits, shifts, src, dst, mask, buf, nbuf):
     """Nearest distance of a stored fingerprint within ``k`` of q, or -1; the fingerprint."""
+    # Buffer: a branch-free min pass (vectorisable), then find the entry only on a hit.
     best = k + 1
     best_v = uint64(0)
+    m = 64
     for i in range(nbuf):
-        d = popcount(buf[i] ^ q)
-        if d < best:
-            best = d
-            best_v = buf[i]
+        m = min(m, popcount(buf[i] ^ q))
+    if m < best:
+        for i in range(nbuf):
+            if popcount(buf[i] ^ q) == m:
+                best = m
+                best_v = buf[i]
+                break
     for t in range(src.shape[0]):
         y = permute(q, t, src, dst, mask)
         for li in range(len(levels)):
