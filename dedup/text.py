@@ -58,7 +58,8 @@ FURNITURE_ROLES = frozenset({"navigation", "banner", "contentinfo", "complementa
 _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.I)
 _WS = re.compile(r"\s+")
 _PARSER = lxml.etree.HTMLParser(
-    encoding="utf-8", remove_comments=True, remove_pis=True, recover=True, no_network=True,
+    # huge_tree: libxml2 otherwise stops at nesting depth 256 and the rest of the page is lost
+    encoding="utf-8", remove_comments=True, remove_pis=True, recover=True, no_network=True, huge_tree=True,
     default_doctype=False,
 )
 
@@ -161,18 +162,6 @@ def _detect(data: bytes) -> str | None:
     return "gb18030" if enc in ("gb2312", "gbk") else enc
 
 
-def _is_hidden(el: lxml.etree._Element) -> bool:
-    attrib = el.attrib
-    if not attrib:
-        return False
-    if "hidden" in attrib:
-        return True
-    if attrib.get("aria-hidden", "").strip().lower() == "true":
-        return True
-    style = attrib.get("style")
-    return bool(style) and _HIDDEN_STYLE.search(style) is not None
-
-
 def parse(text: str) -> lxml.etree._Element | None:
     """Parse decoded HTML with lxml's recovering parser; None for an empty document."""
     # lxml refuses str input with an XML encoding declaration; feed UTF-8 bytes instead.
@@ -186,80 +175,87 @@ def parse(text: str) -> lxml.etree._Element | None:
     return root
 
 
-class _Walker:
-    """Collects blocks in document order. Iterative would be faster to write
-    in C; recursion depth is bounded by lxml (256 levels by default)."""
+def _blocks(root: lxml.etree._Element) -> list[Block]:
+    """Blocks of visible text in document order, one recursive walk.
 
-    __slots__ = ("blocks", "parts", "link_chars")
+    A closure with locally bound names rather than a class: this walk runs on
+    every element of every page, and attribute lookups were a measurable
+    share of fingerprinting time. Recursion depth is bounded by lxml's parser.
+    """
+    blocks: list[Block] = []
+    parts: list[str] = []
+    append = parts.append
+    link_chars = 0
+    block_tags, furniture_tags, furniture_roles = BLOCK_TAGS, FURNITURE_TAGS, FURNITURE_ROLES
+    hidden_style = _HIDDEN_STYLE.search
+    ws_sub = _WS.sub
 
-    def __init__(self) -> None:
-        self.blocks: list[Block] = []
-        self.parts: list[str] = []
-        self.link_chars = 0
-
-    def flush(self, furniture: bool) -> None:
-        if not self.parts:
-            return
-        raw = "".join(self.parts)
-        text = _WS.sub(" ", raw).strip()
+    def flush(furniture: bool) -> None:
+        nonlocal link_chars
+        raw = "".join(parts)
+        parts.clear()
+        text = ws_sub(" ", raw).strip()
         if text:
-            # Approximate link chars after whitespace folding by proportion.
-            ratio = len(text) / len(raw) if raw else 1.0
-            self.blocks.append(Block(text, min(len(text), int(self.link_chars * ratio)), furniture))
-        self.parts = []
-        self.link_chars = 0
+            # link chars counted before whitespace folding: scale them down with it
+            blocks.append(Block(text, min(len(text), int(link_chars * len(text) / len(raw))), furniture))
+        link_chars = 0
 
-    def walk(self, el: lxml.etree._Element, furniture: bool, in_link: bool) -> None:
-        tag = el.tag
-        if not isinstance(tag, str):  # entities
+    def walk(el: lxml.etree._Element, furniture: bool, in_link: bool) -> None:
+        nonlocal link_chars
+        get = el.get
+        # hidden elements: the attribute, aria-hidden="true", inline display:none / visibility:hidden
+        if get("hidden") is not None:
             return
-        is_block = tag in BLOCK_TAGS
-        if not furniture and (tag in FURNITURE_TAGS or el.get("role", "").lower() in FURNITURE_ROLES):
-            if self.parts:
-                self.flush(furniture)
+        aria = get("aria-hidden")
+        if aria is not None and aria.strip().lower() == "true":
+            return
+        style = get("style")
+        if style and hidden_style(style):
+            return
+        tag = el.tag
+        is_block = tag in block_tags
+        if not furniture and (tag in furniture_tags or (get("role") or "").lower() in furniture_roles):
+            if parts:
+                flush(False)
             furniture = True
-        elif is_block and self.parts:
-            self.flush(furniture)
-        link = in_link or (tag == "a" and "href" in el.attrib)
-        if el.text:
-            self.parts.append(el.text)
+            is_block = True
+        elif is_block and parts:
+            flush(furniture)
+        link = in_link or (tag == "a" and get("href") is not None)
+        text = el.text
+        if text:
+            append(text)
             if link:
-                self.link_chars += len(el.text)
+                link_chars += len(text)
         for child in el:
-            self.walk(child, furniture, link)
-            if child.tail:
-                # The tail belongs to this element, not to the child.
-                if self.parts and child.tag in BLOCK_TAGS:
-                    self.flush(furniture)
-                self.parts.append(child.tail)
+            if isinstance(child.tag, str):  # skip entities
+                walk(child, furniture, link)
+            tail = child.tail
+            if tail:  # the tail belongs to this element, not to the child
+                if parts and child.tag in block_tags:
+                    flush(furniture)
+                append(tail)
                 if link:
-                    self.link_chars += len(child.tail)
-        if self.parts and (is_block or tag in FURNITURE_TAGS):
-            self.flush(furniture)
+                    link_chars += len(tail)
+        if is_block and parts:
+            flush(furniture)
 
-
-_HIDDEN_XPATH = lxml.etree.XPath(
-    "//*[@hidden or @aria-hidden or contains(@style, ':')]")
+    try:
+        walk(root, False, False)
+    except RecursionError:
+        # absurdly deep nesting (thousands of levels): keep the text, lose the block structure
+        text = ws_sub(" ", "".join(root.itertext())).strip()
+        return [Block(text)] if text else []
+    if parts:
+        flush(False)
+    return blocks
 
 
 def _remove_invisible(root: lxml.etree._Element) -> None:
-    """Drop invisible subtrees (keeping their tails), mostly in C: a walk that
-    checked every element in Python was the largest cost of extraction."""
+    """Drop never-visible subtrees in C (their tails stay); hidden elements are
+    skipped during the walk, which visits every element anyway."""
     lxml.etree.strip_elements(root, *DROPPED_TAGS, lxml.etree.Comment, lxml.etree.ProcessingInstruction,
                               with_tail=False)
-    for el in _HIDDEN_XPATH(root):
-        if _is_hidden(el):
-            parent = el.getparent()
-            if parent is None:
-                continue
-            tail = el.tail
-            if tail:  # the tail is visible text that follows the element
-                prev = el.getprevious()
-                if prev is not None:
-                    prev.tail = (prev.tail or "") + tail
-                else:
-                    parent.text = (parent.text or "") + tail
-            parent.remove(el)
 
 
 def extract_text(text: str, encoding: str = "utf-8") -> Page:
@@ -275,16 +271,8 @@ def extract_text(text: str, encoding: str = "utf-8") -> Page:
     if title_el is not None:
         title = _WS.sub(" ", "".join(title_el.itertext())).strip()
     _remove_invisible(root)
-    walker = _Walker()
     body = root.find("body")
-    limit = sys.getrecursionlimit()
-    try:
-        sys.setrecursionlimit(max(limit, 5000))
-        walker.walk(body if body is not None else root, False, False)
-    finally:
-        sys.setrecursionlimit(limit)
-    walker.flush(False)
-    return Page(title=title, blocks=walker.blocks, encoding=encoding)
+    return Page(title=title, blocks=_blocks(body if body is not None else root), encoding=encoding)
 
 
 def extract(data: bytes, encoding: str | None = None) -> Page:

@@ -97,3 +97,13 @@ def test_aeb_main_text_kept_on_a_sample():
         if words:
             kept = sum(w in visible for w in words[:200])
             assert kept >= 0.9 * min(len(words), 200), key
+
+
+@pytest.mark.parametrize("depth", [300, 1500])
+def test_deeply_nested_text_is_kept(depth):
+    # past Python's recursion limit the walk falls back to flat text
+    assert extract(b"<div>" * depth + b"deep text" + b"</div>" * depth).text == "deep text"
+
+
+def test_nesting_beyond_libxml2s_limit_does_not_raise():
+    extract(b"<div>" * 20000 + b"deep text" + b"</div>" * 20000)  # libxml2 stops at depth 2048
