@@ -28,17 +28,17 @@ Cost: O(tokens); counting is done by ``collections.Counter`` in C.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass
 
-import regex
 
 from .stopwords import STOPWORDS
 from .text import Page
 from .tokens import tokenize
 
 
-_DIGIT = regex.compile(r"\d")
+_DIGIT = re.compile(r"\d")
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +61,8 @@ class FeatureParams:
                 f"tw{self.title_weight:g}sb{self.short_block_tokens}ms{self.max_share:g}")
 
 
-_HAN = regex.compile(r"\p{Han}")
+# stdlib re with explicit ranges: much faster than regex's \p{Han} for counting
+_HAN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f]")
 
 
 def _estimated_tokens(text: str) -> float:
@@ -77,7 +78,7 @@ def _is_furniture(block, params: FeatureParams) -> bool:
 
 
 # "Article title - Site name", "Site | Section | Article", "标题_频道_新浪网"
-_TITLE_SEPARATORS = regex.compile(r"\s+[-|–—:·»/]\s+|\s*(?:\||_{1,2}|——|::)\s*")
+_TITLE_SEPARATORS = re.compile(r"\s+[-|–—:·»/]\s+|\s*(?:\||_{1,2}|——|::)\s*")
 
 
 def split_title(title: str) -> tuple[str, list[str]]:

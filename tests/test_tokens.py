@@ -43,3 +43,21 @@ def test_rjieba_matches_jieba_on_real_chinese_text():
     for p in sorted(root.glob("*.txt")):
         text = p.read_text(encoding="utf-8")
         assert segment_han(text) == jieba.lcut(text, HMM=False), p.name
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(max_size=200))
+def test_fast_path_equals_full_pattern(text):
+    """The stdlib fast path must cut exactly as the full script-aware pattern."""
+    from dedup import tokens as T
+
+    norm = T.normalize(text)
+    full = []
+    for m in T._RUNS.finditer(norm):
+        run = m.group()
+        full.extend([run] if m.lastgroup == "word" else (T.segment_han(run) if m.lastgroup == "han" else T.char_bigrams(run)))
+    assert T.tokenize(text) == full
