@@ -74,39 +74,39 @@ def normalize(text: str) -> str:
 # with no Han, no no-space script and no combining mark is cut at non-[letter
 # or digit] characters, which is exactly what the full pattern does on it
 # (str.isalnum is \p{L} | \p{N}). The class of what needs the full pattern is
-# derived from the full pattern itself at import (about 0.1 s), so no script or
-# mark is forgotten.
-def _needs_full_class() -> str:
-    """Character class of every code point the fast path may not see: those in
-    the full pattern's Han/no-space/mark classes, and those on which regex's
-    letter-or-digit test and stdlib's disagree (their Unicode versions differ).
-    Found by scanning all code points below U+40000 in C, once."""
-    cps = [c for c in range(0x40000) if not 0xD800 <= c <= 0xDFFF]
+# made of the full pattern's own classes (see _needs_full), so no script or mark
+# is forgotten.
+def _needs_full() -> regex.Pattern:
+    """What the fast path may not see: Han, no-space scripts and combining marks,
+    and the few BMP code points on which
+    regex's letter-or-digit test and stdlib's disagree (their Unicode versions
+    differ), found by scanning the BMP at import. Property classes, because a
+    long list of ranges makes either engine scan slowly."""
+    cps = [c for c in range(0x10000) if not 0xD800 <= c <= 0xDFFF]
     chars = "".join(map(chr, cps))
-    special = regex.compile(rf"[\p{{Han}}\p{{M}}{_NOSPACE}]", regex.V1)
-    need = {cps[m.start()] for m in special.finditer(chars)}
     slow_word = {cps[m.start()] for m in regex.finditer(r"[\p{L}\p{N}]", chars)}
     fast_word = {cps[m.start()] for m in re.finditer(r"[^\W_]", chars)}
-    need |= slow_word ^ fast_word
-    ranges: list[list[int]] = []
-    for cp in sorted(need):
-        if ranges and ranges[-1][1] == cp - 1:
-            ranges[-1][1] = cp
-        else:
-            ranges.append([cp, cp])
-    ranges += [[0x40000, 0xDFFFF], [0xE0100, 0xE01EF]]  # planes no script uses yet; variation selectors
-    return "[" + "".join(f"{re.escape(chr(a))}-{re.escape(chr(b))}" if a != b else re.escape(chr(a))
-                         for a, b in ranges) + "]"
+    odd = "".join(regex.escape(chr(c)) for c in sorted(slow_word ^ fast_word))
+    return regex.compile(rf"[\p{{Han}}\p{{M}}{_NOSPACE}{odd}]", regex.V1)
 
 
-_NEEDS_FULL = re.compile(_needs_full_class())
+_NEEDS_FULL = _needs_full()
+_ASTRAL = re.compile("[\U00010000-\U0010FFFF]")
+_ASTRAL_WORD = regex.compile(r"[[\p{L}\p{N}]&&[\U00010000-\U0010FFFF]]", regex.V1)
+
+
+def _fast_path_ok(text: str) -> bool:
+    if _NEEDS_FULL.search(text):
+        return False
+    # letters/digits beyond the BMP: checked only when there is such a character (emoji are not)
+    return not (_ASTRAL.search(text) and _ASTRAL_WORD.search(text))
 _FAST_WORDS = re.compile(r"[^\W_]+")
 
 
 def tokenize(text: str) -> list[str]:
     """Tokens of ``text`` in order; see the module docstring."""
     text = normalize(text)
-    if not _NEEDS_FULL.search(text):  # only space-delimited scripts without combining marks
+    if _fast_path_ok(text):  # only space-delimited scripts without combining marks
         return _FAST_WORDS.findall(text)
     out: list[str] = []
     append, extend = out.append, out.extend
