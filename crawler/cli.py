@@ -41,7 +41,10 @@ def report(out: Path) -> None:
     print(f"dropped {len(dropped)} near-duplicates -> {dups}")
     for d in dropped:
         print(f"  {d['url']}\n    duplicates {d['duplicate_of']} (distance {d['distance']})")
-    print(f"search the index: python -m crawler search {out / 'index.sqlite3'} WORDS")
+    python = Path(sys.executable)
+    if python.is_relative_to(ROOT):  # .venv/bin/python, as the user would type it from the project
+        python = python.relative_to(ROOT)
+    print(f"search the index: {python} -m crawler search {out / 'index.sqlite3'} WORDS")
 
 
 def search(index: str, query: str, limit: int) -> int:
