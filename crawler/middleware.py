@@ -184,7 +184,8 @@ class NearDupMiddleware:
 
     @staticmethod
     def _fill(item: Any, result: JobResult | str) -> None:
-        if isinstance(result, str) or not is_item(item):
+        # Requests first: they are most of the output, and is_item() is slow on them
+        if isinstance(item, Request) or isinstance(result, str) or not is_item(item):
             return
         adapter = ItemAdapter(item)
         if "fingerprint" not in adapter or adapter["fingerprint"] is not None:
