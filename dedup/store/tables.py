@@ -32,7 +32,7 @@ import numpy as np
 from . import kernels as K
 from .layout import FP_BITS, Layout
 
-DEFAULT_BUFFER = 2048
+DEFAULT_BUFFER = 512
 
 
 class InvariantError(AssertionError):
