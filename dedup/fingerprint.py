@@ -22,7 +22,7 @@ from .text import Page, extract
 from .tokens import SEGMENTER_NAME  # noqa: F401  (re-exported for diagnostics)
 
 #: Bump when extraction, tokenisation, features or hashing change output.
-SCHEME_VERSION = 4
+SCHEME_VERSION = 5
 DEFAULT_MIN_TOKENS = 15
 
 
@@ -66,7 +66,7 @@ class Fingerprinter:
     @property
     def scheme(self) -> str:
         """Identity of everything that shapes a fingerprint; stores record it."""
-        return (f"neardup-v{SCHEME_VERSION};text=lxml-visible;tok=jieba-dict+bigram-fallback;"
+        return (f"neardup-v{SCHEME_VERSION};text=lexbor-visible;tok=jieba-dict+bigram-fallback;"
                 f"feat={self.params.tag};hash=mmh3x64s{self.seed};f={FP_BITS}")
 
     def fingerprint_page(self, page: Page) -> Fingerprint:
@@ -85,7 +85,7 @@ class Fingerprinter:
         """Never raises on bad bytes: unparsable input gives reason ``unparsable``."""
         try:
             page = extract(data, encoding)
-        except Exception as exc:  # lxml/codec failures on hostile input
+        except Exception as exc:  # parser/codec failures on hostile input
             return Fingerprint(None, f"unparsable: {type(exc).__name__}")
         return self.fingerprint_page(page)
 

@@ -1,13 +1,14 @@
 """Visible text from HTML bytes.
 
 ``extract(html_bytes)`` decodes the page (declared encoding, else BOM, else
-``<meta charset>``, else detection), parses it with lxml's forgiving HTML
-parser and walks the tree once, keeping only what a reader would see:
+``<meta charset>``, else detection), parses it with lexbor (selectolax) as a
+browser does, by the HTML Standard's tree construction, and reads the tree
+once (``html_scan``, compiled), keeping only what a reader would see:
 
 * dropped whole: ``script style noscript template svg head`` (the ``<title>``
   is kept apart), comments, processing instructions, and hidden elements
   (``hidden`` attribute, ``aria-hidden="true"``, inline ``display:none`` or
-  ``visibility:hidden``);
+  ``visibility:hidden``), which count as absent, as ``display: none`` renders;
 * block-level elements start new lines; whitespace is normalised.
 
 Besides the text, the walk records *blocks* (one per block-level run of
@@ -16,7 +17,7 @@ text) with their link density and whether they sit in page furniture
 features use this to damp navigation and templates; the visible text itself
 keeps everything a reader sees.
 
-Cost: one parse and one walk, O(size of the page).
+Cost: one parse, one serialisation and one compiled scan, O(size of the page).
 
 >>> page = extract(b"<html><title>T</title><body><p>Hello <b>world</b></p>"
 ...                b"<script>x()</script><div hidden>secret</div></body></html>")
@@ -29,12 +30,14 @@ from __future__ import annotations
 import codecs
 import logging
 import re
-import sys
 from dataclasses import dataclass, field
 
-import lxml.etree
+import numpy as np
 import regex
+from selectolax.lexbor import LexborHTMLParser
 from w3lib.encoding import html_to_unicode
+
+from . import html_scan
 
 logger = logging.getLogger(__name__)
 
@@ -57,11 +60,8 @@ FURNITURE_ROLES = frozenset({"navigation", "banner", "contentinfo", "complementa
 
 _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.I)
 _WS = re.compile(r"\s+")
-_PARSER = lxml.etree.HTMLParser(
-    # huge_tree: libxml2 otherwise stops at nesting depth 256 and the rest of the page is lost
-    encoding="utf-8", remove_comments=True, remove_pis=True, recover=True, no_network=True, huge_tree=True,
-    default_doctype=False,
-)
+_TAG_TABLE = html_scan.tag_table(BLOCK_TAGS, FURNITURE_TAGS, DROPPED_TAGS)
+_ROLE_TABLE = html_scan.role_table(FURNITURE_ROLES)
 
 
 @dataclass(slots=True)
@@ -162,117 +162,28 @@ def _detect(data: bytes) -> str | None:
     return "gb18030" if enc in ("gb2312", "gbk") else enc
 
 
-def parse(text: str) -> lxml.etree._Element | None:
-    """Parse decoded HTML with lxml's recovering parser; None for an empty document."""
-    # lxml refuses str input with an XML encoding declaration; feed UTF-8 bytes instead.
-    data = text.encode("utf-8", "surrogatepass")
-    if not data.strip():
-        return None
-    try:
-        root = lxml.etree.fromstring(data, parser=_PARSER)
-    except (lxml.etree.ParserError, lxml.etree.XMLSyntaxError, ValueError):
-        return None
-    return root
-
-
-def _blocks(root: lxml.etree._Element) -> list[Block]:
-    """Blocks of visible text in document order, one recursive walk.
-
-    A closure with locally bound names rather than a class: this walk runs on
-    every element of every page, and attribute lookups were a measurable
-    share of fingerprinting time. Recursion depth is bounded by lxml's parser.
-    """
-    blocks: list[Block] = []
-    parts: list[str] = []
-    append = parts.append
-    link_chars = 0
-    block_tags, furniture_tags, furniture_roles = BLOCK_TAGS, FURNITURE_TAGS, FURNITURE_ROLES
-    hidden_style = _HIDDEN_STYLE.search
-    ws_sub = _WS.sub
-
-    def flush(furniture: bool) -> None:
-        nonlocal link_chars
-        raw = "".join(parts)
-        parts.clear()
-        text = ws_sub(" ", raw).strip()
-        if text:
-            # link chars counted before whitespace folding: scale them down with it
-            blocks.append(Block(text, min(len(text), int(link_chars * len(text) / len(raw))), furniture))
-        link_chars = 0
-
-    def walk(el: lxml.etree._Element, furniture: bool, in_link: bool) -> None:
-        nonlocal link_chars
-        get = el.get
-        # hidden elements: the attribute, aria-hidden="true", inline display:none / visibility:hidden
-        if get("hidden") is not None:
-            return
-        aria = get("aria-hidden")
-        if aria is not None and aria.strip().lower() == "true":
-            return
-        style = get("style")
-        if style and hidden_style(style):
-            return
-        tag = el.tag
-        is_block = tag in block_tags
-        if not furniture and (tag in furniture_tags or (get("role") or "").lower() in furniture_roles):
-            if parts:
-                flush(False)
-            furniture = True
-            is_block = True
-        elif is_block and parts:
-            flush(furniture)
-        link = in_link or (tag == "a" and get("href") is not None)
-        text = el.text
-        if text:
-            append(text)
-            if link:
-                link_chars += len(text)
-        for child in el:
-            if isinstance(child.tag, str):  # skip entities
-                walk(child, furniture, link)
-            tail = child.tail
-            if tail:  # the tail belongs to this element, not to the child
-                if parts and child.tag in block_tags:
-                    flush(furniture)
-                append(tail)
-                if link:
-                    link_chars += len(tail)
-        if is_block and parts:
-            flush(furniture)
-
-    try:
-        walk(root, False, False)
-    except RecursionError:
-        # absurdly deep nesting (thousands of levels): keep the text, lose the block structure
-        text = ws_sub(" ", "".join(root.itertext())).strip()
-        return [Block(text)] if text else []
-    if parts:
-        flush(False)
-    return blocks
-
-
-def _remove_invisible(root: lxml.etree._Element) -> None:
-    """Drop never-visible subtrees in C (their tails stay); hidden elements are
-    skipped during the walk, which visits every element anyway."""
-    lxml.etree.strip_elements(root, *DROPPED_TAGS, lxml.etree.Comment, lxml.etree.ProcessingInstruction,
-                              with_tail=False)
+def _page_from_scan(title: str, html: str, encoding: str) -> Page:
+    src = np.frombuffer(html.encode("utf-8", "surrogatepass"), dtype=np.uint8)
+    out, n_out, rows = html_scan.scan(src, *_TAG_TABLE, *_ROLE_TABLE, html_scan.KEYWORDS)
+    text = out[:n_out].tobytes().decode("utf-8", "replace")
+    blocks = [Block(text[start:end], link, bool(furniture)) for start, end, furniture, link in rows.tolist()]
+    return Page(title=title, blocks=blocks, encoding=encoding)
 
 
 def extract_text(text: str, encoding: str = "utf-8") -> Page:
     """Visible text of an already decoded HTML document."""
-    root = parse(text)
-    if root is None:
+    if not text.strip():
         return Page(title="", blocks=[], encoding=encoding)
-    title = ""
-    head = root.find("head")
-    title_el = head.find("title") if head is not None else None
-    if title_el is None:
-        title_el = root.find(".//title")
-    if title_el is not None:
-        title = _WS.sub(" ", "".join(title_el.itertext())).strip()
-    _remove_invisible(root)
-    body = root.find("body")
-    return Page(title=title, blocks=_blocks(body if body is not None else root), encoding=encoding)
+    # scripting=True parses as a browser that runs scripts does: <noscript> is
+    # one raw-text node (never shown), and the head elements after it stay in <head>.
+    doc = LexborHTMLParser(text.encode("utf-8", "surrogatepass"), scripting=True)
+    title_el = doc.css_first("title")
+    title = _WS.sub(" ", title_el.text()).strip() if title_el is not None else ""
+    # <body>, or the whole document for a frameset page (its <head> is dropped by the scan)
+    node = doc.body if doc.body is not None else doc.root
+    if node is None:
+        return Page(title=title, blocks=[], encoding=encoding)
+    return _page_from_scan(title, node.html or "", encoding)
 
 
 def extract(data: bytes, encoding: str | None = None) -> Page:

@@ -1,0 +1,573 @@
+"""Blocks of visible text from serialised HTML, in one compiled pass.
+
+The page is parsed by lexbor (the HTML Standard's tree construction, as a
+browser builds it) and serialised back; that serialisation is regular: every
+element is closed except the void ones, attribute values are double-quoted
+with ``& < > "`` escaped, and text escapes only ``& < >`` and U+00A0. This
+module scans it with numba, so the per-element work of the walk (hidden
+checks, blocks, furniture, link text) runs as machine code instead of as
+Python calls on each node.
+
+``scan(src)`` returns the visible text (UTF-8, whitespace folded per block)
+and one row per block: its code-point span in the text, whether it is
+furniture, and how many of its characters sit inside ``<a href>``. The rules
+are those of ``dedup.text`` (see its docstring); a hidden element is treated
+as absent, as a browser renders ``display: none``.
+
+Cost: O(length of the serialisation).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+# Tag classes (bit flags).
+BLOCK, FURNITURE, DROPPED, RAW_DROPPED, RAW_KEPT, VOID, ANCHOR, TO_END = 1, 2, 4, 8, 16, 32, 64, 128
+
+#: Raw-text elements (serialised verbatim, not escaped) whose text is never shown.
+RAW_DROPPED_TAGS = ("script", "style", "iframe", "noembed", "noframes", "noscript")
+#: Raw-text elements whose text is shown as is.
+RAW_KEPT_TAGS = ("xmp", "plaintext")
+#: Void elements: serialised without an end tag.
+VOID_TAGS = ("area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source",
+             "track", "wbr", "basefont", "bgsound", "frame", "keygen", "param")
+
+_FURNITURE_ROLE_NAMES = ("navigation", "banner", "contentinfo", "complementary", "menu", "menubar")
+
+
+def _name_table(names: dict[str, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Names packed into one byte array: (bytes, offsets, values, first), sorted,
+    with ``first[b]:first[b + 1]`` the rows whose name starts with byte b."""
+    keys = sorted(names, key=lambda k: k.encode())
+    buf = b"".join(k.encode() for k in keys)
+    offs = np.zeros(len(keys) + 1, dtype=np.int64)
+    offs[1:] = np.cumsum([len(k.encode()) for k in keys])
+    first = np.searchsorted(np.array([k.encode()[0] for k in keys]), np.arange(257), side="left").astype(np.int64)
+    return (np.frombuffer(buf, dtype=np.uint8).copy(), offs, np.array([names[k] for k in keys], dtype=np.int64),
+            first)
+
+
+def tag_table(block: frozenset[str], furniture: frozenset[str], dropped: frozenset[str]) -> tuple:
+    flags: dict[str, int] = {}
+    for group, bit in ((block, BLOCK), (furniture, FURNITURE), (dropped, DROPPED),
+                       (RAW_DROPPED_TAGS, RAW_DROPPED), (RAW_KEPT_TAGS, RAW_KEPT), (VOID_TAGS, VOID), (("a",), ANCHOR),
+                       (("plaintext",), TO_END)):
+        for name in group:
+            flags[name] = flags.get(name, 0) | bit
+    return _name_table(flags)
+
+
+def role_table(roles: frozenset[str]) -> tuple:
+    return _name_table({r: 1 for r in roles})
+
+
+@njit(cache=True, inline="always")
+def _lower(b):
+    return b + 32 if 65 <= b <= 90 else b
+
+
+@njit(cache=True, inline="always")
+def _lookup(src, s, e, names, offs, vals, first):
+    """Value of the lower-cased name src[s:e] in a packed name table, else 0."""
+    n = e - s
+    if n == 0:
+        return 0
+    f = _lower(src[s])
+    for i in range(first[f], first[f + 1]):
+        a, b = offs[i], offs[i + 1]
+        if b - a != n:
+            continue
+        same = True
+        for j in range(n):
+            if _lower(src[s + j]) != names[a + j]:
+                same = False
+                break
+        if same:
+            return vals[i]
+    return 0
+
+
+@njit(cache=True, inline="always")
+def _is_space(b):
+    return b == 32 or 9 <= b <= 13
+
+
+@njit(cache=True, inline="always")
+def _ws_len(src, i, n):
+    """Byte length of the Unicode white space character at src[i] (str.isspace), else 0."""
+    b = src[i]
+    if b == 32 or 9 <= b <= 13 or 28 <= b <= 31:
+        return 1
+    if b == 0xC2 and i + 1 < n and (src[i + 1] == 0x85 or src[i + 1] == 0xA0):
+        return 2
+    if i + 2 < n:
+        b1, b2 = src[i + 1], src[i + 2]
+        if b == 0xE1 and b1 == 0x9A and b2 == 0x80:  # U+1680
+            return 3
+        if b == 0xE2 and b1 == 0x80 and (b2 <= 0x8A or b2 == 0xA8 or b2 == 0xA9 or b2 == 0xAF):
+            return 3 if b2 >= 0x80 else 0  # U+2000..200A, 2028, 2029, 202F
+        if b == 0xE2 and b1 == 0x81 and b2 == 0x9F:  # U+205F
+            return 3
+        if b == 0xE3 and b1 == 0x80 and b2 == 0x80:  # U+3000
+            return 3
+    return 0
+
+
+@njit(cache=True, inline="always")
+def _find(src, i, n, pat):
+    """Index of the first occurrence of pat in src[i:n], else n."""
+    m = pat.shape[0]
+    while i + m <= n:
+        if src[i] == pat[0]:
+            ok = True
+            for j in range(1, m):
+                if src[i + j] != pat[j]:
+                    ok = False
+                    break
+            if ok:
+                return i
+        i += 1
+    return n
+
+
+@njit(cache=True, inline="always")
+def _end_tag_at(src, i, n, ns, ne):
+    """True when ``</name`` (case-insensitive; name = src[ns:ne]) starts at i."""
+    m = ne - ns
+    if i + 2 + m > n or src[i] != 60 or src[i + 1] != 47:
+        return False
+    for j in range(m):
+        if _lower(src[i + 2 + j]) != _lower(src[ns + j]):
+            return False
+    return True
+
+
+@njit(cache=True, inline="always")
+def _find_end_tag(src, i, n, ns, ne):
+    """Index of ``</name`` (case-insensitive; name = src[ns:ne]) at or after i, else n."""
+    while i < n:
+        if src[i] == 60 and _end_tag_at(src, i, n, ns, ne):
+            return i
+        i += 1
+    return n
+
+
+@njit(cache=True, inline="always")
+def _has_word_then(src, s, e, w1, w2):
+    """True when lower(src[s:e]) contains w1, ASCII spaces, ':', spaces, w2."""
+    m1, m2 = w1.shape[0], w2.shape[0]
+    i = s
+    while i + m1 <= e:
+        ok = True
+        for j in range(m1):
+            if _lower(src[i + j]) != w1[j]:
+                ok = False
+                break
+        if ok:
+            k = i + m1
+            while k < e and _is_space(src[k]):
+                k += 1
+            if k < e and src[k] == 58:
+                k += 1
+                while k < e and _is_space(src[k]):
+                    k += 1
+                if k + m2 <= e:
+                    ok2 = True
+                    for j in range(m2):
+                        if _lower(src[k + j]) != w2[j]:
+                            ok2 = False
+                            break
+                    if ok2:
+                        return True
+        i += 1
+    return False
+
+
+@njit(cache=True, inline="always")
+def _eq_lower(src, s, e, word):
+    if e - s != word.shape[0]:
+        return False
+    for j in range(e - s):
+        if _lower(src[s + j]) != word[j]:
+            return False
+    return True
+
+
+@njit(cache=True)
+def scan(src, names, offs, vals, first, role_names, role_offs, role_vals, role_first, kw):
+    """Scan a lexbor serialisation (uint8 UTF-8); see the module docstring.
+
+    ``kw`` holds the byte patterns used for attributes, packed as a table:
+    hidden, aria-hidden, style, role, href, true, display, none, visibility,
+    (hidden again as a value), ``-->``.
+
+    Returns (out bytes, n_out, blocks) where blocks is an (m, 4) int64 array
+    of (start code point, end code point, furniture, link characters).
+    """
+    n = src.shape[0]
+    out = np.empty(n + 1, dtype=np.uint8)
+    o = 0  # bytes written
+    cp = 0  # code points written
+    blocks = np.empty((16, 4), dtype=np.int64)
+    nb = 0
+    depth_cap = 16
+    st_block = np.zeros(depth_cap, dtype=np.bool_)
+    st_furn = np.zeros(depth_cap, dtype=np.bool_)
+    st_link = np.zeros(depth_cap, dtype=np.bool_)
+    st_hide = np.zeros(depth_cap, dtype=np.bool_)
+    depth = 0
+    # the current block
+    b_start = 0  # code point where its text starts
+    b_has = False  # any non-space written
+    pending = False  # a space to write before the next non-space
+    raw_len = 0  # code points appended, spaces included (before folding)
+    link_len = 0  # of which inside a link
+    # the current element context
+    furn = False
+    link = False
+    hide = False
+
+    kw_hidden = kw[0:6]
+    kw_aria = kw[6:17]
+    kw_style = kw[17:22]
+    kw_role = kw[22:26]
+    kw_href = kw[26:30]
+    kw_true = kw[30:34]
+    kw_display = kw[34:41]
+    kw_none = kw[41:45]
+    kw_visibility = kw[45:55]
+    kw_comment_end = kw[55:58]
+    kw_pi_end = kw[58:59]
+
+    i = 0
+    while i < n:
+        c = src[i]
+        if c != 60:  # text
+            j = i
+            while j < n and src[j] != 60:
+                j += 1
+            if not hide:
+                k = i
+                while k < j:
+                    ch = src[k]
+                    if 33 <= ch <= 126 and ch != 38:  # most text: a run of printable ASCII
+                        if pending:
+                            out[o] = 32
+                            o += 1
+                            cp += 1
+                            pending = False
+                        if not b_has:
+                            b_start = cp
+                            b_has = True
+                        k0 = k
+                        while k < j:
+                            ch = src[k]
+                            if ch < 33 or ch > 126 or ch == 38:
+                                break
+                            out[o] = ch
+                            o += 1
+                            k += 1
+                        run = k - k0
+                        cp += run
+                        raw_len += run
+                        if link:
+                            link_len += run
+                        continue
+                    if ch == 32 or 9 <= ch <= 13:  # a run of ASCII white space
+                        k0 = k
+                        k += 1
+                        while k < j and (src[k] == 32 or 9 <= src[k] <= 13):
+                            k += 1
+                        raw_len += k - k0
+                        if link:
+                            link_len += k - k0
+                        if b_has:
+                            pending = True
+                        continue
+                    if ch == 38:  # an entity: the serialiser writes only these few
+                        cpv = -1
+                        ln = 0
+                        if k + 4 < j + 1 and src[k + 1] == 97 and src[k + 2] == 109 and src[k + 3] == 112 and k + 4 < n and src[k + 4] == 59:
+                            cpv, ln = 38, 5  # &amp;
+                        elif k + 3 < n and src[k + 1] == 108 and src[k + 2] == 116 and src[k + 3] == 59:
+                            cpv, ln = 60, 4  # &lt;
+                        elif k + 3 < n and src[k + 1] == 103 and src[k + 2] == 116 and src[k + 3] == 59:
+                            cpv, ln = 62, 4  # &gt;
+                        elif k + 5 < n and src[k + 1] == 110 and src[k + 2] == 98 and src[k + 3] == 115 and src[k + 4] == 112 and src[k + 5] == 59:
+                            cpv, ln = 160, 6  # &nbsp;
+                        elif k + 5 < n and src[k + 1] == 113 and src[k + 2] == 117 and src[k + 3] == 111 and src[k + 4] == 116 and src[k + 5] == 59:
+                            cpv, ln = 34, 6  # &quot;
+                        if cpv == 160:  # no-break space: white space
+                            raw_len += 1
+                            if link:
+                                link_len += 1
+                            if b_has:
+                                pending = True
+                            k += ln
+                            continue
+                        if cpv >= 0:
+                            raw_len += 1
+                            if link:
+                                link_len += 1
+                            if pending:
+                                out[o] = 32
+                                o += 1
+                                cp += 1
+                                pending = False
+                            if not b_has:
+                                b_start = cp
+                                b_has = True
+                            out[o] = cpv
+                            o += 1
+                            cp += 1
+                            k += ln
+                            continue
+                    w = _ws_len(src, k, j)
+                    if w:
+                        raw_len += 1
+                        if link:
+                            link_len += 1
+                        if b_has:
+                            pending = True
+                        k += w
+                        continue
+                    # one non-space character: copy its bytes
+                    if pending:
+                        out[o] = 32
+                        o += 1
+                        cp += 1
+                        pending = False
+                    if not b_has:
+                        b_start = cp
+                        b_has = True
+                    out[o] = ch
+                    o += 1
+                    k += 1
+                    while k < j and (src[k] & 0xC0) == 0x80:
+                        out[o] = src[k]
+                        o += 1
+                        k += 1
+                    cp += 1
+                    raw_len += 1
+                    if link:
+                        link_len += 1
+            i = j
+            continue
+        # markup
+        if i + 1 >= n:
+            break
+        c1 = src[i + 1]
+        if c1 == 33:  # <!-- comment --> or <!DOCTYPE>
+            if i + 3 < n and src[i + 2] == 45 and src[i + 3] == 45:
+                e = _find(src, i + 4, n, kw_comment_end)
+                i = e + 3
+            else:
+                i = _find(src, i + 2, n, kw_pi_end) + 1
+            continue
+        if c1 == 63:  # <?processing instruction>
+            i = _find(src, i + 2, n, kw_pi_end) + 1
+            continue
+        if c1 == 47:  # end tag
+            e = _find(src, i + 2, n, kw_pi_end)
+            i = e + 1
+            if depth == 0:
+                continue
+            depth -= 1
+            was_block = st_block[depth]
+            was_furn = furn
+            # back to the parent's context
+            if depth > 0:
+                furn = st_furn[depth - 1]
+                link = st_link[depth - 1]
+                hide = st_hide[depth - 1]
+            else:
+                furn = False
+                link = False
+                hide = False
+            if was_block and b_has:
+                if nb == blocks.shape[0]:
+                    blocks = np.concatenate((blocks, np.empty_like(blocks)))
+                blocks[nb, 0] = b_start
+                blocks[nb, 1] = cp
+                blocks[nb, 2] = was_furn
+                tl = cp - b_start
+                blocks[nb, 3] = min(tl, (link_len * tl) // raw_len) if raw_len else 0
+                nb += 1
+                b_has = False
+                pending = False
+            if was_block:
+                raw_len = 0
+                link_len = 0
+            continue
+        # start tag: name
+        ns = i + 1
+        k = ns
+        while k < n and not _is_space(src[k]) and src[k] != 62 and src[k] != 47:
+            k += 1
+        ne = k
+        flags = _lookup(src, ns, ne, names, offs, vals, first)
+        # attributes
+        hidden = False
+        role_furn = False
+        has_href = False
+        while k < n and src[k] != 62:
+            if _is_space(src[k]) or src[k] == 47:
+                k += 1
+                continue
+            an = k
+            while k < n and not _is_space(src[k]) and src[k] != 61 and src[k] != 62 and src[k] != 47:
+                k += 1
+            ae = k
+            vs = ve = k
+            if k < n and src[k] == 61:
+                k += 1
+                if k < n and (src[k] == 34 or src[k] == 39):
+                    q = src[k]
+                    vs = k + 1
+                    k = vs
+                    while k < n and src[k] != q:
+                        k += 1
+                    ve = k
+                    k += 1
+                else:
+                    vs = k
+                    while k < n and not _is_space(src[k]) and src[k] != 62:
+                        k += 1
+                    ve = k
+            if hide:
+                continue  # inside a hidden subtree: nothing to decide
+            if _eq_lower(src, an, ae, kw_hidden):
+                hidden = True
+            elif _eq_lower(src, an, ae, kw_aria):
+                s2, e2 = vs, ve
+                while s2 < e2 and _is_space(src[s2]):
+                    s2 += 1
+                while e2 > s2 and _is_space(src[e2 - 1]):
+                    e2 -= 1
+                if _eq_lower(src, s2, e2, kw_true):
+                    hidden = True
+            elif _eq_lower(src, an, ae, kw_style):
+                if _has_word_then(src, vs, ve, kw_display, kw_none) or \
+                        _has_word_then(src, vs, ve, kw_visibility, kw_hidden):
+                    hidden = True
+            elif _eq_lower(src, an, ae, kw_role):
+                if _lookup(src, vs, ve, role_names, role_offs, role_vals, role_first):
+                    role_furn = True
+            elif _eq_lower(src, an, ae, kw_href):
+                has_href = True
+        i = k + 1
+        void = (flags & VOID) != 0
+        raw_dropped = (flags & RAW_DROPPED) != 0
+        raw_kept = (flags & RAW_KEPT) != 0
+        new_hide = hide or hidden or (flags & (DROPPED | RAW_DROPPED)) != 0
+        is_block = False
+        new_furn = furn
+        if not new_hide:
+            is_block = (flags & BLOCK) != 0
+            if not furn and ((flags & FURNITURE) != 0 or role_furn):
+                new_furn = True
+                is_block = True
+            if is_block:  # a block starts: the text so far is one block
+                if b_has:
+                    if nb == blocks.shape[0]:
+                        blocks = np.concatenate((blocks, np.empty_like(blocks)))
+                    blocks[nb, 0] = b_start
+                    blocks[nb, 1] = cp
+                    blocks[nb, 2] = furn
+                    tl = cp - b_start
+                    blocks[nb, 3] = min(tl, (link_len * tl) // raw_len) if raw_len else 0
+                    nb += 1
+                    b_has = False
+                    pending = False
+                raw_len = 0
+                link_len = 0
+        new_link = link or ((flags & ANCHOR) != 0 and has_href)
+        if void:
+            if is_block and b_has:  # <br>, <hr>: end the block here too
+                if nb == blocks.shape[0]:
+                    blocks = np.concatenate((blocks, np.empty_like(blocks)))
+                blocks[nb, 0] = b_start
+                blocks[nb, 1] = cp
+                blocks[nb, 2] = new_furn
+                tl = cp - b_start
+                blocks[nb, 3] = min(tl, (link_len * tl) // raw_len) if raw_len else 0
+                nb += 1
+                b_has = False
+                pending = False
+                raw_len = 0
+                link_len = 0
+            continue
+        if raw_dropped or raw_kept:
+            # raw text runs to the end tag, verbatim; the end tag is then read as usual
+            if flags & TO_END:
+                # <plaintext> takes the rest of the page, end tags included: its
+                # text runs to the last </plaintext>, which the serialiser wrote
+                e = n
+                k = n - 1
+                while k >= i:
+                    if _end_tag_at(src, k, n, ns, ne):
+                        e = k
+                        break
+                    k -= 1
+            else:
+                e = _find_end_tag(src, i, n, ns, ne)
+            if raw_kept and not new_hide:
+                k = i
+                while k < e:
+                    w = _ws_len(src, k, e)
+                    if w:
+                        raw_len += 1
+                        if new_link:
+                            link_len += 1
+                        if b_has:
+                            pending = True
+                        k += w
+                        continue
+                    if pending:
+                        out[o] = 32
+                        o += 1
+                        cp += 1
+                        pending = False
+                    if not b_has:
+                        b_start = cp
+                        b_has = True
+                    out[o] = src[k]
+                    o += 1
+                    k += 1
+                    while k < e and (src[k] & 0xC0) == 0x80:
+                        out[o] = src[k]
+                        o += 1
+                        k += 1
+                    cp += 1
+                    raw_len += 1
+                    if new_link:
+                        link_len += 1
+            i = e
+        if depth == depth_cap:
+            depth_cap *= 2
+            st_block = np.concatenate((st_block, np.zeros(depth_cap // 2, dtype=np.bool_)))
+            st_furn = np.concatenate((st_furn, np.zeros(depth_cap // 2, dtype=np.bool_)))
+            st_link = np.concatenate((st_link, np.zeros(depth_cap // 2, dtype=np.bool_)))
+            st_hide = np.concatenate((st_hide, np.zeros(depth_cap // 2, dtype=np.bool_)))
+        st_block[depth] = is_block
+        st_furn[depth] = new_furn
+        st_link[depth] = new_link
+        st_hide[depth] = new_hide
+        depth += 1
+        furn, link, hide = new_furn, new_link, new_hide
+    if b_has:
+        if nb == blocks.shape[0]:
+            blocks = np.concatenate((blocks, np.empty_like(blocks)))
+        blocks[nb, 0] = b_start
+        blocks[nb, 1] = cp
+        blocks[nb, 2] = 0
+        tl = cp - b_start
+        blocks[nb, 3] = min(tl, (link_len * tl) // raw_len) if raw_len else 0
+        nb += 1
+    return out, o, blocks[:nb]
+
+
+#: the byte patterns ``scan`` takes as ``kw`` (offsets fixed there)
+KEYWORDS = np.frombuffer(b"hidden" b"aria-hidden" b"style" b"role" b"href" b"true" b"display" b"none"
+                         b"visibility" b"-->" b">", dtype=np.uint8).copy()

@@ -1,0 +1,85 @@
+"""The compiled visible-text scan against its plain-Python reference
+(``tests/visible_oracle.py``), on real pages and on generated markup."""
+
+from __future__ import annotations
+
+import gzip
+import tarfile
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dedup.text import decode_html, extract, extract_text
+from tests.conftest import shared_path
+from tests.visible_oracle import reference_page
+
+
+def _rows(page):
+    return page.title, [(b.text, b.furniture, b.link_chars) for b in page.blocks]
+
+
+def _same(text: str) -> None:
+    assert _rows(extract_text(text)) == _rows(reference_page(text))
+
+
+TAGS = ["div", "p", "span", "a", "b", "nav", "footer", "li", "ul", "br", "hr", "img", "td", "table",
+        "script", "style", "noscript", "template", "svg", "xmp", "textarea", "title", "button", "select",
+        "option", "iframe", "plaintext", "section", "header", "custom-el", "pre", "form", "label"]
+ATTRS = ['', ' href="/x"', " hidden", ' aria-hidden="true"', ' aria-hidden=" TRUE "', ' aria-hidden="false"',
+         ' style="display:none"', ' style="color:red; DISPLAY : none"', ' style="visibility: hidden"',
+         ' style="display:block"', ' role="navigation"', ' role="NAVIGATION"', ' role="main"',
+         ' class="a>b"', " data-x='\"q\"'", ' title="&lt;p&gt;"']
+TEXTS = ["word", "two words", " ", "\n\t ", "&amp;", "&lt;b&gt;", "&nbsp;", "\xa0", "\u3000", "\u2003", "\u2028",
+         "中文", "é", "x&y", "<!-- c <p> -->", "&quot;", "&#65;", "&#x4e2d;", "\x0c", "\x1c", "\r\n", "😀"]
+
+
+@st.composite
+def markup(draw):
+    out = []
+    for _ in range(draw(st.integers(1, 40))):
+        kind = draw(st.integers(0, 2))
+        if kind == 0:
+            out.append(f"<{draw(st.sampled_from(TAGS))}{draw(st.sampled_from(ATTRS))}>")
+        elif kind == 1:
+            out.append(f"</{draw(st.sampled_from(TAGS))}>")
+        else:
+            out.append(draw(st.sampled_from(TEXTS)))
+    return "".join(out)
+
+
+@settings(max_examples=400, deadline=None)
+@given(markup())
+def test_scan_matches_reference_on_generated_markup(text):
+    _same(text)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=300))
+def test_scan_matches_reference_on_arbitrary_text(text):
+    _same(text)
+
+
+def test_scan_matches_reference_on_real_pages():
+    root = shared_path("aeb")
+    for p in sorted((root / "html").glob("*.html.gz"))[:60]:
+        _same(decode_html(gzip.decompress(p.read_bytes()))[0])
+    for p in sorted((shared_path("zh-cwced") / "original").glob("*.html")):
+        _same(decode_html(p.read_bytes())[0])
+    with tarfile.open(shared_path("sites") / "sqlite3-doc.tar.gz") as tf:
+        members = [m for m in tf if m.name.endswith(".html")][:150]
+        for m in members:
+            _same(decode_html(tf.extractfile(m).read())[0])
+
+
+@pytest.mark.parametrize("html, text", [
+    (b"<div>a<p hidden>x</p>c</div>", "ac"),  # hidden = absent, as display:none renders
+    (b"<p>1 &lt; 2 &amp;&amp; 3 &gt; 2</p>", "1 < 2 && 3 > 2"),
+    (b"<p>a&nbsp;&nbsp;b\xe3\x80\x80c</p>", "a b c"),  # U+00A0, U+3000 fold like spaces
+    (b"<xmp><b>raw</b></xmp>", "<b>raw</b>"),
+    (b"<p title='x>y'>after</p>", "after"),
+    (b"<p>a<!-- <p>c</p> -->b</p>", "ab"),
+    (b"<script>if (a < b) document.write('<p>x</p>')</script><p>y</p>", "y"),
+])
+def test_scan_cases(html, text):
+    assert extract(html).text == text
