@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 
 from .stopwords import STOPWORDS
-from .text import Page
+from .text import Block, Page
 from .tokens import tokenize
 
 
@@ -65,8 +65,12 @@ class FeatureParams:
 _HAN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f]")
 
 
-def _estimated_tokens(text: str) -> float:
-    # cheap: words between spaces, plus ~0.6 words per Han character (jieba's average)
+def _estimated_tokens(block: Block) -> float:
+    # cheap: words between spaces, plus ~0.6 words per Han character (jieba's average);
+    # the extraction's scan has counted both
+    if block.n_words >= 0 and block.n_han >= 0:
+        return block.n_words + 0.6 * block.n_han
+    text = block.text
     n = len(text.split())
     if text.isascii():  # most blocks: no Han to count
         return n
@@ -107,7 +111,7 @@ def page_tokens(page: Page, params: FeatureParams) -> tuple[list[str], list[str]
         if _is_furniture(block, params):
             furniture.append(block.text)
             continue
-        n = _estimated_tokens(block.text) if params.short_block_tokens else float("inf")
+        n = _estimated_tokens(block) if params.short_block_tokens else float("inf")
         if n < params.short_block_tokens:
             short.append(block.text)
             short_tokens += n

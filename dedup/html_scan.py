@@ -10,7 +10,8 @@ Python calls on each node.
 
 ``scan(src)`` returns the visible text (UTF-8, whitespace folded per block)
 and one row per block: its code-point span in the text, whether it is
-furniture, and how many of its characters sit inside ``<a href>``. The rules
+furniture, how many of its characters sit inside ``<a href>``, and its
+counts of words and Han characters (for the features' short-block test). The rules
 are those of ``dedup.text`` (see its docstring); a hidden element is treated
 as absent, as a browser renders ``display: none``.
 
@@ -194,22 +195,189 @@ def _eq_lower(src, s, e, word):
     return True
 
 
+# Slots of the scan's state vector (one int64 array, so that the inlined
+# helpers below can update it in place).
+_OUT, _CP, _START, _HAS, _PENDING, _RAW, _LINK, _SPACES, _HAN, _NSTATE = range(10)
+#: columns of the block rows ``scan`` returns
+ROW_START, ROW_END, ROW_FURNITURE, ROW_LINK, ROW_WORDS, ROW_HAN = range(6)
+
+
+@njit(cache=True, inline="always")
+def _is_han(c):
+    # the ranges of dedup.features' Han count: CJK unified ideographs, extension A, compatibility, planes 2-3
+    return (0x3400 <= c <= 0x4DBF) or (0x4E00 <= c <= 0x9FFF) or (0xF900 <= c <= 0xFAFF) or (0x20000 <= c <= 0x3134F)
+
+
+@njit(cache=True, inline="always")
+def _space(st, link):
+    """One white space character of the source: folded into a pending space."""
+    st[_RAW] += 1
+    if link:
+        st[_LINK] += 1
+    if st[_HAS]:
+        st[_PENDING] = 1
+
+
+@njit(cache=True, inline="always")
+def _open_char(out, st):
+    """Before a visible character: write the pending space, start the block."""
+    if st[_PENDING]:
+        out[st[_OUT]] = 32
+        st[_OUT] += 1
+        st[_CP] += 1
+        st[_SPACES] += 1
+        st[_PENDING] = 0
+    if not st[_HAS]:
+        st[_START] = st[_CP]
+        st[_HAS] = 1
+
+
+@njit(cache=True, inline="always")
+def _char(out, st, link, value):
+    """One visible character given by its code point (< 0x800: entities)."""
+    _open_char(out, st)
+    o = st[_OUT]
+    if value < 0x80:
+        out[o] = value
+        st[_OUT] = o + 1
+    else:
+        out[o] = 0xC0 | (value >> 6)
+        out[o + 1] = 0x80 | (value & 0x3F)
+        st[_OUT] = o + 2
+    st[_CP] += 1
+    st[_RAW] += 1
+    if link:
+        st[_LINK] += 1
+
+
+@njit(cache=True, inline="always")
+def _copy_char(out, st, link, src, k, e):
+    """Copy the visible UTF-8 character at src[k]; returns the index after it."""
+    _open_char(out, st)
+    o = st[_OUT]
+    lead = src[k]
+    out[o] = lead
+    o += 1
+    k += 1
+    value = 0
+    if lead >= 0xF0:
+        value = lead & 0x07
+    elif lead >= 0xE0:
+        value = lead & 0x0F
+    elif lead >= 0xC0:
+        value = lead & 0x1F
+    while k < e and (src[k] & 0xC0) == 0x80:
+        value = (value << 6) | (src[k] & 0x3F)
+        out[o] = src[k]
+        o += 1
+        k += 1
+    st[_OUT] = o
+    st[_CP] += 1
+    st[_RAW] += 1
+    if link:
+        st[_LINK] += 1
+    if lead >= 0xE0 and _is_han(value):
+        st[_HAN] += 1
+    return k
+
+
+@njit(cache=True, inline="always")
+def _text(out, st, link, src, k, e, raw):
+    """Visible text src[k:e]; entities decoded unless ``raw`` (raw-text elements)."""
+    while k < e:
+        ch = src[k]
+        if 33 <= ch <= 126 and (raw or ch != 38):  # most text: a run of printable ASCII
+            _open_char(out, st)
+            o = st[_OUT]
+            k0 = k
+            while k < e:
+                ch = src[k]
+                if ch < 33 or ch > 126 or (ch == 38 and not raw):
+                    break
+                out[o] = ch
+                o += 1
+                k += 1
+            st[_OUT] = o
+            st[_CP] += k - k0
+            st[_RAW] += k - k0
+            if link:
+                st[_LINK] += k - k0
+            continue
+        if ch == 32 or 9 <= ch <= 13:
+            _space(st, link)
+            k += 1
+            continue
+        if ch == 38:  # an entity: the serialiser writes only &amp; &lt; &gt; &nbsp; (&quot; in values)
+            value = -1
+            ln = 0
+            if k + 4 < e and src[k + 1] == 97 and src[k + 2] == 109 and src[k + 3] == 112 and src[k + 4] == 59:
+                value, ln = 38, 5
+            elif k + 3 < e and src[k + 1] == 108 and src[k + 2] == 116 and src[k + 3] == 59:
+                value, ln = 60, 4
+            elif k + 3 < e and src[k + 1] == 103 and src[k + 2] == 116 and src[k + 3] == 59:
+                value, ln = 62, 4
+            elif k + 5 < e and src[k + 1] == 110 and src[k + 2] == 98 and src[k + 3] == 115 \
+                    and src[k + 4] == 112 and src[k + 5] == 59:
+                value, ln = 0xA0, 6
+            elif k + 5 < e and src[k + 1] == 113 and src[k + 2] == 117 and src[k + 3] == 111 \
+                    and src[k + 4] == 116 and src[k + 5] == 59:
+                value, ln = 34, 6
+            if value == 0xA0:  # no-break space: white space
+                _space(st, link)
+                k += ln
+                continue
+            if value >= 0:
+                _char(out, st, link, value)
+                k += ln
+                continue
+        w = _ws_len(src, k, e)
+        if w:
+            _space(st, link)
+            k += w
+            continue
+        k = _copy_char(out, st, link, src, k, e)
+
+
+@njit(cache=True, inline="always")
+def _end_block(blocks, nb, st, furniture):
+    """Close the current block (a row when it has text); returns (blocks, nb)."""
+    if st[_HAS]:
+        if nb == blocks.shape[0]:
+            blocks = np.concatenate((blocks, np.empty_like(blocks)))
+        start, end = st[_START], st[_CP]
+        length = end - start
+        blocks[nb, ROW_START] = start
+        blocks[nb, ROW_END] = end
+        blocks[nb, ROW_FURNITURE] = furniture
+        # link characters counted before white space folding: scaled down with it
+        blocks[nb, ROW_LINK] = min(length, (st[_LINK] * length) // st[_RAW]) if st[_RAW] else 0
+        blocks[nb, ROW_WORDS] = st[_SPACES] + 1
+        blocks[nb, ROW_HAN] = st[_HAN]
+        nb += 1
+    st[_HAS] = 0
+    st[_PENDING] = 0
+    st[_RAW] = 0
+    st[_LINK] = 0
+    st[_SPACES] = 0
+    st[_HAN] = 0
+    return blocks, nb
+
+
 @njit(cache=True)
 def scan(src, names, offs, vals, first, role_names, role_offs, role_vals, role_first, kw):
     """Scan a lexbor serialisation (uint8 UTF-8); see the module docstring.
 
-    ``kw`` holds the byte patterns used for attributes, packed as a table:
-    hidden, aria-hidden, style, role, href, true, display, none, visibility,
-    (hidden again as a value), ``-->``.
+    ``kw`` is ``KEYWORDS``: the byte patterns for attributes and comments.
 
-    Returns (out bytes, n_out, blocks) where blocks is an (m, 4) int64 array
-    of (start code point, end code point, furniture, link characters).
+    Returns (out, n_out, rows): the visible text is ``out[:n_out]`` (UTF-8);
+    rows is an (m, 6) int64 array, one row per block: start and end code
+    point in the text, furniture (0/1), link characters, words (white-space
+    separated) and Han characters.
     """
     n = src.shape[0]
     out = np.empty(n + 1, dtype=np.uint8)
-    o = 0  # bytes written
-    cp = 0  # code points written
-    blocks = np.empty((16, 4), dtype=np.int64)
+    st = np.zeros(_NSTATE, dtype=np.int64)
+    blocks = np.empty((16, 6), dtype=np.int64)
     nb = 0
     depth_cap = 16
     st_block = np.zeros(depth_cap, dtype=np.bool_)
@@ -217,13 +385,7 @@ def scan(src, names, offs, vals, first, role_names, role_offs, role_vals, role_f
     st_link = np.zeros(depth_cap, dtype=np.bool_)
     st_hide = np.zeros(depth_cap, dtype=np.bool_)
     depth = 0
-    # the current block
-    b_start = 0  # code point where its text starts
-    b_has = False  # any non-space written
-    pending = False  # a space to write before the next non-space
-    raw_len = 0  # code points appended, spaces included (before folding)
-    link_len = 0  # of which inside a link
-    # the current element context
+    # the current element's context
     furn = False
     link = False
     hide = False
@@ -238,176 +400,49 @@ def scan(src, names, offs, vals, first, role_names, role_offs, role_vals, role_f
     kw_none = kw[41:45]
     kw_visibility = kw[45:55]
     kw_comment_end = kw[55:58]
-    kw_pi_end = kw[58:59]
+    kw_gt = kw[58:59]
 
     i = 0
     while i < n:
-        c = src[i]
-        if c != 60:  # text
+        if src[i] != 60:  # text up to the next tag
             j = i
             while j < n and src[j] != 60:
                 j += 1
             if not hide:
-                k = i
-                while k < j:
-                    ch = src[k]
-                    if 33 <= ch <= 126 and ch != 38:  # most text: a run of printable ASCII
-                        if pending:
-                            out[o] = 32
-                            o += 1
-                            cp += 1
-                            pending = False
-                        if not b_has:
-                            b_start = cp
-                            b_has = True
-                        k0 = k
-                        while k < j:
-                            ch = src[k]
-                            if ch < 33 or ch > 126 or ch == 38:
-                                break
-                            out[o] = ch
-                            o += 1
-                            k += 1
-                        run = k - k0
-                        cp += run
-                        raw_len += run
-                        if link:
-                            link_len += run
-                        continue
-                    if ch == 32 or 9 <= ch <= 13:  # a run of ASCII white space
-                        k0 = k
-                        k += 1
-                        while k < j and (src[k] == 32 or 9 <= src[k] <= 13):
-                            k += 1
-                        raw_len += k - k0
-                        if link:
-                            link_len += k - k0
-                        if b_has:
-                            pending = True
-                        continue
-                    if ch == 38:  # an entity: the serialiser writes only these few
-                        cpv = -1
-                        ln = 0
-                        if k + 4 < j + 1 and src[k + 1] == 97 and src[k + 2] == 109 and src[k + 3] == 112 and k + 4 < n and src[k + 4] == 59:
-                            cpv, ln = 38, 5  # &amp;
-                        elif k + 3 < n and src[k + 1] == 108 and src[k + 2] == 116 and src[k + 3] == 59:
-                            cpv, ln = 60, 4  # &lt;
-                        elif k + 3 < n and src[k + 1] == 103 and src[k + 2] == 116 and src[k + 3] == 59:
-                            cpv, ln = 62, 4  # &gt;
-                        elif k + 5 < n and src[k + 1] == 110 and src[k + 2] == 98 and src[k + 3] == 115 and src[k + 4] == 112 and src[k + 5] == 59:
-                            cpv, ln = 160, 6  # &nbsp;
-                        elif k + 5 < n and src[k + 1] == 113 and src[k + 2] == 117 and src[k + 3] == 111 and src[k + 4] == 116 and src[k + 5] == 59:
-                            cpv, ln = 34, 6  # &quot;
-                        if cpv == 160:  # no-break space: white space
-                            raw_len += 1
-                            if link:
-                                link_len += 1
-                            if b_has:
-                                pending = True
-                            k += ln
-                            continue
-                        if cpv >= 0:
-                            raw_len += 1
-                            if link:
-                                link_len += 1
-                            if pending:
-                                out[o] = 32
-                                o += 1
-                                cp += 1
-                                pending = False
-                            if not b_has:
-                                b_start = cp
-                                b_has = True
-                            out[o] = cpv
-                            o += 1
-                            cp += 1
-                            k += ln
-                            continue
-                    w = _ws_len(src, k, j)
-                    if w:
-                        raw_len += 1
-                        if link:
-                            link_len += 1
-                        if b_has:
-                            pending = True
-                        k += w
-                        continue
-                    # one non-space character: copy its bytes
-                    if pending:
-                        out[o] = 32
-                        o += 1
-                        cp += 1
-                        pending = False
-                    if not b_has:
-                        b_start = cp
-                        b_has = True
-                    out[o] = ch
-                    o += 1
-                    k += 1
-                    while k < j and (src[k] & 0xC0) == 0x80:
-                        out[o] = src[k]
-                        o += 1
-                        k += 1
-                    cp += 1
-                    raw_len += 1
-                    if link:
-                        link_len += 1
+                _text(out, st, link, src, i, j, False)
             i = j
             continue
-        # markup
         if i + 1 >= n:
             break
         c1 = src[i + 1]
         if c1 == 33:  # <!-- comment --> or <!DOCTYPE>
             if i + 3 < n and src[i + 2] == 45 and src[i + 3] == 45:
-                e = _find(src, i + 4, n, kw_comment_end)
-                i = e + 3
+                i = _find(src, i + 4, n, kw_comment_end) + 3
             else:
-                i = _find(src, i + 2, n, kw_pi_end) + 1
+                i = _find(src, i + 2, n, kw_gt) + 1
             continue
         if c1 == 63:  # <?processing instruction>
-            i = _find(src, i + 2, n, kw_pi_end) + 1
+            i = _find(src, i + 2, n, kw_gt) + 1
             continue
-        if c1 == 47:  # end tag
-            e = _find(src, i + 2, n, kw_pi_end)
-            i = e + 1
+        if c1 == 47:  # an end tag closes the innermost element (the serialisation is balanced)
+            i = _find(src, i + 2, n, kw_gt) + 1
             if depth == 0:
                 continue
             depth -= 1
-            was_block = st_block[depth]
-            was_furn = furn
-            # back to the parent's context
+            if st_block[depth]:
+                blocks, nb = _end_block(blocks, nb, st, furn)
             if depth > 0:
-                furn = st_furn[depth - 1]
-                link = st_link[depth - 1]
-                hide = st_hide[depth - 1]
+                furn, link, hide = st_furn[depth - 1], st_link[depth - 1], st_hide[depth - 1]
             else:
-                furn = False
-                link = False
-                hide = False
-            if was_block and b_has:
-                if nb == blocks.shape[0]:
-                    blocks = np.concatenate((blocks, np.empty_like(blocks)))
-                blocks[nb, 0] = b_start
-                blocks[nb, 1] = cp
-                blocks[nb, 2] = was_furn
-                tl = cp - b_start
-                blocks[nb, 3] = min(tl, (link_len * tl) // raw_len) if raw_len else 0
-                nb += 1
-                b_has = False
-                pending = False
-            if was_block:
-                raw_len = 0
-                link_len = 0
+                furn, link, hide = False, False, False
             continue
-        # start tag: name
+        # a start tag: its name, then its attributes
         ns = i + 1
         k = ns
         while k < n and not _is_space(src[k]) and src[k] != 62 and src[k] != 47:
             k += 1
         ne = k
         flags = _lookup(src, ns, ne, names, offs, vals, first)
-        # attributes
         hidden = False
         role_furn = False
         has_href = False
@@ -457,9 +492,6 @@ def scan(src, names, offs, vals, first, role_names, role_offs, role_vals, role_f
             elif _eq_lower(src, an, ae, kw_href):
                 has_href = True
         i = k + 1
-        void = (flags & VOID) != 0
-        raw_dropped = (flags & RAW_DROPPED) != 0
-        raw_kept = (flags & RAW_KEPT) != 0
         new_hide = hide or hidden or (flags & (DROPPED | RAW_DROPPED)) != 0
         is_block = False
         new_furn = furn
@@ -469,37 +501,12 @@ def scan(src, names, offs, vals, first, role_names, role_offs, role_vals, role_f
                 new_furn = True
                 is_block = True
             if is_block:  # a block starts: the text so far is one block
-                if b_has:
-                    if nb == blocks.shape[0]:
-                        blocks = np.concatenate((blocks, np.empty_like(blocks)))
-                    blocks[nb, 0] = b_start
-                    blocks[nb, 1] = cp
-                    blocks[nb, 2] = furn
-                    tl = cp - b_start
-                    blocks[nb, 3] = min(tl, (link_len * tl) // raw_len) if raw_len else 0
-                    nb += 1
-                    b_has = False
-                    pending = False
-                raw_len = 0
-                link_len = 0
+                blocks, nb = _end_block(blocks, nb, st, furn)
         new_link = link or ((flags & ANCHOR) != 0 and has_href)
-        if void:
-            if is_block and b_has:  # <br>, <hr>: end the block here too
-                if nb == blocks.shape[0]:
-                    blocks = np.concatenate((blocks, np.empty_like(blocks)))
-                blocks[nb, 0] = b_start
-                blocks[nb, 1] = cp
-                blocks[nb, 2] = new_furn
-                tl = cp - b_start
-                blocks[nb, 3] = min(tl, (link_len * tl) // raw_len) if raw_len else 0
-                nb += 1
-                b_has = False
-                pending = False
-                raw_len = 0
-                link_len = 0
-            continue
-        if raw_dropped or raw_kept:
-            # raw text runs to the end tag, verbatim; the end tag is then read as usual
+        if flags & VOID:
+            continue  # no content, no end tag (<br>, <hr> ended the block above)
+        if flags & (RAW_DROPPED | RAW_KEPT):
+            # raw text runs, verbatim, to the end tag, which is then read as usual
             if flags & TO_END:
                 # <plaintext> takes the rest of the page, end tags included: its
                 # text runs to the last </plaintext>, which the serialiser wrote
@@ -512,60 +519,23 @@ def scan(src, names, offs, vals, first, role_names, role_offs, role_vals, role_f
                     k -= 1
             else:
                 e = _find_end_tag(src, i, n, ns, ne)
-            if raw_kept and not new_hide:
-                k = i
-                while k < e:
-                    w = _ws_len(src, k, e)
-                    if w:
-                        raw_len += 1
-                        if new_link:
-                            link_len += 1
-                        if b_has:
-                            pending = True
-                        k += w
-                        continue
-                    if pending:
-                        out[o] = 32
-                        o += 1
-                        cp += 1
-                        pending = False
-                    if not b_has:
-                        b_start = cp
-                        b_has = True
-                    out[o] = src[k]
-                    o += 1
-                    k += 1
-                    while k < e and (src[k] & 0xC0) == 0x80:
-                        out[o] = src[k]
-                        o += 1
-                        k += 1
-                    cp += 1
-                    raw_len += 1
-                    if new_link:
-                        link_len += 1
+            if not new_hide:
+                _text(out, st, new_link, src, i, e, True)
             i = e
         if depth == depth_cap:
+            st_block = np.concatenate((st_block, np.zeros(depth_cap, dtype=np.bool_)))
+            st_furn = np.concatenate((st_furn, np.zeros(depth_cap, dtype=np.bool_)))
+            st_link = np.concatenate((st_link, np.zeros(depth_cap, dtype=np.bool_)))
+            st_hide = np.concatenate((st_hide, np.zeros(depth_cap, dtype=np.bool_)))
             depth_cap *= 2
-            st_block = np.concatenate((st_block, np.zeros(depth_cap // 2, dtype=np.bool_)))
-            st_furn = np.concatenate((st_furn, np.zeros(depth_cap // 2, dtype=np.bool_)))
-            st_link = np.concatenate((st_link, np.zeros(depth_cap // 2, dtype=np.bool_)))
-            st_hide = np.concatenate((st_hide, np.zeros(depth_cap // 2, dtype=np.bool_)))
         st_block[depth] = is_block
         st_furn[depth] = new_furn
         st_link[depth] = new_link
         st_hide[depth] = new_hide
         depth += 1
         furn, link, hide = new_furn, new_link, new_hide
-    if b_has:
-        if nb == blocks.shape[0]:
-            blocks = np.concatenate((blocks, np.empty_like(blocks)))
-        blocks[nb, 0] = b_start
-        blocks[nb, 1] = cp
-        blocks[nb, 2] = 0
-        tl = cp - b_start
-        blocks[nb, 3] = min(tl, (link_len * tl) // raw_len) if raw_len else 0
-        nb += 1
-    return out, o, blocks[:nb]
+    blocks, nb = _end_block(blocks, nb, st, False)
+    return out, st[_OUT], blocks[:nb]
 
 
 #: the byte patterns ``scan`` takes as ``kw`` (offsets fixed there)

@@ -71,6 +71,10 @@ class Block:
     text: str
     link_chars: int = 0  # characters of ``text`` that sit inside <a href>
     furniture: bool = False  # inside nav/header/footer/aside or an ARIA landmark for them
+    #: words (white-space separated) and Han characters of ``text``, counted
+    #: by the scan; -1 when not counted (a Block made by hand)
+    n_words: int = -1
+    n_han: int = -1
 
     @property
     def link_density(self) -> float:
@@ -166,7 +170,8 @@ def _page_from_scan(title: str, html: str, encoding: str) -> Page:
     src = np.frombuffer(html.encode("utf-8", "surrogatepass"), dtype=np.uint8)
     out, n_out, rows = html_scan.scan(src, *_TAG_TABLE, *_ROLE_TABLE, html_scan.KEYWORDS)
     text = out[:n_out].tobytes().decode("utf-8", "replace")
-    blocks = [Block(text[start:end], link, bool(furniture)) for start, end, furniture, link in rows.tolist()]
+    blocks = [Block(text[start:end], link, bool(furniture), words, han)
+              for start, end, furniture, link, words, han in rows.tolist()]
     return Page(title=title, blocks=blocks, encoding=encoding)
 
 

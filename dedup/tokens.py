@@ -67,7 +67,10 @@ def char_bigrams(run: str) -> list[str]:
 
 
 def normalize(text: str) -> str:
-    return unicodedata.normalize("NFKC", text).casefold()
+    # the quick check is ~100x cheaper than normalising text that is already NFKC (most pages)
+    if not unicodedata.is_normalized("NFKC", text):
+        text = unicodedata.normalize("NFKC", text)
+    return text.casefold()
 
 
 # Fast path, stdlib re (several times faster than regex on long texts): a text
@@ -95,11 +98,21 @@ _ASTRAL = re.compile("[\U00010000-\U0010FFFF]")
 _ASTRAL_WORD = regex.compile(r"[[\p{L}\p{N}]&&[\U00010000-\U0010FFFF]]", regex.V1)
 
 
+_ASCII_RUNS = re.compile(r"[\x00-\x7f]+")
+
+
 def _fast_path_ok(text: str) -> bool:
-    if _NEEDS_FULL.search(text):
+    if text.isascii():
+        return True
+    # regex's property classes scan slowly: look at the non-ASCII characters only,
+    # after a look at the start, which finds a Han or kana page at once
+    if _NEEDS_FULL.search(text, 0, 1000):
+        return False
+    rest = _ASCII_RUNS.sub("", text)
+    if _NEEDS_FULL.search(rest):
         return False
     # letters/digits beyond the BMP: checked only when there is such a character (emoji are not)
-    return not (_ASTRAL.search(text) and _ASTRAL_WORD.search(text))
+    return not (_ASTRAL.search(rest) and _ASTRAL_WORD.search(rest))
 _FAST_WORDS = re.compile(r"[^\W_]+")
 
 

@@ -16,7 +16,7 @@ from tests.visible_oracle import reference_page
 
 
 def _rows(page):
-    return page.title, [(b.text, b.furniture, b.link_chars) for b in page.blocks]
+    return page.title, [(b.text, b.furniture, b.link_chars, b.n_words, b.n_han) for b in page.blocks]
 
 
 def _same(text: str) -> None:
