@@ -23,14 +23,17 @@ weight: otherwise one term repeated thousands of times (``html`` in a list of
 file names) sets every bit by itself. The defaults were chosen by
 ``bench/quality.py`` (see BENCHMARKS.md).
 
-Cost: O(tokens); counting is done by ``collections.Counter`` in C.
+Cost: O(tokens); counting is done by ``collections.Counter`` in C, the weights on numpy arrays.
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter
+from itertools import filterfalse
 from dataclasses import dataclass
+
+import numpy as np
 
 
 from .stopwords import STOPWORDS
@@ -77,10 +80,6 @@ def _estimated_tokens(block: Block) -> float:
     return n + 0.6 * len(_HAN.findall(text))
 
 
-def _is_furniture(block, params: FeatureParams) -> bool:
-    return block.furniture or block.link_density > params.link_density_cutoff
-
-
 # "Article title - Site name", "Site | Section | Article", "标题_频道_新浪网"
 _TITLE_SEPARATORS = re.compile(r"\s+[-|–—:·»/]\s+|\s*(?:\||_{1,2}|——|::)\s*")
 
@@ -107,8 +106,9 @@ def page_tokens(page: Page, params: FeatureParams) -> tuple[list[str], list[str]
         furniture.extend(rest)
     short: list[str] = []
     long_tokens = short_tokens = 0.0
+    cutoff = params.link_density_cutoff
     for block in page.blocks:
-        if _is_furniture(block, params):
+        if block.furniture or block.link_density > cutoff:
             furniture.append(block.text)
             continue
         n = _estimated_tokens(block) if params.short_block_tokens else float("inf")
@@ -142,32 +142,60 @@ def weighted_features(page: Page, params: FeatureParams = FeatureParams()) -> di
 
 def page_features(page: Page, params: FeatureParams = FeatureParams()) -> tuple[dict[str, float], int]:
     """``({feature: weight}, number of tokens)`` for a page."""
+    names, weights, n_tokens = feature_vector(page, params)
+    return dict(zip(names, weights.tolist())), n_tokens
+
+
+def _counts(tokens: list[str], bigrams: bool) -> Counter[str]:
+    c = Counter(tokens)
+    if bigrams and len(tokens) > 1:
+        c.update(f"{a} {b}" for a, b in zip(tokens, tokens[1:]))
+    return c
+
+
+def feature_vector(page: Page, params: FeatureParams = FeatureParams()) -> tuple[list[str], np.ndarray, int]:
+    """(features, their float64 weights, number of tokens) for a page, features
+    in order of first occurrence (content first). What ``Fingerprinter`` hashes.
+
+    Per distinct feature only a set lookup and a string test run in Python;
+    the arithmetic is done on arrays.
+    """
     content, furniture = page_tokens(page, params)
-    counts: Counter[str] = Counter()
-    for tokens, bw in ((content, 1.0), (furniture, params.furniture_weight)):
-        if not tokens or bw <= 0:
-            continue
-        c = Counter(tokens)
-        if params.bigrams and len(tokens) > 1:
-            c.update(f"{a} {b}" for a, b in zip(tokens, tokens[1:]))
-        for tok, n in c.items():
-            counts[tok] += n * bw
-    out: dict[str, float] = {}
-    p = params.tf_power
-    for feat, n in counts.items():
-        if " " in feat:
-            a, b = feat.split(" ", 1)
-            tw = min(_term_weight(a, params), _term_weight(b, params))
-        else:
-            tw = _term_weight(feat, params)
-        w = (n**p if p != 1.0 else n) * tw
-        if w > 0:
-            out[feat] = w
-    if params.max_share > 0 and out:
+    n_tokens = len(content) + len(furniture)
+    fw = params.furniture_weight
+    counts = _counts(content, params.bigrams)  # content: block weight 1
+    if furniture and fw > 0:
+        get = counts.get
+        for tok, n in _counts(furniture, params.bigrams).items():
+            counts[tok] = get(tok, 0) + n * fw
+    names = list(counts)
+    if not names:
+        return [], np.empty(0), n_tokens
+    values = counts.values()
+    if params.tf_power != 1.0:
+        p = params.tf_power
+        values = [n**p for n in values]  # Python's pow, not numpy's SIMD one: the same bits everywhere
+    weights = np.fromiter(values, dtype=np.float64, count=len(names))
+    if params.bigrams:
+        term = np.array([min(_term_weight(a, params), _term_weight(b, params)) if " " in f
+                         else _term_weight(f, params) for f in names for a, _, b in (f.partition(" "),)])
+    else:
+        # set and C-level filters find the few stop words and numbers; no Python test per feature
+        term = np.ones(len(names))
+        stops = STOPWORDS.intersection(names)
+        numbers = [t for t in filterfalse(str.isalpha, names) if t not in STOPWORDS and _DIGIT.search(t)]
+        if stops or numbers:
+            index = dict(zip(names, range(len(names))))
+            term[[index[t] for t in stops]] = params.stop_weight
+            term[[index[t] for t in numbers]] = params.number_weight
+    weights *= term
+    keep = weights > 0
+    if not keep.all():
+        names = [f for f, k in zip(names, keep.tolist()) if k]
+        weights = weights[keep]
+    if params.max_share > 0 and names:
         # One term repeated thousands of times (a file extension in a link list,
         # a product code) would otherwise set every bit by itself.
-        cap = params.max_share * sum(out.values())
-        for feat, w in out.items():
-            if w > cap:
-                out[feat] = cap
-    return out, len(content) + len(furniture)
+        cap = params.max_share * sum(weights.tolist())  # summed in order: the same cap on every platform
+        np.minimum(weights, cap, out=weights)
+    return names, weights, n_tokens

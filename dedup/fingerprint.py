@@ -14,9 +14,8 @@ import gzip
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
 
-from .features import FeatureParams, page_features
+from .features import FeatureParams, feature_vector
 from .simhash import FP_BITS, feature_hashes, simhash, to_hex
 from .text import Page, extract
 from .tokens import SEGMENTER_NAME  # noqa: F401  (re-exported for diagnostics)
@@ -70,14 +69,12 @@ class Fingerprinter:
                 f"feat={self.params.tag};hash=mmh3x64s{self.seed};f={FP_BITS}")
 
     def fingerprint_page(self, page: Page) -> Fingerprint:
-        feats, n_tokens = page_features(page, self.params)
+        names, weights, n_tokens = feature_vector(page, self.params)
         text = page.text
         if not text.strip():
             return Fingerprint(None, "empty", page.title, text, 0, page)
-        if n_tokens < self.min_tokens or not feats:
+        if n_tokens < self.min_tokens or not names:
             return Fingerprint(None, "too_short", page.title, text, n_tokens, page)
-        names = list(feats)
-        weights = np.fromiter(feats.values(), dtype=np.float64, count=len(names))
         value = simhash(feature_hashes(names, self.seed), weights)
         return Fingerprint(value, None, page.title, text, n_tokens, page)
 

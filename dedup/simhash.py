@@ -26,6 +26,8 @@ from collections.abc import Iterable, Sequence
 import mmh3
 import numpy as np
 
+from .murmur import hash64_many
+
 FP_BITS = 64
 _MASK64 = (1 << 64) - 1
 
@@ -36,9 +38,8 @@ def feature_hash(feature: str, seed: int = 0) -> int:
 
 
 def feature_hashes(features: Iterable[str], seed: int = 0) -> np.ndarray:
-    """uint64 array of ``feature_hash`` for each feature."""
-    h64 = mmh3.hash64
-    return np.fromiter((h64(f, seed, signed=False)[0] for f in features), dtype=np.uint64)
+    """uint64 array of ``feature_hash`` for each feature (one compiled call, see ``murmur``)."""
+    return hash64_many(features if isinstance(features, list) else list(features), seed)
 
 
 def _bit_matrix(hashes: np.ndarray, bits: int) -> np.ndarray:

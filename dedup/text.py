@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import regex
 from selectolax.lexbor import LexborHTMLParser
-from w3lib.encoding import html_to_unicode
+from w3lib.encoding import html_body_declared_encoding, http_content_type_encoding, read_bom
 
 from . import html_scan
 
@@ -98,24 +98,35 @@ class ExtractionError(ValueError):
     """The bytes could not be turned into a document at all."""
 
 
-def decode_html(data: bytes, encoding: str | None = None) -> tuple[str, str]:
-    """Decode HTML bytes; returns ``(text, encoding_used)``.
+def sniff_encoding(data: bytes, encoding: str | None = None) -> tuple[str, int]:
+    """``(encoding, BOM length)`` of HTML bytes, without decoding them.
 
-    Order: the caller's declared encoding (e.g. from a Content-Type header),
-    then a BOM, then ``<meta charset>`` / ``http-equiv``, then detection.
-    w3lib maps legacy labels to their supersets as browsers do
-    (gb2312 -> gb18030, iso-8859-1 -> cp1252), which is what makes gb2312
+    Order, as in browsers: a BOM, then the caller's declared encoding (e.g.
+    from a Content-Type header), then ``<meta charset>`` / ``http-equiv``,
+    then detection. w3lib maps legacy labels to their supersets as browsers
+    do (gb2312 -> gb18030, iso-8859-1 -> cp1252), which is what makes gb2312
     pages with GBK-only characters decode right.
     """
-    content_type = f"text/html; charset={encoding}" if encoding else None
+    bom_enc, bom = read_bom(data)
+    if bom_enc is not None and bom is not None:
+        return bom_enc, len(bom)
+    enc = None
     if encoding:
         try:
             codecs.lookup(encoding)
+            enc = http_content_type_encoding(f"text/html; charset={encoding}")
         except LookupError:
             logger.debug("unknown declared encoding %r, ignoring it", encoding)
-            content_type = None
-    enc, text = html_to_unicode(content_type, data, auto_detect_fun=_detect)
-    return text, enc
+    enc = enc or html_body_declared_encoding(data) or _detect(data) or "utf-8"
+    if enc in ("utf-16", "utf-32"):
+        enc += "-be"
+    return enc, 0
+
+
+def decode_html(data: bytes, encoding: str | None = None) -> tuple[str, str]:
+    """Decode HTML bytes; returns ``(text, encoding_used)``. See ``sniff_encoding``."""
+    enc, skip = sniff_encoding(data, encoding)
+    return data[skip:].decode(enc, "replace"), enc
 
 
 _NON_ASCII = regex.compile(r"[^\x00-\x7f]")
@@ -166,8 +177,20 @@ def _detect(data: bytes) -> str | None:
     return "gb18030" if enc in ("gb2312", "gbk") else enc
 
 
-def _page_from_scan(title: str, html: str, encoding: str) -> Page:
-    src = np.frombuffer(html.encode("utf-8", "surrogatepass"), dtype=np.uint8)
+def _extract_utf8(data: bytes, encoding: str) -> Page:
+    """Visible text of a UTF-8 encoded document (invalid sequences read as U+FFFD)."""
+    if not data.strip():
+        return Page(title="", blocks=[], encoding=encoding)
+    # scripting=True parses as a browser that runs scripts does: <noscript> is
+    # one raw-text node (never shown), and the head elements after it stay in <head>.
+    doc = LexborHTMLParser(data, scripting=True)
+    title_el = doc.css_first("title")
+    title = _WS.sub(" ", title_el.text()).strip() if title_el is not None else ""
+    # <body>, or the whole document for a frameset page (its <head> is dropped by the scan)
+    node = doc.body if doc.body is not None else doc.root
+    if node is None:
+        return Page(title=title, blocks=[], encoding=encoding)
+    src = np.frombuffer((node.html or "").encode("utf-8", "surrogatepass"), dtype=np.uint8)
     out, n_out, rows = html_scan.scan(src, *_TAG_TABLE, *_ROLE_TABLE, html_scan.KEYWORDS)
     text = out[:n_out].tobytes().decode("utf-8", "replace")
     blocks = [Block(text[start:end], link, bool(furniture), words, han)
@@ -177,18 +200,7 @@ def _page_from_scan(title: str, html: str, encoding: str) -> Page:
 
 def extract_text(text: str, encoding: str = "utf-8") -> Page:
     """Visible text of an already decoded HTML document."""
-    if not text.strip():
-        return Page(title="", blocks=[], encoding=encoding)
-    # scripting=True parses as a browser that runs scripts does: <noscript> is
-    # one raw-text node (never shown), and the head elements after it stay in <head>.
-    doc = LexborHTMLParser(text.encode("utf-8", "surrogatepass"), scripting=True)
-    title_el = doc.css_first("title")
-    title = _WS.sub(" ", title_el.text()).strip() if title_el is not None else ""
-    # <body>, or the whole document for a frameset page (its <head> is dropped by the scan)
-    node = doc.body if doc.body is not None else doc.root
-    if node is None:
-        return Page(title=title, blocks=[], encoding=encoding)
-    return _page_from_scan(title, node.html or "", encoding)
+    return _extract_utf8(text.encode("utf-8", "surrogatepass"), encoding)
 
 
 def extract(data: bytes, encoding: str | None = None) -> Page:
@@ -196,5 +208,9 @@ def extract(data: bytes, encoding: str | None = None) -> Page:
 
     ``encoding`` is an encoding declared outside the document (HTTP header).
     """
-    text, enc = decode_html(data, encoding)
-    return extract_text(text, enc)
+    enc, skip = sniff_encoding(data, encoding)
+    if codecs.lookup(enc).name == "utf-8":
+        # UTF-8 goes to the parser as it is: lexbor replaces invalid sequences
+        # exactly as Python's "replace" does (tested), without a decode/encode round trip
+        return _extract_utf8(data[skip:] if skip else data, enc)
+    return extract_text(data[skip:].decode(enc, "replace"), enc)

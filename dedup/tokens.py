@@ -99,14 +99,16 @@ _ASTRAL_WORD = regex.compile(r"[[\p{L}\p{N}]&&[\U00010000-\U0010FFFF]]", regex.V
 
 
 _ASCII_RUNS = re.compile(r"[\x00-\x7f]+")
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
 
 
 def _fast_path_ok(text: str) -> bool:
     if text.isascii():
         return True
     # regex's property classes scan slowly: look at the non-ASCII characters only,
-    # after a look at the start, which finds a Han or kana page at once
-    if _NEEDS_FULL.search(text, 0, 1000):
+    # the first of them alone first, which finds a Han or kana page at once
+    first = _NON_ASCII.search(text)
+    if first and _NEEDS_FULL.match(text, first.start()):
         return False
     rest = _ASCII_RUNS.sub("", text)
     if _NEEDS_FULL.search(rest):

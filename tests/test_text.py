@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import codecs
 import gzip
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from w3lib.encoding import html_to_unicode
 
-from dedup.text import decode_html, extract
+from dedup.text import decode_html, extract, extract_text, sniff_encoding
 from tests.conftest import shared_path
 
 
@@ -103,3 +107,29 @@ def test_aeb_main_text_kept_on_a_sample():
 def test_deeply_nested_text_is_kept(depth):
     # the scan keeps its own stack: no recursion limit, no parser depth limit
     assert extract(b"<div>" * depth + b"deep text" + b"</div>" * depth).text == "deep text"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=400), st.sampled_from([b"", b"<meta charset=utf-8>", b"\xef\xbb\xbf"]))
+def test_utf8_bytes_go_to_the_parser_as_decoding_would(data, prefix):
+    # UTF-8 pages skip the decode/encode round trip: the result must be the same
+    raw = prefix + data
+    enc, skip = sniff_encoding(raw)
+    if codecs.lookup(enc).name != "utf-8":
+        return
+    fast, slow = extract(raw), extract_text(raw[skip:].decode("utf-8", "replace"))
+    assert (fast.title, fast.text) == (slow.title, slow.text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=300), st.sampled_from([None, "gb2312", "utf-8", "latin-1", "bogus"]),
+       st.sampled_from([b"", b"<meta charset=gbk>", b"<meta http-equiv=content-type content='text/html; charset=big5'>",
+                        b"\xef\xbb\xbf", b"\xff\xfe"]))
+def test_encoding_sniffing_agrees_with_w3lib(data, declared, prefix):
+    raw = prefix + data
+    content_type = None
+    if declared and declared != "bogus":
+        content_type = f"text/html; charset={declared}"
+    from dedup.text import _detect
+
+    assert decode_html(raw, declared)[::-1] == html_to_unicode(content_type, raw, auto_detect_fun=_detect)
