@@ -37,8 +37,11 @@ import numpy as np
 
 
 from .stopwords import STOPWORDS
-from .text import Block, Page
-from .tokens import tokenize
+from .html_scan import ROW_END, ROW_FURNITURE, ROW_HAN, ROW_LINK, ROW_START, ROW_WORDS
+from .text import Page
+from .simhash import feature_hashes
+from .tokens import fast_path_ok, normalize, tokenize, tokenize_normalized
+from .word_kernel import CLASSES, word_counts
 
 
 _DIGIT = re.compile(r"\d")
@@ -64,22 +67,6 @@ class FeatureParams:
                 f"tw{self.title_weight:g}sb{self.short_block_tokens}ms{self.max_share:g}")
 
 
-# stdlib re with explicit ranges: much faster than regex's \p{Han} for counting
-_HAN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f]")
-
-
-def _estimated_tokens(block: Block) -> float:
-    # cheap: words between spaces, plus ~0.6 words per Han character (jieba's average);
-    # the extraction's scan has counted both
-    if block.n_words >= 0 and block.n_han >= 0:
-        return block.n_words + 0.6 * block.n_han
-    text = block.text
-    n = len(text.split())
-    if text.isascii():  # most blocks: no Han to count
-        return n
-    return n + 0.6 * len(_HAN.findall(text))
-
-
 # "Article title - Site name", "Site | Section | Article", "标题_频道_新浪网"
 _TITLE_SEPARATORS = re.compile(r"\s+[-|–—:·»/]\s+|\s*(?:\||_{1,2}|——|::)\s*")
 
@@ -95,36 +82,48 @@ def split_title(title: str) -> tuple[str, list[str]]:
     return main, parts
 
 
-def page_tokens(page: Page, params: FeatureParams) -> tuple[list[str], list[str]]:
-    """(content tokens, furniture tokens) of a page. The title's main segment
-    counts as content; site names and sections around it count as furniture."""
-    content: list[str] = []
-    furniture: list[str] = []
+def page_texts(page: Page, params: FeatureParams) -> tuple[str, str]:
+    """(content text, furniture text) of a page, blocks joined by newlines.
+
+    Furniture: blocks in page furniture or denser in links than the cutoff.
+    Short blocks (fewer estimated tokens than ``short_block_tokens``: words
+    between spaces plus ~0.6 per Han character, jieba's average) are
+    furniture only beside a real body of long ones (an article among ad lines
+    and bylines); on a page made of short blocks (release notes, lists) they
+    are the content. The title's main segment counts as content; site names
+    and sections around it count as furniture. Decided on the block rows as
+    arrays, in integers (tokens x 10), so no float rounding can flip a block.
+    """
+    rows = page.rows
+    text = page.text
+    start, end = rows[:, ROW_START], rows[:, ROW_END]
+    # link density > cutoff, without a division: link chars > cutoff x length
+    furniture = (rows[:, ROW_FURNITURE] != 0) | (rows[:, ROW_LINK] > params.link_density_cutoff * (end - start))
+    spans = rows[:, :2]
+    if params.short_block_tokens:
+        tokens10 = 10 * rows[:, ROW_WORDS] + 6 * rows[:, ROW_HAN]
+        short = ~furniture & (tokens10 < 10 * params.short_block_tokens)
+        long = ~(furniture | short)
+        short_to_furniture = int(tokens10[long].sum()) >= int(tokens10[short].sum())
+    else:
+        short = np.zeros(len(rows), dtype=bool)
+        long, short_to_furniture = ~furniture, False
+    content = [text[a:b] for a, b in spans[long].tolist()]
+    furn = [text[a:b] for a, b in spans[furniture].tolist()]
+    (furn if short_to_furniture else content).extend(text[a:b] for a, b in spans[short].tolist())
     if page.title and params.title_weight:
         main, rest = split_title(page.title)
-        content.append(main)
-        furniture.extend(rest)
-    short: list[str] = []
-    long_tokens = short_tokens = 0.0
-    cutoff = params.link_density_cutoff
-    for block in page.blocks:
-        if block.furniture or block.link_density > cutoff:
-            furniture.append(block.text)
-            continue
-        n = _estimated_tokens(block) if params.short_block_tokens else float("inf")
-        if n < params.short_block_tokens:
-            short.append(block.text)
-            short_tokens += n
-        else:
-            content.append(block.text)
-            long_tokens += n
-    # Short blocks are furniture only beside a real body of long ones (an
-    # article among ad lines and bylines); on a page made of short blocks
-    # (release notes, lists) they are the content.
-    (furniture if long_tokens >= short_tokens else content).extend(short)
+        content.insert(0, main)
+        furn[:0] = rest
+    return "\n".join(content), "\n".join(furn)
+
+
+def page_tokens(page: Page, params: FeatureParams) -> tuple[list[str], list[str]]:
+    """(content tokens, furniture tokens) of a page."""
     # One tokenize call per group: tokens never span a newline, so this equals
     # tokenising block by block, without the per-call overhead.
-    return tokenize("\n".join(content)), tokenize("\n".join(furniture))
+    content, furniture = page_texts(page, params)
+    return tokenize(content), tokenize(furniture)
 
 
 def _term_weight(token: str, params: FeatureParams) -> float:
@@ -155,12 +154,18 @@ def _counts(tokens: list[str], bigrams: bool) -> Counter[str]:
 
 def feature_vector(page: Page, params: FeatureParams = FeatureParams()) -> tuple[list[str], np.ndarray, int]:
     """(features, their float64 weights, number of tokens) for a page, features
-    in order of first occurrence (content first). What ``Fingerprinter`` hashes.
+    in order of first occurrence (content first).
 
-    Per distinct feature only a set lookup and a string test run in Python;
-    the arithmetic is done on arrays.
+    The reference for ``hashed_features``; per distinct feature only a set
+    lookup and a string test run in Python, the arithmetic is done on arrays.
     """
-    content, furniture = page_tokens(page, params)
+    return _vector_of_texts(*map(normalize, page_texts(page, params)), params)
+
+
+def _vector_of_texts(content_text: str, furniture_text: str, params: FeatureParams
+                     ) -> tuple[list[str], np.ndarray, int]:
+    """``feature_vector`` of the page's normalised content and furniture texts."""
+    content, furniture = tokenize_normalized(content_text), tokenize_normalized(furniture_text)
     n_tokens = len(content) + len(furniture)
     fw = params.furniture_weight
     counts = _counts(content, params.bigrams)  # content: block weight 1
@@ -171,11 +176,6 @@ def feature_vector(page: Page, params: FeatureParams = FeatureParams()) -> tuple
     names = list(counts)
     if not names:
         return [], np.empty(0), n_tokens
-    values = counts.values()
-    if params.tf_power != 1.0:
-        p = params.tf_power
-        values = [n**p for n in values]  # Python's pow, not numpy's SIMD one: the same bits everywhere
-    weights = np.fromiter(values, dtype=np.float64, count=len(names))
     if params.bigrams:
         term = np.array([min(_term_weight(a, params), _term_weight(b, params)) if " " in f
                          else _term_weight(f, params) for f in names for a, _, b in (f.partition(" "),)])
@@ -188,14 +188,68 @@ def feature_vector(page: Page, params: FeatureParams = FeatureParams()) -> tuple
             index = dict(zip(names, range(len(names))))
             term[[index[t] for t in stops]] = params.stop_weight
             term[[index[t] for t in numbers]] = params.number_weight
-    weights *= term
-    keep = weights > 0
-    if not keep.all():
+    weights, keep = _final_weights(counts.values(), term, params)
+    if keep is not None:
         names = [f for f, k in zip(names, keep.tolist()) if k]
+    return names, weights, n_tokens
+
+
+def _final_weights(counts, term: np.ndarray, params: FeatureParams) -> tuple[np.ndarray, np.ndarray | None]:
+    """Summed counts -> weights: tf power, term weights, the share cap. Returns
+    (weights of the features kept, mask of those kept, or None when all are)."""
+    if params.tf_power != 1.0:
+        p = params.tf_power
+        counts = [n**p for n in counts]  # Python's pow, not numpy's SIMD one: the same bits everywhere
+    if isinstance(counts, np.ndarray):
+        weights = counts * term
+    else:
+        weights = np.fromiter(counts, dtype=np.float64, count=len(term))
+        weights *= term
+    keep = weights > 0
+    if keep.all():
+        keep = None
+    else:
         weights = weights[keep]
-    if params.max_share > 0 and names:
+    if params.max_share > 0 and weights.size:
         # One term repeated thousands of times (a file extension in a link list,
         # a product code) would otherwise set every bit by itself.
         cap = params.max_share * sum(weights.tolist())  # summed in order: the same cap on every platform
         np.minimum(weights, cap, out=weights)
-    return names, weights, n_tokens
+    return weights, keep
+
+
+_STOP_HASHES: dict[int, np.ndarray] = {}
+
+
+def _stop_hashes(seed: int) -> np.ndarray:
+    if seed not in _STOP_HASHES:
+        _STOP_HASHES[seed] = np.unique(feature_hashes(sorted(STOPWORDS), seed))
+    return _STOP_HASHES[seed]
+
+
+def hashed_features(page: Page, params: FeatureParams = FeatureParams(), seed: int = 0
+                    ) -> tuple[np.ndarray, np.ndarray, int]:
+    """(feature hashes uint64, weights float64, number of tokens): what simhash takes.
+
+    Text of plain words goes through the compiled ``word_kernel`` (no Python
+    object per token); Han, no-space scripts, bigram features and unusual
+    parameters take ``feature_vector``. Both give the same arrays (tested).
+    """
+    content, furniture = map(normalize, page_texts(page, params))
+    c_bytes = f_bytes = None
+    if (not params.bigrams and params.furniture_weight > 0 and 0 <= seed < 2**32
+            and fast_path_ok(content) and fast_path_ok(furniture)):
+        try:
+            c_bytes, f_bytes = content.encode("utf-8"), furniture.encode("utf-8")
+        except UnicodeEncodeError:  # lone surrogates: the reference path decides
+            pass
+    if c_bytes is None or f_bytes is None:
+        names, weights, n_tokens = _vector_of_texts(content, furniture, params)
+        return feature_hashes(names, seed), weights, n_tokens
+    hashes, counts, digit, n_tokens = word_counts(
+        np.frombuffer(c_bytes, dtype=np.uint8), np.frombuffer(f_bytes, dtype=np.uint8),
+        float(params.furniture_weight), CLASSES, seed)
+    stop = np.isin(hashes, _stop_hashes(seed))
+    term = np.where(stop, params.stop_weight, np.where(digit, params.number_weight, 1.0))
+    weights, keep = _final_weights(counts.tolist() if params.tf_power != 1.0 else counts, term, params)
+    return (hashes if keep is None else hashes[keep]), weights, n_tokens

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 
-from .features import FeatureParams, feature_vector
-from .simhash import FP_BITS, feature_hashes, simhash, to_hex
+from .features import FeatureParams, hashed_features
+from .simhash import FP_BITS, simhash, to_hex
 from .text import Page, extract
 from .tokens import SEGMENTER_NAME  # noqa: F401  (re-exported for diagnostics)
 
@@ -69,13 +69,13 @@ class Fingerprinter:
                 f"feat={self.params.tag};hash=mmh3x64s{self.seed};f={FP_BITS}")
 
     def fingerprint_page(self, page: Page) -> Fingerprint:
-        names, weights, n_tokens = feature_vector(page, self.params)
+        hashes, weights, n_tokens = hashed_features(page, self.params, self.seed)
         text = page.text
         if not text.strip():
             return Fingerprint(None, "empty", page.title, text, 0, page)
-        if n_tokens < self.min_tokens or not names:
+        if n_tokens < self.min_tokens or not hashes.size:
             return Fingerprint(None, "too_short", page.title, text, n_tokens, page)
-        value = simhash(feature_hashes(names, self.seed), weights)
+        value = simhash(hashes, weights)
         return Fingerprint(value, None, page.title, text, n_tokens, page)
 
     def fingerprint_html(self, data: bytes, encoding: str | None = None) -> Fingerprint:

@@ -8,8 +8,8 @@ module scans it with numba, so the per-element work of the walk (hidden
 checks, blocks, furniture, link text) runs as machine code instead of as
 Python calls on each node.
 
-``scan(src)`` returns the visible text (UTF-8, whitespace folded per block)
-and one row per block: its code-point span in the text, whether it is
+``scan(src)`` returns the visible text (UTF-8, whitespace folded, blocks
+separated by newlines) and one row per block: its code-point span in the text, whether it is
 furniture, how many of its characters sit inside ``<a href>``, and its
 counts of words and Han characters (for the features' short-block test). The rules
 are those of ``dedup.text`` (see its docstring); a hidden element is treated
@@ -197,8 +197,8 @@ def _eq_lower(src, s, e, word):
 
 # Slots of the scan's state vector (one int64 array, so that the inlined
 # helpers below can update it in place).
-_OUT, _CP, _START, _HAS, _PENDING, _RAW, _LINK, _SPACES, _HAN, _NSTATE = range(10)
-#: columns of the block rows ``scan`` returns
+_OUT, _CP, _START, _HAS, _PENDING, _RAW, _LINK, _SPACES, _HAN, _BLOCKS, _NSTATE = range(11)
+# columns of the block rows ``scan`` returns (``text.Page.rows``)
 ROW_START, ROW_END, ROW_FURNITURE, ROW_LINK, ROW_WORDS, ROW_HAN = range(6)
 
 
@@ -228,6 +228,10 @@ def _open_char(out, st):
         st[_SPACES] += 1
         st[_PENDING] = 0
     if not st[_HAS]:
+        if st[_BLOCKS]:  # blocks are separated by a newline in the text
+            out[st[_OUT]] = 10
+            st[_OUT] += 1
+            st[_CP] += 1
         st[_START] = st[_CP]
         st[_HAS] = 1
 
@@ -354,6 +358,7 @@ def _end_block(blocks, nb, st, furniture):
         blocks[nb, ROW_WORDS] = st[_SPACES] + 1
         blocks[nb, ROW_HAN] = st[_HAN]
         nb += 1
+        st[_BLOCKS] = nb
     st[_HAS] = 0
     st[_PENDING] = 0
     st[_RAW] = 0
@@ -369,7 +374,8 @@ def scan(src, names, offs, vals, first, role_names, role_offs, role_vals, role_f
 
     ``kw`` is ``KEYWORDS``: the byte patterns for attributes and comments.
 
-    Returns (out, n_out, rows): the visible text is ``out[:n_out]`` (UTF-8);
+    Returns (out, n_out, rows): the visible text is ``out[:n_out]`` (UTF-8,
+    blocks separated by a newline);
     rows is an (m, 6) int64 array, one row per block: start and end code
     point in the text, furniture (0/1), link characters, words (white-space
     separated) and Han characters.

@@ -47,54 +47,58 @@ def _word(data, p, n):
     return k
 
 
+@njit(cache=True, inline="always")
+def murmur64(data, s, e, seed):
+    """First 64 bits of MurmurHash3 x64-128 of the bytes data[s:e]."""
+    length = e - s
+    h1 = uint64(seed)
+    h2 = uint64(seed)
+    p = s
+    for _ in range(length // 16):
+        k1 = _word(data, p, 8)
+        k2 = _word(data, p + 8, 8)
+        k1 *= _C1
+        k1 = _rotl(k1, 31)
+        k1 *= _C2
+        h1 ^= k1
+        h1 = _rotl(h1, 27)
+        h1 += h2
+        h1 = h1 * uint64(5) + uint64(0x52DCE729)
+        k2 *= _C2
+        k2 = _rotl(k2, 33)
+        k2 *= _C1
+        h2 ^= k2
+        h2 = _rotl(h2, 31)
+        h2 += h1
+        h2 = h2 * uint64(5) + uint64(0x38495AB5)
+        p += 16
+    rest = e - p
+    if rest > 8:
+        k2 = _word(data, p + 8, rest - 8)
+        k2 *= _C2
+        k2 = _rotl(k2, 33)
+        k2 *= _C1
+        h2 ^= k2
+    if rest > 0:
+        k1 = _word(data, p, min(rest, 8))
+        k1 *= _C1
+        k1 = _rotl(k1, 31)
+        k1 *= _C2
+        h1 ^= k1
+    h1 ^= uint64(length)
+    h2 ^= uint64(length)
+    h1 += h2
+    h2 += h1
+    h1 = _fmix(h1)
+    h2 = _fmix(h2)
+    return h1 + h2
+
+
 @njit(cache=True)
 def _hash_spans(data, starts, ends, seed):
     out = np.empty(starts.shape[0], dtype=np.uint64)
     for t in range(starts.shape[0]):
-        s, e = starts[t], ends[t]
-        length = e - s
-        h1 = uint64(seed)
-        h2 = uint64(seed)
-        p = s
-        for _ in range(length // 16):
-            k1 = _word(data, p, 8)
-            k2 = _word(data, p + 8, 8)
-            k1 *= _C1
-            k1 = _rotl(k1, 31)
-            k1 *= _C2
-            h1 ^= k1
-            h1 = _rotl(h1, 27)
-            h1 += h2
-            h1 = h1 * uint64(5) + uint64(0x52DCE729)
-            k2 *= _C2
-            k2 = _rotl(k2, 33)
-            k2 *= _C1
-            h2 ^= k2
-            h2 = _rotl(h2, 31)
-            h2 += h1
-            h2 = h2 * uint64(5) + uint64(0x38495AB5)
-            p += 16
-        rest = e - p
-        if rest > 8:
-            k2 = _word(data, p + 8, rest - 8)
-            k2 *= _C2
-            k2 = _rotl(k2, 33)
-            k2 *= _C1
-            h2 ^= k2
-        if rest > 0:
-            k1 = _word(data, p, min(rest, 8))
-            k1 *= _C1
-            k1 = _rotl(k1, 31)
-            k1 *= _C2
-            h1 ^= k1
-        h1 ^= uint64(length)
-        h2 ^= uint64(length)
-        h1 += h2
-        h2 += h1
-        h1 = _fmix(h1)
-        h2 = _fmix(h2)
-        h1 += h2
-        out[t] = h1
+        out[t] = murmur64(data, starts[t], ends[t], seed)
     return out
 
 

@@ -30,12 +30,12 @@ from __future__ import annotations
 import codecs
 import logging
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import regex
 from selectolax.lexbor import LexborHTMLParser
-from w3lib.encoding import html_body_declared_encoding, http_content_type_encoding, read_bom
+from w3lib.encoding import html_body_declared_encoding, http_content_type_encoding, read_bom, to_unicode
 
 from . import html_scan
 
@@ -71,8 +71,7 @@ class Block:
     text: str
     link_chars: int = 0  # characters of ``text`` that sit inside <a href>
     furniture: bool = False  # inside nav/header/footer/aside or an ARIA landmark for them
-    #: words (white-space separated) and Han characters of ``text``, counted
-    #: by the scan; -1 when not counted (a Block made by hand)
+    #: words (white-space separated) and Han characters of ``text``; -1: count them from the text
     n_words: int = -1
     n_han: int = -1
 
@@ -81,17 +80,53 @@ class Block:
         return self.link_chars / len(self.text) if self.text else 0.0
 
 
-@dataclass(slots=True)
-class Page:
-    """What ``extract`` returns: the title, the visible text and its blocks."""
+# stdlib re with explicit ranges: much faster than regex's \p{Han} for counting
+HAN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f]")
 
-    title: str
-    blocks: list[Block] = field(default_factory=list)
-    encoding: str = "utf-8"
+
+class Page:
+    """What ``extract`` returns: the title, the visible text (blocks separated
+    by newlines) and one row per block in ``rows``, an (m, 6) int64 array:
+    start and end of the block in ``text``, furniture (0/1), link characters,
+    words, Han characters. ``blocks`` gives the same as ``Block`` objects.
+
+    The features read ``rows`` as arrays; a Page made from ``Block`` objects
+    gets its rows from them.
+    """
+
+    __slots__ = ("title", "text", "rows", "encoding", "_blocks")
+
+    def __init__(self, title: str = "", blocks: list[Block] | None = None, encoding: str = "utf-8", *,
+                 text: str = "", rows: np.ndarray | None = None) -> None:
+        self.title = title
+        self.encoding = encoding
+        self._blocks = list(blocks) if blocks is not None else None
+        if blocks is not None:
+            text, rows = _text_and_rows(self._blocks)
+        self.text = text
+        self.rows = rows if rows is not None else np.zeros((0, 6), dtype=np.int64)
 
     @property
-    def text(self) -> str:
-        return "\n".join(b.text for b in self.blocks)
+    def blocks(self) -> list[Block]:
+        if self._blocks is None:
+            text = self.text
+            self._blocks = [Block(text[start:end], link, bool(furniture), words, han)
+                            for start, end, furniture, link, words, han in self.rows.tolist()]
+        return self._blocks
+
+    def __repr__(self) -> str:
+        return f"Page(title={self.title!r}, blocks={len(self.rows)}, chars={len(self.text)})"
+
+
+def _text_and_rows(blocks: list[Block]) -> tuple[str, np.ndarray]:
+    rows = np.zeros((len(blocks), 6), dtype=np.int64)
+    pos = 0
+    for i, b in enumerate(blocks):
+        words = b.n_words if b.n_words >= 0 else len(b.text.split())
+        han = b.n_han if b.n_han >= 0 else len(HAN.findall(b.text))
+        rows[i] = (pos, pos + len(b.text), b.furniture, b.link_chars, words, han)
+        pos += len(b.text) + 1
+    return "\n".join(b.text for b in blocks), rows
 
 
 class ExtractionError(ValueError):
@@ -126,7 +161,7 @@ def sniff_encoding(data: bytes, encoding: str | None = None) -> tuple[str, int]:
 def decode_html(data: bytes, encoding: str | None = None) -> tuple[str, str]:
     """Decode HTML bytes; returns ``(text, encoding_used)``. See ``sniff_encoding``."""
     enc, skip = sniff_encoding(data, encoding)
-    return data[skip:].decode(enc, "replace"), enc
+    return to_unicode(data[skip:], enc), enc
 
 
 _NON_ASCII = regex.compile(r"[^\x00-\x7f]")
@@ -192,10 +227,7 @@ def _extract_utf8(data: bytes, encoding: str) -> Page:
         return Page(title=title, blocks=[], encoding=encoding)
     src = np.frombuffer((node.html or "").encode("utf-8", "surrogatepass"), dtype=np.uint8)
     out, n_out, rows = html_scan.scan(src, *_TAG_TABLE, *_ROLE_TABLE, html_scan.KEYWORDS)
-    text = out[:n_out].tobytes().decode("utf-8", "replace")
-    blocks = [Block(text[start:end], link, bool(furniture), words, han)
-              for start, end, furniture, link, words, han in rows.tolist()]
-    return Page(title=title, blocks=blocks, encoding=encoding)
+    return Page(title, encoding=encoding, text=out[:n_out].tobytes().decode("utf-8", "replace"), rows=rows)
 
 
 def extract_text(text: str, encoding: str = "utf-8") -> Page:
@@ -213,4 +245,4 @@ def extract(data: bytes, encoding: str | None = None) -> Page:
         # UTF-8 goes to the parser as it is: lexbor replaces invalid sequences
         # exactly as Python's "replace" does (tested), without a decode/encode round trip
         return _extract_utf8(data[skip:] if skip else data, enc)
-    return extract_text(data[skip:].decode(enc, "replace"), enc)
+    return extract_text(to_unicode(data[skip:], enc), enc)

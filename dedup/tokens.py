@@ -102,7 +102,9 @@ _ASCII_RUNS = re.compile(r"[\x00-\x7f]+")
 _NON_ASCII = re.compile(r"[^\x00-\x7f]")
 
 
-def _fast_path_ok(text: str) -> bool:
+def fast_path_ok(text: str) -> bool:
+    """True when normalised ``text`` holds only plain words: no Han, no no-space
+    script, no combining mark, no letter or digit beyond the BMP."""
     if text.isascii():
         return True
     # regex's property classes scan slowly: look at the non-ASCII characters only,
@@ -120,8 +122,12 @@ _FAST_WORDS = re.compile(r"[^\W_]+")
 
 def tokenize(text: str) -> list[str]:
     """Tokens of ``text`` in order; see the module docstring."""
-    text = normalize(text)
-    if _fast_path_ok(text):  # only space-delimited scripts without combining marks
+    return tokenize_normalized(normalize(text))
+
+
+def tokenize_normalized(text: str) -> list[str]:
+    """``tokenize`` of a text that ``normalize`` has already been applied to."""
+    if fast_path_ok(text):  # only space-delimited scripts without combining marks
         return _FAST_WORDS.findall(text)
     out: list[str] = []
     append, extend = out.append, out.extend

@@ -8,8 +8,7 @@ import re
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
-from dedup.features import _HAN
-from dedup.text import BLOCK_TAGS, DROPPED_TAGS, FURNITURE_ROLES, FURNITURE_TAGS, Block, Page
+from dedup.text import HAN, BLOCK_TAGS, DROPPED_TAGS, FURNITURE_ROLES, FURNITURE_TAGS, Block, Page
 
 _WS = re.compile(r"\s+")
 _HIDDEN_STYLE = re.compile(r"display[ \t\n\r\f\v]*:[ \t\n\r\f\v]*none|visibility[ \t\n\r\f\v]*:[ \t\n\r\f\v]*hidden",
@@ -41,7 +40,7 @@ def reference_page(text: str) -> Page:
         folded = _WS.sub(" ", raw).strip()
         if folded:
             blocks.append(Block(folded, min(len(folded), link_chars * len(folded) // len(raw)), furniture,
-                                len(folded.split()), len(_HAN.findall(folded))))
+                                len(folded.split()), len(HAN.findall(folded))))
         link_chars = 0
 
     def walk(el: LexborNode, furniture: bool, in_link: bool) -> None:
