@@ -249,7 +249,9 @@ def hashed_features(page: Page, params: FeatureParams = FeatureParams(), seed: i
     hashes, counts, digit, n_tokens = word_counts(
         np.frombuffer(c_bytes, dtype=np.uint8), np.frombuffer(f_bytes, dtype=np.uint8),
         float(params.furniture_weight), CLASSES, seed)
-    stop = np.isin(hashes, _stop_hashes(seed))
+    stops = _stop_hashes(seed)
+    at = np.minimum(np.searchsorted(stops, hashes), len(stops) - 1)
+    stop = stops[at] == hashes
     term = np.where(stop, params.stop_weight, np.where(digit, params.number_weight, 1.0))
     weights, keep = _final_weights(counts.tolist() if params.tf_power != 1.0 else counts, term, params)
     return (hashes if keep is None else hashes[keep]), weights, n_tokens

@@ -129,15 +129,21 @@ def tokenize_normalized(text: str) -> list[str]:
     """``tokenize`` of a text that ``normalize`` has already been applied to."""
     if fast_path_ok(text):  # only space-delimited scripts without combining marks
         return _FAST_WORDS.findall(text)
+    runs = [(m.lastgroup, m.group()) for m in _RUNS.finditer(text)]
+    # All Han runs in one segmenter call (a page has hundreds): joined by
+    # newlines, which end a run for jieba and come back as tokens of their own.
+    han = [run for kind, run in runs if kind == "han"]
+    words = iter(_segment("\n".join(han)) if han else ())
     out: list[str] = []
     append, extend = out.append, out.extend
-    for m in _RUNS.finditer(text):
-        kind = m.lastgroup
-        run = m.group()
+    for kind, run in runs:
         if kind == "word":
             append(run)
         elif kind == "han":
-            extend(segment_han(run))
+            for w in words:
+                if w == "\n":
+                    break
+                append(w)
         else:
             extend(char_bigrams(run))
     return out

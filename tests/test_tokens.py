@@ -61,3 +61,28 @@ def test_fast_path_equals_full_pattern(text):
         run = m.group()
         full.extend([run] if m.lastgroup == "word" else (T.segment_han(run) if m.lastgroup == "han" else T.char_bigrams(run)))
     assert T.tokenize(text) == full
+
+
+def _per_run_reference(text: str) -> list[str]:
+    """Tokens with one segmenter call per Han run (what the batched call must equal)."""
+    from dedup import tokens as T
+
+    out: list[str] = []
+    for m in T._RUNS.finditer(T.normalize(text)):
+        run = m.group()
+        out.extend([run] if m.lastgroup == "word" else (T.segment_han(run) if m.lastgroup == "han" else T.char_bigrams(run)))
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("中文北京大学生活的了是在我国〇々㐀㐁豈丽𠀀𠀁かなカナab1 ，。\n\t-_")), max_size=120))
+def test_one_segmenter_call_per_text_equals_one_per_run(text):
+    assert tokenize(text) == _per_run_reference(text)
+
+
+def test_one_segmenter_call_per_page_on_zh_pages():
+    from dedup.text import extract
+
+    for p in sorted((shared_path("zh-cwced") / "original").glob("*.html"))[:30]:
+        text = extract(p.read_bytes()).text
+        assert tokenize(text) == _per_run_reference(text), p.name
