@@ -1,0 +1,67 @@
+"""Where fingerprinting time goes, stage by stage (median ms per page).
+
+    .venv/bin/python bench/fingerprint_stages.py [--data ../shared/data]
+
+Runs the stages of ``Fingerprinter.fingerprint_html`` one by one on the aeb
+and zh-cwced pages, twice over, and prints the median of each stage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from selectolax.lexbor import LexborHTMLParser
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench.fingerprint_bench import load_aeb, load_zh  # noqa: E402
+from dedup import html_scan  # noqa: E402
+from dedup import text as T  # noqa: E402
+from dedup.features import FeatureParams, hashed_features  # noqa: E402
+from dedup.simhash import simhash  # noqa: E402
+
+STAGES = ("sniff encoding", "lexbor parse", "title", "serialise", "scan", "features + hashes", "simhash")
+
+
+def stages(data: bytes, params: FeatureParams) -> list[float]:
+    t = [time.perf_counter()]
+    enc, skip = T.sniff_encoding(data)
+    raw = data[skip:] if enc == "utf-8" else T.to_unicode(data[skip:], enc).encode()
+    t.append(time.perf_counter())
+    doc = LexborHTMLParser(raw, scripting=True)
+    t.append(time.perf_counter())
+    title_el = doc.css_first("title")
+    title = T._WS.sub(" ", title_el.text()).strip() if title_el is not None else ""
+    t.append(time.perf_counter())
+    node = doc.body if doc.body is not None else doc.root
+    src = np.frombuffer(node.html.encode("utf-8", "surrogatepass"), dtype=np.uint8)
+    t.append(time.perf_counter())
+    out, n_out, rows = html_scan.scan(src, *T._TAG_TABLE, *T._ROLE_TABLE, html_scan.KEYWORDS)
+    page = T.Page(title, encoding=enc, text=out[:n_out].tobytes().decode("utf-8", "replace"), rows=rows)
+    t.append(time.perf_counter())
+    hashes, weights, _ = hashed_features(page, params)
+    t.append(time.perf_counter())
+    if hashes.size:
+        simhash(hashes, weights)
+    t.append(time.perf_counter())
+    return [(b - a) * 1e3 for a, b in zip(t, t[1:])]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--data", default=str(Path(__file__).resolve().parent.parent.parent / "shared" / "data"))
+    data = Path(ap.parse_args().data)
+    params = FeatureParams()
+    T.extract(b"<p>warm up the compiled scan</p>")
+    for name, pages in (("aeb", load_aeb(data / "aeb")), ("zh-cwced", load_zh(data / "zh-cwced"))):
+        rows = [stages(html, params) for _ in range(2) for _, html, _ in pages]
+        med = [statistics.median(col) for col in zip(*rows)]
+        print(f"| {name} | " + " | ".join(f"{m:.3f}" for m in med) + f" | {sum(med):.2f} |")
+
+
+if __name__ == "__main__":
+    main()
