@@ -72,9 +72,14 @@ class NearDupMiddleware:
         if workers and not is_asyncio_reactor_installed():
             logger.warning("NEARDUP_WORKERS needs the asyncio reactor; fingerprinting in the crawl's thread")
             workers = 0
+        self._pool_ready: Future | None = None
         if workers:
             self._pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
                                              initializer=warm_up, initargs=(config.min_text,))
+            # Start the workers now (the pool spawns them on the first submit). A worker
+            # takes about a second to import and warm up; pages that arrive before it
+            # is ready are fingerprinted here rather than waiting for it.
+            self._pool_ready = self._pool.submit(int)
         self._dup_fh = None
         if config.duplicates_file:
             Path(config.duplicates_file).parent.mkdir(parents=True, exist_ok=True)
@@ -100,10 +105,12 @@ class NearDupMiddleware:
             self._pending[response] = reason
             return
         assert isinstance(response, TextResponse)
-        if self._pool is not None:
+        if self._pool is not None and self._pool_ready is not None and self._pool_ready.done():
             self._pending[response] = self._pool.submit(fingerprint_job, response.body, response.encoding,
                                                         self.config.min_text)
         else:
+            if self._pool is not None:
+                self.stats.inc_value("neardup/fingerprinted_while_workers_start")
             self._pending[response] = fingerprint_job(response.body, response.encoding, self.config.min_text)
 
     def _skip_reason(self, response: Response) -> str | None:

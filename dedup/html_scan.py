@@ -155,44 +155,39 @@ def _find_end_tag(src, i, n, ns, ne):
 
 
 @njit(cache=True, inline="always")
-def _has_word_then(src, s, e, w1, w2):
-    """True when lower(src[s:e]) contains w1, ASCII spaces, ':', spaces, w2."""
-    m1, m2 = w1.shape[0], w2.shape[0]
-    i = s
-    while i + m1 <= e:
-        ok = True
-        for j in range(m1):
-            if _lower(src[i + j]) != w1[j]:
-                ok = False
-                break
-        if ok:
-            k = i + m1
-            while k < e and _is_space(src[k]):
-                k += 1
-            if k < e and src[k] == 58:
-                k += 1
-                while k < e and _is_space(src[k]):
-                    k += 1
-                if k + m2 <= e:
-                    ok2 = True
-                    for j in range(m2):
-                        if _lower(src[k + j]) != w2[j]:
-                            ok2 = False
-                            break
-                    if ok2:
-                        return True
-        i += 1
-    return False
+def _matches_at(src, i, e, word):
+    """True when lower(src[i:i + len(word)]) == word, within src[:e]."""
+    m = word.shape[0]
+    if i + m > e:
+        return False
+    for j in range(m):
+        if _lower(src[i + j]) != word[j]:
+            return False
+    return True
 
 
 @njit(cache=True, inline="always")
 def _eq_lower(src, s, e, word):
-    if e - s != word.shape[0]:
-        return False
-    for j in range(e - s):
-        if _lower(src[s + j]) != word[j]:
-            return False
-    return True
+    """True when lower(src[s:e]) == word."""
+    return e - s == word.shape[0] and _matches_at(src, s, e, word)
+
+
+@njit(cache=True, inline="always")
+def _has_word_then(src, s, e, w1, w2):
+    """True when lower(src[s:e]) contains w1, ASCII spaces, ':', spaces, w2."""
+    for i in range(s, e - w1.shape[0] + 1):
+        if not _matches_at(src, i, e, w1):
+            continue
+        k = i + w1.shape[0]
+        while k < e and _is_space(src[k]):
+            k += 1
+        if k < e and src[k] == 58:
+            k += 1
+            while k < e and _is_space(src[k]):
+                k += 1
+            if _matches_at(src, k, e, w2):
+                return True
+    return False
 
 
 # Slots of the scan's state vector (one int64 array, so that the inlined

@@ -39,6 +39,16 @@ def _fmix(k):
 
 
 @njit(cache=True, inline="always")
+def _mix1(k):
+    return _rotl(k * _C1, 31) * _C2
+
+
+@njit(cache=True, inline="always")
+def _mix2(k):
+    return _rotl(k * _C2, 33) * _C1
+
+
+@njit(cache=True, inline="always")
 def _word(data, p, n):
     """Little-endian 64-bit word of the n (<= 8) bytes at data[p]."""
     k = uint64(0)
@@ -55,36 +65,20 @@ def murmur64(data, s, e, seed):
     h2 = uint64(seed)
     p = s
     for _ in range(length // 16):
-        k1 = _word(data, p, 8)
-        k2 = _word(data, p + 8, 8)
-        k1 *= _C1
-        k1 = _rotl(k1, 31)
-        k1 *= _C2
-        h1 ^= k1
+        h1 ^= _mix1(_word(data, p, 8))
         h1 = _rotl(h1, 27)
         h1 += h2
         h1 = h1 * uint64(5) + uint64(0x52DCE729)
-        k2 *= _C2
-        k2 = _rotl(k2, 33)
-        k2 *= _C1
-        h2 ^= k2
+        h2 ^= _mix2(_word(data, p + 8, 8))
         h2 = _rotl(h2, 31)
         h2 += h1
         h2 = h2 * uint64(5) + uint64(0x38495AB5)
         p += 16
     rest = e - p
     if rest > 8:
-        k2 = _word(data, p + 8, rest - 8)
-        k2 *= _C2
-        k2 = _rotl(k2, 33)
-        k2 *= _C1
-        h2 ^= k2
+        h2 ^= _mix2(_word(data, p + 8, rest - 8))
     if rest > 0:
-        k1 = _word(data, p, min(rest, 8))
-        k1 *= _C1
-        k1 = _rotl(k1, 31)
-        k1 *= _C2
-        h1 ^= k1
+        h1 ^= _mix1(_word(data, p, min(rest, 8)))
     h1 ^= uint64(length)
     h2 ^= uint64(length)
     h1 += h2

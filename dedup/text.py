@@ -241,8 +241,10 @@ def extract(data: bytes, encoding: str | None = None) -> Page:
     ``encoding`` is an encoding declared outside the document (HTTP header).
     """
     enc, skip = sniff_encoding(data, encoding)
-    if codecs.lookup(enc).name == "utf-8":
+    if codecs.lookup(enc).name == "utf-8" and b"\x00" not in data:
         # UTF-8 goes to the parser as it is: lexbor replaces invalid sequences
-        # exactly as Python's "replace" does (tested), without a decode/encode round trip
+        # exactly as Python's "replace" does (tested), without a decode/encode
+        # round trip. Not with NUL bytes: lexbor drops them before decoding,
+        # which joins the bytes around them into other characters.
         return _extract_utf8(data[skip:] if skip else data, enc)
     return extract_text(to_unicode(data[skip:], enc), enc)
