@@ -1,0 +1,94 @@
+"""The compiled word path (``hashed_features`` via ``word_kernel``) against the
+reference (``feature_vector`` + ``feature_hashes``), murmur against mmh3, and
+the Page/Block round trip."""
+
+from __future__ import annotations
+
+import gzip
+import tarfile
+
+import mmh3
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dedup.features import FeatureParams, feature_vector, hashed_features
+from dedup.murmur import hash64_many
+from dedup.simhash import feature_hashes
+from dedup.text import Block, Page, extract
+from dedup.warmup import compile_kernels
+from tests.conftest import shared_path
+
+PARAMS = [FeatureParams(), FeatureParams(tf_power=0.5, stop_weight=0.0, max_share=0.0),
+          FeatureParams(number_weight=0.0, furniture_weight=0.7, short_block_tokens=0)]
+
+
+def _same(page: Page, params: FeatureParams, seed: int = 0) -> None:
+    names, weights, n = feature_vector(page, params)
+    hashes, weights2, n2 = hashed_features(page, params, seed)
+    assert n == n2
+    assert np.array_equal(feature_hashes(names, seed), hashes)
+    assert np.array_equal(weights, weights2)  # bit for bit: the same float operations
+
+
+WORDS = ["the", "of", "and", "Crawler", "near", "duplicate", "2024", "v2", "a1b2", "x_y", "café", "ÉCOLE", "straße",
+         "ﬁne", "Ｆｕｌｌ", "١٢٣", "x²", "Москва", "δέλτα", "😀", "𝐀𝐁", "한국어", "中文", "かな", "e\u0301", "ǅ", "İ",
+         "-", "...", "’", "\u00a0", "\u3000"]
+
+
+@st.composite
+def pages(draw):
+    blocks = []
+    for _ in range(draw(st.integers(0, 8))):
+        words = draw(st.lists(st.sampled_from(WORDS), max_size=40))
+        blocks.append(Block(" ".join(words), link_chars=draw(st.integers(0, 5)), furniture=draw(st.booleans())))
+    return Page(draw(st.sampled_from(["", "Title - Site", "A | B | C"])), blocks)
+
+
+@settings(max_examples=300, deadline=None)
+@given(pages(), st.sampled_from(PARAMS), st.sampled_from([0, 1, 2**32 - 1]))
+def test_compiled_words_equal_the_reference_on_generated_pages(page, params, seed):
+    _same(page, params, seed)
+
+
+def test_compiled_words_equal_the_reference_on_real_pages():
+    root = shared_path("aeb")
+    docs = [gzip.decompress(p.read_bytes()) for p in sorted((root / "html").glob("*.html.gz"))[:60]]
+    docs += [p.read_bytes() for p in sorted((shared_path("zh-cwced") / "original").glob("*.html"))[:20]]
+    with tarfile.open(shared_path("sites") / "sqlite3-doc.tar.gz") as tf:
+        docs += [tf.extractfile(m).read() for m in tf if m.name.endswith(".html")][:100]
+    for data in docs:
+        page = extract(data)
+        for params in PARAMS:
+            _same(page, params)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(max_size=40), max_size=50), st.integers(0, 2**32 - 1))
+def test_murmur_equals_mmh3(strings, seed):
+    got = hash64_many(strings, seed)
+    assert [int(x) for x in got] == [mmh3.hash64(s, seed, signed=False)[0] for s in strings]
+
+
+def test_page_rows_and_blocks_round_trip():
+    blocks = [Block("Home About", 10, True), Block("Body text 中文字", 0, False), Block("x", 1, False)]
+    page = Page("T", blocks)
+    assert page.text == "Home About\nBody text 中文字\nx"
+    assert page.rows.tolist() == [[0, 10, 1, 10, 2, 0], [11, 24, 0, 0, 3, 3], [25, 26, 0, 1, 1, 0]]
+    again = Page("T", encoding="utf-8", text=page.text, rows=page.rows).blocks
+    assert [(b.text, b.link_chars, b.furniture, b.n_words, b.n_han) for b in again] == [
+        ("Home About", 10, True, 2, 0), ("Body text 中文字", 0, False, 3, 3), ("x", 1, False, 1, 0)]
+
+
+def test_scan_rows_match_their_blocks():
+    page = extract("<nav><a href=/>Home</a></nav><p>Some 中文 text, <a href=/x>a link</a>.</p>".encode())
+    for b, (start, end, *_rest) in zip(page.blocks, page.rows.tolist()):
+        assert page.text[start:end] == b.text
+        assert b.n_words == len(b.text.split())
+
+
+@pytest.mark.parametrize("runs", [1, 2])
+def test_warmup_runs_every_kernel(runs):
+    for _ in range(runs):
+        assert compile_kernels() >= 0
