@@ -21,8 +21,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.fingerprint_bench import load_aeb, load_zh  # noqa: E402
 from dedup import html_scan  # noqa: E402
 from dedup import text as T  # noqa: E402
-from dedup.features import FeatureParams, hashed_features  # noqa: E402
+from dedup.features import FeatureParams, hashed_features, page_texts  # noqa: E402
 from dedup.simhash import simhash  # noqa: E402
+from dedup.tokens import _RUNS, SEGMENTER_NAME, normalize, segment_han  # noqa: E402
 
 STAGES = ("sniff encoding", "lexbor parse", "title", "serialise", "scan", "features + hashes", "simhash")
 
@@ -61,6 +62,17 @@ def main() -> None:
         rows = [stages(html, params) for _ in range(2) for _, html, _ in pages]
         med = [statistics.median(col) for col in zip(*rows)]
         print(f"| {name} | " + " | ".join(f"{m:.3f}" for m in med) + f" | {sum(med):.2f} |")
+    # the floor under zh-cwced: the segmenter alone, on the page's Han runs already extracted
+    seg, han_chars = [], []
+    for _, html, _ in load_zh(data / "zh-cwced"):
+        text = normalize("\n".join(page_texts(T.extract(html), params)))
+        han = "\n".join(m.group() for m in _RUNS.finditer(text) if m.lastgroup == "han")
+        t = time.perf_counter()
+        segment_han(han)
+        seg.append((time.perf_counter() - t) * 1e3)
+        han_chars.append(len(han))
+    print(f"zh-cwced: {SEGMENTER_NAME} alone {statistics.median(seg):.3f} ms median per page "
+          f"({statistics.median(han_chars):,.0f} Han characters)")
 
 
 if __name__ == "__main__":
