@@ -155,39 +155,39 @@ def _find_end_tag(src, i, n, ns, ne):
 
 
 @njit(cache=True, inline="always")
-def _matches_at(src, i, e, word):
-    """True when lower(src[i:i + len(word)]) == word, within src[:e]."""
-    m = word.shape[0]
-    if i + m > e:
-        return False
-    for j in range(m):
-        if _lower(src[i + j]) != word[j]:
-            return False
-    return True
+def _has_word_then(src, s, e, w1, w2):
+    """True when lower(src[s:e]) contains w1, ASCII spaces, ':', spaces, w2."""
+    m1, m2 = w1.shape[0], w2.shape[0]
+    i = s
+    while i + m1 <= e:
+        ok = True
+        for j in range(m1):
+            if _lower(src[i + j]) != w1[j]:
+                ok = False
+                break
+        if ok:
+            k = i + m1
+            while k < e and _is_space(src[k]):
+                k += 1
+            if k < e and src[k] == 58:
+                k += 1
+                while k < e and _is_space(src[k]):
+                    k += 1
+                if k + m2 <= e and _eq_lower(src, k, k + m2, w2):
+                    return True
+        i += 1
+    return False
 
 
 @njit(cache=True, inline="always")
 def _eq_lower(src, s, e, word):
     """True when lower(src[s:e]) == word."""
-    return e - s == word.shape[0] and _matches_at(src, s, e, word)
-
-
-@njit(cache=True, inline="always")
-def _has_word_then(src, s, e, w1, w2):
-    """True when lower(src[s:e]) contains w1, ASCII spaces, ':', spaces, w2."""
-    for i in range(s, e - w1.shape[0] + 1):
-        if not _matches_at(src, i, e, w1):
-            continue
-        k = i + w1.shape[0]
-        while k < e and _is_space(src[k]):
-            k += 1
-        if k < e and src[k] == 58:
-            k += 1
-            while k < e and _is_space(src[k]):
-                k += 1
-            if _matches_at(src, k, e, w2):
-                return True
-    return False
+    if e - s != word.shape[0]:
+        return False
+    for j in range(e - s):
+        if _lower(src[s + j]) != word[j]:
+            return False
+    return True
 
 
 # Slots of the scan's state vector (one int64 array, so that the inlined
@@ -282,16 +282,19 @@ def _copy_char(out, st, link, src, k, e):
 
 @njit(cache=True, inline="always")
 def _text(out, st, link, src, k, e, raw):
-    """Visible text src[k:e]; entities decoded unless ``raw`` (raw-text elements)."""
+    """Visible text from src[k] up to e, or up to the next ``<`` unless ``raw``
+    (raw-text elements, whose text is also not entity-decoded). Returns where it stopped."""
     while k < e:
         ch = src[k]
+        if ch == 60 and not raw:
+            break
         if 33 <= ch <= 126 and (raw or ch != 38):  # most text: a run of printable ASCII
             _open_char(out, st)
             o = st[_OUT]
             k0 = k
             while k < e:
                 ch = src[k]
-                if ch < 33 or ch > 126 or (ch == 38 and not raw):
+                if ch < 33 or ch > 126 or (not raw and (ch == 38 or ch == 60)):
                     break
                 out[o] = ch
                 o += 1
@@ -335,6 +338,7 @@ def _text(out, st, link, src, k, e, raw):
             k += w
             continue
         k = _copy_char(out, st, link, src, k, e)
+    return k
 
 
 @njit(cache=True, inline="always")
@@ -406,12 +410,11 @@ def scan(src, names, offs, vals, first, role_names, role_offs, role_vals, role_f
     i = 0
     while i < n:
         if src[i] != 60:  # text up to the next tag
-            j = i
-            while j < n and src[j] != 60:
-                j += 1
-            if not hide:
-                _text(out, st, link, src, i, j, False)
-            i = j
+            if hide:
+                while i < n and src[i] != 60:
+                    i += 1
+            else:
+                i = _text(out, st, link, src, i, n, False)
             continue
         if i + 1 >= n:
             break
