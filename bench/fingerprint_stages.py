@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from selectolax.lexbor import LexborHTMLParser
+from selectolax.lexbor import LexborDocumentOptions, LexborHTMLParser
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.fingerprint_bench import load_aeb, load_zh  # noqa: E402
@@ -33,7 +33,7 @@ def stages(data: bytes, params: FeatureParams) -> list[float]:
     enc, skip = T.sniff_encoding(data)
     raw = data[skip:] if enc == "utf-8" else T.to_unicode(data[skip:], enc).encode()
     t.append(time.perf_counter())
-    doc = LexborHTMLParser(raw, scripting=True)
+    doc = LexborHTMLParser(raw, scripting=True, options=LexborDocumentOptions.WO_EVENTS)
     t.append(time.perf_counter())
     title_el = doc.css_first("title")
     title = T._WS.sub(" ", title_el.text()).strip() if title_el is not None else ""

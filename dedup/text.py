@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import regex
-from selectolax.lexbor import LexborHTMLParser
+from selectolax.lexbor import LexborDocumentOptions, LexborHTMLParser
 from w3lib.encoding import html_body_declared_encoding, http_content_type_encoding, read_bom, to_unicode
 
 from . import html_scan
@@ -218,7 +218,10 @@ def _extract_utf8(data: bytes, encoding: str) -> Page:
         return Page(title="", blocks=[], encoding=encoding)
     # scripting=True parses as a browser that runs scripts does: <noscript> is
     # one raw-text node (never shown), and the head elements after it stay in <head>.
-    doc = LexborHTMLParser(data, scripting=True)
+    # WO_EVENTS skips the DOM mutation callbacks, ~5% faster. They implement
+    # behaviours such as copying a <select>'s option into <selectedcontent>
+    # (and <select> is never shown); a test checks the trees come out the same.
+    doc = LexborHTMLParser(data, scripting=True, options=LexborDocumentOptions.WO_EVENTS)
     title_el = doc.css_first("title")
     title = _WS.sub(" ", title_el.text()).strip() if title_el is not None else ""
     # <body>, or the whole document for a frameset page (its <head> is dropped by the scan)

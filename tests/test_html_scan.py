@@ -25,7 +25,7 @@ def _same(text: str) -> None:
 
 TAGS = ["div", "p", "span", "a", "b", "nav", "footer", "li", "ul", "br", "hr", "img", "td", "table",
         "script", "style", "noscript", "template", "svg", "xmp", "textarea", "title", "button", "select",
-        "option", "iframe", "plaintext", "section", "header", "custom-el", "pre", "form", "label"]
+        "option", "selectedcontent", "iframe", "plaintext", "section", "header", "custom-el", "pre", "form", "label"]
 ATTRS = ['', ' href="/x"', " hidden", ' aria-hidden="true"', ' aria-hidden=" TRUE "', ' aria-hidden="false"',
          ' style="display:none"', ' style="color:red; DISPLAY : none"', ' style="visibility: hidden"',
          ' style="display:block"', ' role="navigation"', ' role="NAVIGATION"', ' role="main"',
@@ -83,3 +83,21 @@ def test_scan_matches_reference_on_real_pages():
 ])
 def test_scan_cases(html, text):
     assert extract(html).text == text
+
+
+@settings(max_examples=300, deadline=None)
+@given(markup())
+def test_parsing_without_mutation_events_gives_the_same_text(text):
+    import numpy as np
+    from selectolax.lexbor import LexborDocumentOptions, LexborHTMLParser
+
+    from dedup import html_scan
+    from dedup.text import _ROLE_TABLE, _TAG_TABLE
+
+    def scanned(**options):
+        doc = LexborHTMLParser(text.encode("utf-8", "surrogatepass"), scripting=True, **options)
+        src = np.frombuffer((doc.body or doc.root).html.encode("utf-8", "surrogatepass"), dtype=np.uint8)
+        out, n, rows = html_scan.scan(src, *_TAG_TABLE, *_ROLE_TABLE, html_scan.KEYWORDS)
+        return out[:n].tobytes(), rows.tolist()
+
+    assert scanned() == scanned(options=LexborDocumentOptions.WO_EVENTS)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from selectolax.lexbor import LexborHTMLParser, LexborNode
+from selectolax.lexbor import LexborDocumentOptions, LexborHTMLParser, LexborNode
 
 from dedup.text import HAN, BLOCK_TAGS, DROPPED_TAGS, FURNITURE_ROLES, FURNITURE_TAGS, Block, Page
 
@@ -25,7 +25,7 @@ def _hidden(node: LexborNode) -> bool:
 
 
 def reference_page(text: str) -> Page:
-    doc = LexborHTMLParser(text.encode("utf-8", "surrogatepass"), scripting=True)
+    doc = LexborHTMLParser(text.encode("utf-8", "surrogatepass"), scripting=True, options=LexborDocumentOptions.WO_EVENTS)
     title_el = doc.css_first("title")
     title = _WS.sub(" ", title_el.text()).strip() if title_el is not None else ""
     root = doc.body if doc.body is not None else doc.root
