@@ -29,6 +29,7 @@ import multiprocessing
 import weakref
 from collections.abc import AsyncIterator
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -105,13 +106,35 @@ class NearDupMiddleware:
             self._pending[response] = reason
             return
         assert isinstance(response, TextResponse)
-        if self._pool is not None and self._pool_ready is not None and self._pool_ready.done():
-            self._pending[response] = self._pool.submit(fingerprint_job, response.body, response.encoding,
-                                                        self.config.min_text)
-        else:
-            if self._pool is not None:
-                self.stats.inc_value("neardup/fingerprinted_while_workers_start")
-            self._pending[response] = fingerprint_job(response.body, response.encoding, self.config.min_text)
+        pool = self._usable_pool()
+        if pool is not None:
+            try:
+                self._pending[response] = pool.submit(fingerprint_job, response.body, response.encoding,
+                                                      self.config.min_text)
+                return
+            except BrokenProcessPool:  # a worker died (killed, out of memory)
+                self._give_up_pool("a worker process died")
+        elif self._pool is not None:
+            self.stats.inc_value("neardup/fingerprinted_while_workers_start")
+        self._pending[response] = fingerprint_job(response.body, response.encoding, self.config.min_text)
+
+    def _usable_pool(self) -> ProcessPoolExecutor | None:
+        """The worker pool once its workers are up; None while they start or without one."""
+        ready = self._pool_ready
+        if self._pool is None or ready is None or not ready.done():
+            return None
+        if ready.exception() is not None:
+            self._give_up_pool(f"the worker process did not start: {ready.exception()!r}")
+            return None
+        return self._pool
+
+    def _give_up_pool(self, why: str) -> None:
+        """Fingerprint in the crawl's thread from now on; the crawl goes on."""
+        logger.error("near-duplicate filter: %s; fingerprinting in the crawl's thread from now on", why)
+        self.stats.inc_value("neardup/worker_failures")
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+        self._pool = self._pool_ready = None
 
     def _skip_reason(self, response: Response) -> str | None:
         if response.meta.get(self.config.skip_meta_key):
@@ -135,11 +158,21 @@ class NearDupMiddleware:
         if isinstance(pending, Future):
             try:
                 return await asyncio.wrap_future(pending)
-            except Exception as exc:  # a crashed worker must not stop the crawl
-                logger.warning("fingerprinting failed for %s: %r", response.url, exc)
-                self.stats.inc_value("neardup/skipped/unparsable")
-                return "unparsable"
+            except BrokenProcessPool:  # the worker died with this page in hand: do it here
+                if self._pool is not None:
+                    self._give_up_pool("a worker process died")
+                try:
+                    return fingerprint_job(response.body, response.encoding, self.config.min_text)
+                except Exception as exc:
+                    return self._failed(response, exc)
+            except Exception as exc:  # a failing page must not stop the crawl
+                return self._failed(response, exc)
         return pending
+
+    def _failed(self, response: Response, exc: Exception) -> str:
+        logger.warning("fingerprinting failed for %s: %r", response.url, exc)
+        self.stats.inc_value("neardup/skipped/unparsable")
+        return "unparsable"
 
     def _decide(self, response: Response, result: JobResult | str) -> str:
         if isinstance(result, str):
