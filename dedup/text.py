@@ -129,10 +129,6 @@ def _text_and_rows(blocks: list[Block]) -> tuple[str, np.ndarray]:
     return "\n".join(b.text for b in blocks), rows
 
 
-class ExtractionError(ValueError):
-    """The bytes could not be turned into a document at all."""
-
-
 def sniff_encoding(data: bytes, encoding: str | None = None) -> tuple[str, int]:
     """``(encoding, BOM length)`` of HTML bytes, without decoding them.
 
