@@ -24,12 +24,13 @@ import numpy as np
 from numba import njit
 
 # Tag classes (bit flags).
-BLOCK, FURNITURE, DROPPED, RAW_DROPPED, RAW_KEPT, VOID, ANCHOR, TO_END = 1, 2, 4, 8, 16, 32, 64, 128
+BLOCK, FURNITURE, DROPPED, RAW_DROPPED, RAW_KEPT, VOID, ANCHOR = 1, 2, 4, 8, 16, 32, 64
 
 #: Raw-text elements (serialised verbatim, not escaped) whose text is never shown.
 RAW_DROPPED_TAGS = ("script", "style", "iframe", "noembed", "noframes", "noscript")
-#: Raw-text elements whose text is shown as is.
-RAW_KEPT_TAGS = ("xmp", "plaintext")
+#: Raw-text elements whose text is shown as is (only text children: the parser's
+#: "text" insertion mode). <plaintext> is unwrapped before serialising (see dedup.text).
+RAW_KEPT_TAGS = ("xmp",)
 #: Void elements: serialised without an end tag.
 VOID_TAGS = ("area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source",
              "track", "wbr", "basefont", "bgsound", "frame", "keygen", "param")
@@ -52,8 +53,7 @@ def _name_table(names: dict[str, int]) -> tuple[np.ndarray, np.ndarray, np.ndarr
 def tag_table(block: frozenset[str], furniture: frozenset[str], dropped: frozenset[str]) -> tuple:
     flags: dict[str, int] = {}
     for group, bit in ((block, BLOCK), (furniture, FURNITURE), (dropped, DROPPED),
-                       (RAW_DROPPED_TAGS, RAW_DROPPED), (RAW_KEPT_TAGS, RAW_KEPT), (VOID_TAGS, VOID), (("a",), ANCHOR),
-                       (("plaintext",), TO_END)):
+                       (RAW_DROPPED_TAGS, RAW_DROPPED), (RAW_KEPT_TAGS, RAW_KEPT), (VOID_TAGS, VOID), (("a",), ANCHOR)):
         for name in group:
             flags[name] = flags.get(name, 0) | bit
     return _name_table(flags)
@@ -511,18 +511,7 @@ def scan(src, names, offs, vals, first, role_names, role_offs, role_vals, role_f
             continue  # no content, no end tag (<br>, <hr> ended the block above)
         if flags & (RAW_DROPPED | RAW_KEPT):
             # raw text runs, verbatim, to the end tag, which is then read as usual
-            if flags & TO_END:
-                # <plaintext> takes the rest of the page, end tags included: its
-                # text runs to the last </plaintext>, which the serialiser wrote
-                e = n
-                k = n - 1
-                while k >= i:
-                    if _end_tag_at(src, k, n, ns, ne):
-                        e = k
-                        break
-                    k -= 1
-            else:
-                e = _find_end_tag(src, i, n, ns, ne)
+            e = _find_end_tag(src, i, n, ns, ne)
             if not new_hide:
                 _text(out, st, new_link, src, i, e, True)
             i = e

@@ -44,7 +44,7 @@ logger = logging.getLogger(__name__)
 #: Elements whose whole subtree is never visible text.
 DROPPED_TAGS = frozenset(
     {"script", "style", "noscript", "template", "svg", "head", "math", "iframe",
-     "object", "embed", "canvas", "select", "datalist", "button"}
+     "object", "embed", "canvas", "select", "datalist", "button", "noembed", "noframes"}
 )
 #: Elements that start a new line (a new block) when rendered.
 BLOCK_TAGS = frozenset(
@@ -208,6 +208,20 @@ def _detect(data: bytes) -> str | None:
     return "gb18030" if enc in ("gb2312", "gbk") else enc
 
 
+def _plaintext_as_span(doc: LexborHTMLParser) -> None:
+    """Replace each <plaintext> (obsolete, rare) by a <span> with its attributes
+    and children. Its own text is serialised unescaped, yet it may hold elements
+    too (the parser reconstructs <a>, <b>... inside it), so its serialisation is
+    ambiguous; as a <span> (also inline) its text is escaped like any other."""
+    for node in doc.css("plaintext"):
+        span = doc.create_node("span")
+        for name, value in node.attributes.items():
+            span.attrs[name] = value if value is not None else ""
+        for child in list(node.iter(include_text=True)):
+            span.insert_child(child, move=True)
+        node.replace_with(span, move=True)
+
+
 def _extract_utf8(data: bytes, encoding: str) -> Page:
     """Visible text of a UTF-8 encoded document (invalid sequences read as U+FFFD)."""
     if not data.strip():
@@ -220,6 +234,13 @@ def _extract_utf8(data: bytes, encoding: str) -> Page:
     doc = LexborHTMLParser(data, scripting=True, options=LexborDocumentOptions.WO_EVENTS)
     title_el = doc.css_first("title")
     title = _WS.sub(" ", title_el.text()).strip() if title_el is not None else ""
+    # Never shown, and the only elements whose serialisation can be ambiguous: a
+    # <script>'s text may hold "</script>" (after "<!--<script"), a <template>'s
+    # content may hold a <plaintext>, and inside <svg>/<math> an element named
+    # like a void or raw-text HTML one is neither. Dropping them first also
+    # leaves less to serialise and scan, which pays for it (measured).
+    doc.strip_tags(["script", "style", "template", "svg", "math"])
+    _plaintext_as_span(doc)
     # <body>, or the whole document for a frameset page (its <head> is dropped by the scan)
     node = doc.body if doc.body is not None else doc.root
     if node is None:

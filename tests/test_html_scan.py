@@ -7,7 +7,7 @@ import gzip
 import tarfile
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from dedup.text import decode_html, extract, extract_text
@@ -25,12 +25,14 @@ def _same(text: str) -> None:
 
 TAGS = ["div", "p", "span", "a", "b", "nav", "footer", "li", "ul", "br", "hr", "img", "td", "table",
         "script", "style", "noscript", "template", "svg", "xmp", "textarea", "title", "button", "select",
-        "option", "selectedcontent", "iframe", "plaintext", "section", "header", "custom-el", "pre", "form", "label"]
+        "option", "selectedcontent", "iframe", "plaintext", "section", "header", "custom-el", "pre", "form", "label",
+        "math", "mi", "foreignObject", "desc", "frameset", "frame", "noembed", "noframes", "listing", "tr", "caption",
+        "body", "html", "head", "object", "image", "aside", "menu", "dialog", "details", "summary"]
 ATTRS = ['', ' href="/x"', " hidden", ' aria-hidden="true"', ' aria-hidden=" TRUE "', ' aria-hidden="false"',
          ' style="display:none"', ' style="color:red; DISPLAY : none"', ' style="visibility: hidden"',
          ' style="display:block"', ' role="navigation"', ' role="NAVIGATION"', ' role="main"',
          ' class="a>b"', " data-x='\"q\"'", ' title="&lt;p&gt;"']
-TEXTS = ["word", "two words", " ", "\n\t ", "&amp;", "&lt;b&gt;", "&nbsp;", "\xa0", "\u3000", "\u2003", "\u2028",
+TEXTS = ["word", "two words", "<!--", "-->", "<![CDATA[x]]>", "</", "<!doctype html>", "<?pi?>", " ", "\n\t ", "&amp;", "&lt;b&gt;", "&nbsp;", "\xa0", "\u3000", "\u2003", "\u2028",
          "中文", "é", "x&y", "<!-- c <p> -->", "&quot;", "&#65;", "&#x4e2d;", "\x0c", "\x1c", "\r\n", "😀"]
 
 
@@ -50,6 +52,10 @@ def markup(draw):
 
 @settings(max_examples=400, deadline=None)
 @given(markup())
+@example("<div><a></div><div><plaintext></div>")  # <plaintext> holding a reconstructed <a>
+@example("</div><plaintext hidden><div>")  # a hidden <plaintext> whose text looks like a tag
+@example("<div><template><plaintext></div></div><div><div>word")  # a <plaintext> in a <template>
+@example("<div><script><!--<script>x</script>y</script>z</div>")  # "</script>" inside a script
 def test_scan_matches_reference_on_generated_markup(text):
     _same(text)
 
@@ -80,6 +86,9 @@ def test_scan_matches_reference_on_real_pages():
     (b"<p title='x>y'>after</p>", "after"),
     (b"<p>a<!-- <p>c</p> -->b</p>", "ab"),
     (b"<script>if (a < b) document.write('<p>x</p>')</script><p>y</p>", "y"),
+    (b"<div>a<script><!--<script>x</script>y</script>b</div><p>c</p>", "ab\nc"),  # "</script>" inside a script
+    (b"<div>a<template><plaintext></div><p>in the template to the end", "a"),
+    (b"<p>x<plaintext><b>lit</b> &amp; <a>", "x\n<b>lit</b> &amp; <a>"),
 ])
 def test_scan_cases(html, text):
     assert extract(html).text == text
