@@ -14,18 +14,14 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
-from selectolax.lexbor import LexborDocumentOptions, LexborHTMLParser
-
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.fingerprint_bench import load_aeb, load_zh  # noqa: E402
-from dedup import html_scan  # noqa: E402
 from dedup import text as T  # noqa: E402
 from dedup.features import FeatureParams, hashed_features, page_texts  # noqa: E402
 from dedup.simhash import simhash  # noqa: E402
 from dedup.tokens import _RUNS, SEGMENTER_NAME, normalize, segment_han  # noqa: E402
 
-STAGES = ("sniff encoding", "lexbor parse", "title", "serialise", "scan", "features + hashes", "simhash")
+STAGES = ("sniff encoding", "lexbor parse", "title", "strip + serialise", "scan", "features + hashes", "simhash")
 
 
 def stages(data: bytes, params: FeatureParams) -> list[float]:
@@ -33,16 +29,13 @@ def stages(data: bytes, params: FeatureParams) -> list[float]:
     enc, skip = T.sniff_encoding(data)
     raw = data[skip:] if enc == "utf-8" else T.to_unicode(data[skip:], enc).encode()
     t.append(time.perf_counter())
-    doc = LexborHTMLParser(raw, scripting=True, options=LexborDocumentOptions.WO_EVENTS)
+    doc = T.parse_document(raw)
     t.append(time.perf_counter())
-    title_el = doc.css_first("title")
-    title = T._WS.sub(" ", title_el.text()).strip() if title_el is not None else ""
+    title = T.document_title(doc)
     t.append(time.perf_counter())
-    node = doc.body if doc.body is not None else doc.root
-    src = np.frombuffer(node.html.encode("utf-8", "surrogatepass"), dtype=np.uint8)
+    src = T.serialise_for_scan(doc)
     t.append(time.perf_counter())
-    out, n_out, rows = html_scan.scan(src, *T._TAG_TABLE, *T._ROLE_TABLE, html_scan.KEYWORDS)
-    page = T.Page(title, encoding=enc, text=out[:n_out].tobytes().decode("utf-8", "replace"), rows=rows)
+    page = T.scan_page(src, title, enc)
     t.append(time.perf_counter())
     hashes, weights, _ = hashed_features(page, params)
     t.append(time.perf_counter())

@@ -222,18 +222,23 @@ def _plaintext_as_span(doc: LexborHTMLParser) -> None:
         node.replace_with(span, move=True)
 
 
-def _extract_utf8(data: bytes, encoding: str) -> Page:
-    """Visible text of a UTF-8 encoded document (invalid sequences read as U+FFFD)."""
-    if not data.strip():
-        return Page(title="", blocks=[], encoding=encoding)
+def parse_document(data: bytes) -> LexborHTMLParser:
+    """lexbor's tree of UTF-8 HTML bytes (invalid sequences read as U+FFFD)."""
     # scripting=True parses as a browser that runs scripts does: <noscript> is
     # one raw-text node (never shown), and the head elements after it stay in <head>.
     # WO_EVENTS skips the DOM mutation callbacks, ~5% faster. They implement
     # behaviours such as copying a <select>'s option into <selectedcontent>
     # (and <select> is never shown); a test checks the trees come out the same.
-    doc = LexborHTMLParser(data, scripting=True, options=LexborDocumentOptions.WO_EVENTS)
+    return LexborHTMLParser(data, scripting=True, options=LexborDocumentOptions.WO_EVENTS)
+
+
+def document_title(doc: LexborHTMLParser) -> str:
     title_el = doc.css_first("title")
-    title = _WS.sub(" ", title_el.text()).strip() if title_el is not None else ""
+    return _WS.sub(" ", title_el.text()).strip() if title_el is not None else ""
+
+
+def serialise_for_scan(doc: LexborHTMLParser) -> np.ndarray:
+    """The body's serialisation (UTF-8, uint8) for ``html_scan.scan``; changes ``doc``."""
     # Never shown, and the only elements whose serialisation can be ambiguous: a
     # <script>'s text may hold "</script>" (after "<!--<script"), a <template>'s
     # content may hold a <plaintext>, and inside <svg>/<math> an element named
@@ -243,11 +248,23 @@ def _extract_utf8(data: bytes, encoding: str) -> Page:
     _plaintext_as_span(doc)
     # <body>, or the whole document for a frameset page (its <head> is dropped by the scan)
     node = doc.body if doc.body is not None else doc.root
-    if node is None:
-        return Page(title=title, blocks=[], encoding=encoding)
-    src = np.frombuffer((node.html or "").encode("utf-8", "surrogatepass"), dtype=np.uint8)
+    html = (node.html or "") if node is not None else ""
+    return np.frombuffer(html.encode("utf-8", "surrogatepass"), dtype=np.uint8)
+
+
+def scan_page(src: np.ndarray, title: str, encoding: str) -> Page:
+    """The Page of a serialisation made by ``serialise_for_scan``."""
     out, n_out, rows = html_scan.scan(src, *_TAG_TABLE, *_ROLE_TABLE, html_scan.KEYWORDS)
     return Page(title, encoding=encoding, text=out[:n_out].tobytes().decode("utf-8", "replace"), rows=rows)
+
+
+def _extract_utf8(data: bytes, encoding: str) -> Page:
+    """Visible text of a UTF-8 encoded document."""
+    if not data.strip():
+        return Page(title="", blocks=[], encoding=encoding)
+    doc = parse_document(data)
+    title = document_title(doc)
+    return scan_page(serialise_for_scan(doc), title, encoding)
 
 
 def extract_text(text: str, encoding: str = "utf-8") -> Page:
