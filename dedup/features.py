@@ -28,6 +28,7 @@ Cost: O(tokens); counting is done by ``collections.Counter`` in C, the weights o
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from itertools import filterfalse
@@ -213,7 +214,7 @@ def _final_weights(counts, term: np.ndarray, params: FeatureParams) -> tuple[np.
     if params.max_share > 0 and weights.size:
         # One term repeated thousands of times (a file extension in a link list,
         # a product code) would otherwise set every bit by itself.
-        cap = params.max_share * sum(weights.tolist())  # summed in order: the same cap on every platform
+        cap = params.max_share * math.fsum(weights.tolist())  # exact: the same cap in any order, on any machine
         np.minimum(weights, cap, out=weights)
     return weights, keep
 

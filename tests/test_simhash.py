@@ -82,3 +82,25 @@ def test_errors():
         simhash([1], [1.0], bits=65)
     with pytest.raises(ValueError):
         simhash_features({})
+
+
+def test_sums_are_exact_so_order_never_matters():
+    # 0.1 + 0.2 - 0.3 is 0 on paper but +-5e-17 in floats, with the sign set by the order of
+    # the additions (and BLAS orders them differently on different CPUs). The sums here are
+    # exact, so the bit is the same in every order.
+    import itertools
+
+    hashes = [b("1"), b("1"), b("0")]
+    weights = [0.1, 0.2, 0.3]
+    got = {simhash([hashes[i] for i in p], [weights[i] for i in p], bits=1) for p in itertools.permutations(range(3))}
+    assert got == {0}
+    rng = np.random.default_rng(7)
+    h = rng.integers(0, 2**63, size=300, dtype=np.uint64)
+    w = rng.choice([0.05, 0.1, 0.2, 0.25, 1.0, 3.0], size=300)
+    fps = {simhash(h[p], w[p]) for p in (rng.permutation(300) for _ in range(20))}
+    assert len(fps) == 1
+
+
+def test_weights_must_be_finite():
+    with pytest.raises(ValueError, match="finite"):
+        simhash([1, 2], [1.0, float("nan")])
