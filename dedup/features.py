@@ -247,12 +247,9 @@ def hashed_features(page: Page, params: FeatureParams = FeatureParams(), seed: i
     if c_bytes is None or f_bytes is None:
         names, weights, n_tokens = _vector_of_texts(content, furniture, params)
         return feature_hashes(names, seed), weights, n_tokens
-    hashes, counts, digit, n_tokens = word_counts(
+    hashes, counts, term, n_tokens = word_counts(
         np.frombuffer(c_bytes, dtype=np.uint8), np.frombuffer(f_bytes, dtype=np.uint8),
-        float(params.furniture_weight), CLASSES, seed)
-    stops = _stop_hashes(seed)
-    at = np.minimum(np.searchsorted(stops, hashes), len(stops) - 1)
-    stop = stops[at] == hashes
-    term = np.where(stop, params.stop_weight, np.where(digit, params.number_weight, 1.0))
+        float(params.furniture_weight), CLASSES, seed, _stop_hashes(seed),
+        float(params.stop_weight), float(params.number_weight))
     weights, keep = _final_weights(counts.tolist() if params.tf_power != 1.0 else counts, term, params)
     return (hashes if keep is None else hashes[keep]), weights, n_tokens

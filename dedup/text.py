@@ -260,7 +260,7 @@ def scan_page(src: np.ndarray, title: str, encoding: str) -> Page:
 
 def _extract_utf8(data: bytes, encoding: str) -> Page:
     """Visible text of a UTF-8 encoded document."""
-    if not data.strip():
+    if not data or data.isspace():  # (isspace does not copy the page, strip would)
         return Page(title="", blocks=[], encoding=encoding)
     doc = parse_document(data)
     title = document_title(doc)

@@ -56,12 +56,13 @@ def _class_at(data, i, n, classes):
 
 
 @njit(cache=True)
-def word_counts(content, furniture, furniture_weight, classes, seed):
+def word_counts(content, furniture, furniture_weight, classes, seed, stop_hashes, stop_weight, number_weight):
     """Distinct words of two texts (UTF-8 uint8 arrays), in order of first
-    occurrence, content first.
+    occurrence, content first. ``stop_hashes``: the sorted hashes of the stop words.
 
-    Returns (hashes uint64, weights float64 = content count + furniture
-    weight x furniture count, has_digit bool, number of tokens).
+    Returns (hashes uint64, counts float64 = content count + furniture weight x
+    furniture count, term weights float64: stop_weight for a stop word, else
+    number_weight for a word with a digit, else 1; number of tokens).
     """
     cap = 64  # distinct words <= half the bytes: the table stays at most half full
     while cap < content.shape[0] + furniture.shape[0] + 16:
@@ -109,7 +110,15 @@ def word_counts(content, furniture, furniture_weight, classes, seed):
             else:
                 f_count[k] += 1
     weights = np.empty(m, dtype=np.float64)
+    term = np.empty(m, dtype=np.float64)
     for k in range(m):
+        at = np.searchsorted(stop_hashes, hashes[k])
+        if at < stop_hashes.shape[0] and stop_hashes[at] == hashes[k]:
+            term[k] = stop_weight
+        elif digit[k]:
+            term[k] = number_weight
+        else:
+            term[k] = 1.0
         # the same float operations as the Python reference: count + furniture count * weight
         if f_count[k] == 0:
             weights[k] = float(c_count[k])
@@ -117,4 +126,4 @@ def word_counts(content, furniture, furniture_weight, classes, seed):
             weights[k] = float(f_count[k]) * furniture_weight
         else:
             weights[k] = float(c_count[k]) + float(f_count[k]) * furniture_weight
-    return hashes[:m], weights, digit[:m], tokens
+    return hashes[:m], weights, term, tokens
