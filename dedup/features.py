@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from collections import Counter
 from itertools import filterfalse
 from dataclasses import dataclass
@@ -42,7 +43,7 @@ from .html_scan import ROW_END, ROW_FURNITURE, ROW_HAN, ROW_LINK, ROW_START, ROW
 from .text import Page
 from .simhash import feature_hashes
 from .tokens import fast_path_ok, normalize, tokenize, tokenize_normalized
-from .word_kernel import CLASSES, word_counts
+from .word_kernel import CLASSES, utf8_offsets, word_counts
 
 
 _DIGIT = re.compile(r"\d")
@@ -83,24 +84,24 @@ def split_title(title: str) -> tuple[str, list[str]]:
     return main, parts
 
 
-def page_texts(page: Page, params: FeatureParams) -> tuple[str, str]:
-    """(content text, furniture text) of a page, blocks joined by newlines.
+def page_plan(page: Page, params: FeatureParams) -> tuple[np.ndarray, np.ndarray, list[str], list[str]]:
+    """Which blocks are content and which furniture, in the order their text is read.
 
-    Furniture: blocks in page furniture or denser in links than the cutoff.
-    Short blocks (fewer estimated tokens than ``short_block_tokens``: words
-    between spaces plus ~0.6 per Han character, jieba's average) are
-    furniture only beside a real body of long ones (an article among ad lines
-    and bylines); on a page made of short blocks (release notes, lists) they
-    are the content. The title's main segment counts as content; site names
-    and sections around it count as furniture. Decided on the block rows as
-    arrays, in integers (tokens x 10), so no float rounding can flip a block.
+    Returns (content block indices, furniture block indices, content title
+    parts, furniture title parts). Furniture: blocks in page furniture or
+    denser in links than the cutoff. Short blocks (fewer estimated tokens than
+    ``short_block_tokens``: words between spaces plus ~0.6 per Han character,
+    jieba's average) are furniture only beside a real body of long ones (an
+    article among ad lines and bylines); on a page made of short blocks
+    (release notes, lists) they are the content, read after the long ones.
+    The title's main segment counts as content; site names and sections
+    around it count as furniture. Decided on the block rows as arrays, in
+    integers (tokens x 10), so no float rounding can flip a block.
     """
     rows = page.rows
-    text = page.text
     start, end = rows[:, ROW_START], rows[:, ROW_END]
     # link density > cutoff, without a division: link chars > cutoff x length
     furniture = (rows[:, ROW_FURNITURE] != 0) | (rows[:, ROW_LINK] > params.link_density_cutoff * (end - start))
-    spans = rows[:, :2]
     if params.short_block_tokens:
         tokens10 = 10 * rows[:, ROW_WORDS] + 6 * rows[:, ROW_HAN]
         short = ~furniture & (tokens10 < 10 * params.short_block_tokens)
@@ -109,13 +110,22 @@ def page_texts(page: Page, params: FeatureParams) -> tuple[str, str]:
     else:
         short = np.zeros(len(rows), dtype=bool)
         long, short_to_furniture = ~furniture, False
-    content = [text[a:b] for a, b in spans[long].tolist()]
-    furn = [text[a:b] for a, b in spans[furniture].tolist()]
-    (furn if short_to_furniture else content).extend(text[a:b] for a, b in spans[short].tolist())
-    if page.title and params.title_weight:
-        main, rest = split_title(page.title)
-        content.insert(0, main)
-        furn[:0] = rest
+    content_idx, furniture_idx, short_idx = np.flatnonzero(long), np.flatnonzero(furniture), np.flatnonzero(short)
+    if short_to_furniture:
+        furniture_idx = np.concatenate((furniture_idx, short_idx))
+    else:
+        content_idx = np.concatenate((content_idx, short_idx))
+    main, rest = split_title(page.title) if page.title and params.title_weight else ("", [])
+    return content_idx, furniture_idx, ([main] if main else []), rest
+
+
+def page_texts(page: Page, params: FeatureParams) -> tuple[str, str]:
+    """(content text, furniture text) of a page, parts joined by newlines, in
+    the order of ``page_plan``."""
+    content_idx, furniture_idx, main, rest = page_plan(page, params)
+    text, spans = page.text, page.rows[:, :2]
+    content = main + [text[a:b] for a, b in spans[content_idx].tolist()]
+    furn = rest + [text[a:b] for a, b in spans[furniture_idx].tolist()]
     return "\n".join(content), "\n".join(furn)
 
 
@@ -233,23 +243,65 @@ def hashed_features(page: Page, params: FeatureParams = FeatureParams(), seed: i
     """(feature hashes uint64, weights float64, number of tokens): what simhash takes.
 
     Text of plain words goes through the compiled ``word_kernel`` (no Python
-    object per token); Han, no-space scripts, bigram features and unusual
-    parameters take ``feature_vector``. Both give the same arrays (tested).
+    object per token): straight from the page's text when casefolding keeps
+    it as long (so block offsets hold) and it is NFKC already, else from the
+    joined content and furniture texts. Han, no-space scripts, bigram features
+    and unusual parameters take ``feature_vector``. All give the same arrays
+    (tested).
     """
-    content, furniture = map(normalize, page_texts(page, params))
-    c_bytes = f_bytes = None
-    if (not params.bigrams and params.furniture_weight > 0 and 0 <= seed < 2**32
-            and fast_path_ok(content) and fast_path_ok(furniture)):
-        try:
-            c_bytes, f_bytes = content.encode("utf-8"), furniture.encode("utf-8")
-        except UnicodeEncodeError:  # lone surrogates: the reference path decides
-            pass
-    if c_bytes is None or f_bytes is None:
-        names, weights, n_tokens = _vector_of_texts(content, furniture, params)
+    if params.bigrams or params.furniture_weight <= 0 or not 0 <= seed < 2**32:
+        names, weights, n_tokens = feature_vector(page, params)
         return feature_hashes(names, seed), weights, n_tokens
+    spans = _page_spans(page, params)
+    if spans is None:
+        content, furniture = map(normalize, page_texts(page, params))
+        if not (fast_path_ok(content) and fast_path_ok(furniture)):
+            names, weights, n_tokens = _vector_of_texts(content, furniture, params)
+            return feature_hashes(names, seed), weights, n_tokens
+        data = f"{content}\n{furniture}".encode("utf-8", "surrogatepass")
+        n_content = len(content.encode("utf-8", "surrogatepass"))
+        spans = (np.frombuffer(data, dtype=np.uint8), np.array([0, n_content + 1]),
+                 np.array([n_content, len(data)]), np.array([0, 1]))
     hashes, counts, term, n_tokens = word_counts(
-        np.frombuffer(c_bytes, dtype=np.uint8), np.frombuffer(f_bytes, dtype=np.uint8),
-        float(params.furniture_weight), CLASSES, seed, _stop_hashes(seed),
+        *spans, float(params.furniture_weight), CLASSES, seed, _stop_hashes(seed),
         float(params.stop_weight), float(params.number_weight))
     weights, keep = _final_weights(counts.tolist() if params.tf_power != 1.0 else counts, term, params)
     return (hashes if keep is None else hashes[keep]), weights, n_tokens
+
+
+def _page_spans(page: Page, params: FeatureParams) -> tuple[np.ndarray, ...] | None:
+    """(UTF-8 data, span starts, span ends, span parts) over the page's own
+    casefolded text, for ``word_counts``; None when that text would not give
+    the reference's tokens (not NFKC, casefolding changes its length, or not
+    plain words), so the caller joins and normalises instead."""
+    text = page.text
+    if not unicodedata.is_normalized("NFKC", text):
+        return None
+    folded = text.casefold()
+    if len(folded) != len(text) or not fast_path_ok(folded):
+        return None
+    content_idx, furniture_idx, main, rest = page_plan(page, params)
+    titles = [normalize(t) for t in main + rest]
+    if not all(fast_path_ok(t) for t in titles):
+        return None
+    full = "\n".join([folded, *titles])
+    try:
+        data = full.encode("utf-8")
+    except UnicodeEncodeError:  # lone surrogates
+        return None
+    spans = page.rows[:, :2]
+    # title parts follow the page text, each after a newline
+    title_starts, pos = [], len(folded) + 1
+    for t in titles:
+        title_starts.append(pos)
+        pos += len(t) + 1
+    title_spans = np.array([(a, a + len(t)) for a, t in zip(title_starts, titles)], dtype=np.int64).reshape(-1, 2)
+    n_main = len(main)
+    order = np.concatenate((title_spans[:n_main], spans[content_idx], title_spans[n_main:], spans[furniture_idx]))
+    parts = np.zeros(len(order), dtype=np.int64)
+    parts[n_main + len(content_idx):] = 1
+    buf = np.frombuffer(data, dtype=np.uint8)
+    if len(data) == len(full):  # ASCII: code point offsets are byte offsets
+        return buf, order[:, 0].copy(), order[:, 1].copy(), parts
+    offsets = utf8_offsets(buf)
+    return buf, offsets[order[:, 0]], offsets[order[:, 1]], parts

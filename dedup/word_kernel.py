@@ -56,16 +56,38 @@ def _class_at(data, i, n, classes):
 
 
 @njit(cache=True)
-def word_counts(content, furniture, furniture_weight, classes, seed, stop_hashes, stop_weight, number_weight):
-    """Distinct words of two texts (UTF-8 uint8 arrays), in order of first
-    occurrence, content first. ``stop_hashes``: the sorted hashes of the stop words.
+def utf8_offsets(data):
+    """Byte offset of each code point of UTF-8 ``data``, and of its end (length n_cp + 1)."""
+    n = data.shape[0]
+    count = 0
+    for i in range(n):
+        if (data[i] & 0xC0) != 0x80:
+            count += 1
+    out = np.empty(count + 1, dtype=np.int64)
+    c = 0
+    for i in range(n):
+        if (data[i] & 0xC0) != 0x80:
+            out[c] = i
+            c += 1
+    out[count] = n
+    return out
+
+
+@njit(cache=True)
+def word_counts(data, starts, ends, parts, furniture_weight, classes, seed, stop_hashes, stop_weight, number_weight):
+    """Distinct words of the spans data[starts[i]:ends[i]] (UTF-8 uint8), in
+    order of first occurrence; ``parts[i]`` is 0 for content, 1 for furniture.
+    ``stop_hashes``: the sorted hashes of the stop words.
 
     Returns (hashes uint64, counts float64 = content count + furniture weight x
     furniture count, term weights float64: stop_weight for a stop word, else
     number_weight for a word with a digit, else 1; number of tokens).
     """
+    total = 0
+    for t in range(starts.shape[0]):
+        total += ends[t] - starts[t]
     cap = 64  # distinct words <= half the bytes: the table stays at most half full
-    while cap < content.shape[0] + furniture.shape[0] + 16:
+    while cap < total + 16:
         cap *= 2
     slots = np.full(cap, -1, dtype=np.int64)  # open addressing: index into the arrays below
     mask = uint64(cap - 1)
@@ -75,10 +97,10 @@ def word_counts(content, furniture, furniture_weight, classes, seed, stop_hashes
     digit = np.zeros(cap // 2, dtype=np.bool_)
     m = 0
     tokens = 0
-    for part in range(2):
-        data = content if part == 0 else furniture
-        n = data.shape[0]
-        i = 0
+    for t in range(starts.shape[0]):
+        part = parts[t]
+        i = starts[t]
+        n = ends[t]
         while i < n:
             cls, ln = _class_at(data, i, n, classes)
             if not cls & WORD:
