@@ -92,3 +92,18 @@ def test_scan_rows_match_their_blocks():
 def test_warmup_runs_every_kernel(runs):
     for _ in range(runs):
         assert compile_kernels() >= 0
+
+
+@pytest.mark.parametrize("words, straight", [
+    ("Crawler café ÉCOLE Москва δέλτα 2024 the of", True),   # NFKC, casefold keeps the length: page text as is
+    ("Straße İstanbul crawler", False),                        # casefold lengthens ß and İ: joined texts
+    ("ﬁne Ｆｕｌｌ crawler", False),                             # not NFKC: joined texts
+])
+def test_both_compiled_routes_equal_the_reference(words, straight):
+    from dedup.features import _page_spans
+
+    blocks = [Block(" ".join([words] * 8)), Block("Menu Home " + words, 10, True), Block("short " + words)]
+    page = Page("Title – Site | Section", blocks)
+    assert (_page_spans(page, FeatureParams()) is not None) == straight
+    for params in PARAMS:
+        _same(page, params)
