@@ -1,21 +1,23 @@
 """Visible text from HTML bytes.
 
-``extract(html_bytes)`` decodes the page (declared encoding, else BOM, else
-``<meta charset>``, else detection), parses it with lexbor (selectolax) as a
-browser does, by the HTML Standard's tree construction, and reads the tree
-once (``html_scan``, compiled), keeping only what a reader would see:
+``extract(html_bytes)`` decodes the page (BOM, else declared encoding, else
+``<meta charset>``, else detection; UTF-8 pages are not decoded in Python),
+parses it with lexbor (selectolax) as a browser does, by the HTML Standard's
+tree construction, and reads the tree's serialisation once (``html_scan``,
+compiled), keeping only what a reader would see:
 
-* dropped whole: ``script style noscript template svg head`` (the ``<title>``
-  is kept apart), comments, processing instructions, and hidden elements
-  (``hidden`` attribute, ``aria-hidden="true"``, inline ``display:none`` or
-  ``visibility:hidden``), which count as absent, as ``display: none`` renders;
+* dropped whole: ``DROPPED_TAGS`` (``script style noscript template svg head``
+  and the like; the ``<title>`` is kept apart), comments, processing
+  instructions, and hidden elements (``hidden`` attribute, ``aria-hidden="true"``,
+  inline ``display:none`` or ``visibility:hidden``), which count as absent, as
+  ``display: none`` renders;
 * block-level elements start new lines; whitespace is normalised.
 
-Besides the text, the walk records *blocks* (one per block-level run of
-text) with their link density and whether they sit in page furniture
-(``nav header footer aside`` or the matching ARIA roles). The fingerprint
-features use this to damp navigation and templates; the visible text itself
-keeps everything a reader sees.
+Besides the text, the scan records *blocks* (one per block-level run of
+text) with their link density, words, Han characters and whether they sit in
+page furniture (``nav header footer aside`` or the matching ARIA roles). The
+fingerprint features use this to damp navigation and templates; the visible
+text itself keeps everything a reader sees.
 
 Cost: one parse, one serialisation and one compiled scan, O(size of the page).
 
