@@ -276,7 +276,11 @@ def _page_spans(page: Page, params: FeatureParams) -> tuple[np.ndarray, ...] | N
     plain words), so the caller joins and normalises instead."""
     text = page.text
     if not unicodedata.is_normalized("NFKC", text):
-        return None
+        # "…" is the usual reason (NFKC makes it "..."); both only separate words,
+        # so a space in its place gives the same tokens and keeps the offsets
+        text = text.replace("\u2026", " ")
+        if not unicodedata.is_normalized("NFKC", text):
+            return None
     folded = text.casefold()
     if len(folded) != len(text) or not fast_path_ok(folded):
         return None

@@ -34,7 +34,7 @@ def _same(page: Page, params: FeatureParams, seed: int = 0) -> None:
 
 WORDS = ["the", "of", "and", "Crawler", "near", "duplicate", "2024", "v2", "a1b2", "x_y", "café", "ÉCOLE", "straße",
          "ﬁne", "Ｆｕｌｌ", "١٢٣", "x²", "Москва", "δέλτα", "😀", "𝐀𝐁", "한국어", "中文", "かな", "e\u0301", "ǅ", "İ",
-         "-", "...", "’", "\u00a0", "\u3000"]
+         "-", "...", "…", "a…b", "’", "\u00a0", "\u3000"]
 
 
 @st.composite
@@ -96,6 +96,7 @@ def test_warmup_runs_every_kernel(runs):
 
 @pytest.mark.parametrize("words, straight", [
     ("Crawler café ÉCOLE Москва δέλτα 2024 the of", True),   # NFKC, casefold keeps the length: page text as is
+    ("wait… and…see x…y", True),                              # "…" is not NFKC ("..."), but only separates words
     ("Straße İstanbul crawler", False),                        # casefold lengthens ß and İ: joined texts
     ("ﬁne Ｆｕｌｌ crawler", False),                             # not NFKC: joined texts
 ])
