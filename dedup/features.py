@@ -36,14 +36,16 @@ from itertools import filterfalse
 from dataclasses import dataclass
 
 import numpy as np
+import regex
 
 
 from .stopwords import STOPWORDS
 from .html_scan import ROW_END, ROW_FURNITURE, ROW_HAN, ROW_LINK, ROW_START, ROW_WORDS
 from .text import Page
 from .simhash import feature_hashes
-from .tokens import fast_path_ok, normalize, tokenize, tokenize_normalized
-from .word_kernel import CLASSES, utf8_offsets, word_counts
+from .han_segmenter import default_dictionary
+from .tokens import has_astral_words, normalize, tokenize, tokenize_normalized
+from .word_kernel import BEYOND_BMP, CLASSES, HAN, NOT_PLAIN, NOT_TAKEN, WORD, utf8_offsets, word_counts
 
 
 _DIGIT = re.compile(r"\d")
@@ -242,52 +244,90 @@ def hashed_features(page: Page, params: FeatureParams = FeatureParams(), seed: i
                     ) -> tuple[np.ndarray, np.ndarray, int]:
     """(feature hashes uint64, weights float64, number of tokens): what simhash takes.
 
-    Text of plain words goes through the compiled ``word_kernel`` (no Python
-    object per token): straight from the page's text when casefolding keeps
-    it as long (so block offsets hold) and it is NFKC already, else from the
-    joined content and furniture texts. Han, no-space scripts, bigram features
-    and unusual parameters take ``feature_vector``. All give the same arrays
-    (tested).
+    Words and Han go through the compiled ``word_kernel`` (no Python object
+    per token): straight from the page's text when casefolding keeps it as
+    long (so block offsets hold) and it is NFKC already, else from the joined
+    content and furniture texts. No-space scripts, combining marks, letters
+    beyond the BMP, bigram features and unusual parameters take
+    ``feature_vector``. All give the same arrays (tested).
     """
     if params.bigrams or params.furniture_weight <= 0 or not 0 <= seed < 2**32:
         names, weights, n_tokens = feature_vector(page, params)
         return feature_hashes(names, seed), weights, n_tokens
     spans = _page_spans(page, params)
-    if spans is None:
-        content, furniture = map(normalize, page_texts(page, params))
-        if not (fast_path_ok(content) and fast_path_ok(furniture)):
-            names, weights, n_tokens = _vector_of_texts(content, furniture, params)
-            return feature_hashes(names, seed), weights, n_tokens
-        data = f"{content}\n{furniture}".encode("utf-8", "surrogatepass")
-        n_content = len(content.encode("utf-8", "surrogatepass"))
+    if spans is not None:
+        out = _kernel_features(spans, params, seed)
+        if out is not None:
+            return out
+    content, furniture = map(normalize, page_texts(page, params))
+    joined = f"{content}\n{furniture}"
+    try:
+        data = joined.encode("utf-8")
+    except UnicodeEncodeError:  # lone surrogates
+        out = None
+    else:
+        n_content = len(content.encode("utf-8"))
         spans = (np.frombuffer(data, dtype=np.uint8), np.array([0, n_content + 1]),
-                 np.array([n_content, len(data)]), np.array([0, 1]))
-    hashes, counts, term, n_tokens = word_counts(
-        *spans, float(params.furniture_weight), CLASSES, seed, _stop_hashes(seed),
-        float(params.stop_weight), float(params.number_weight))
+                 np.array([n_content, len(data)]), np.array([0, 1]), joined)
+        out = _kernel_features(spans, params, seed)
+    if out is None:
+        names, weights, n_tokens = _vector_of_texts(content, furniture, params)
+        return feature_hashes(names, seed), weights, n_tokens
+    return out
+
+
+def _kernel_features(spans: tuple, params: FeatureParams, seed: int
+                     ) -> tuple[np.ndarray, np.ndarray, int] | None:
+    """``word_counts`` on (data, starts, ends, parts, text), weighted; None
+    when the text has what the kernel cannot take."""
+    *arrays, text = spans
+    hanzi = default_dictionary()
+    hashes, counts, term, n_tokens, flags = word_counts(
+        *arrays, float(params.furniture_weight), CLASSES, seed, _stop_hashes(seed),
+        float(params.stop_weight), float(params.number_weight), *hanzi)
+    if flags & NOT_TAKEN or (flags & BEYOND_BMP and has_astral_words(text)):
+        return None
     weights, keep = _final_weights(counts.tolist() if params.tf_power != 1.0 else counts, term, params)
     return (hashes if keep is None else hashes[keep]), weights, n_tokens
 
 
+def _separators_not_nfkc() -> re.Pattern:
+    """BMP characters that NFKC changes, where both the character and what NFKC
+    makes of it are only separators: no word character, Han, combining mark or
+    other character the kernel refuses. (No mark, so NFKC cannot compose them
+    with a neighbour: NFKC of the text equals the text with each replaced.)"""
+    refused = WORD | HAN | NOT_PLAIN
+    mark = regex.compile(r"\p{M}")
+
+    def separator(ch: str) -> bool:
+        return ord(ch) <= 0xFFFF and not (CLASSES[ord(ch)] & refused or mark.match(ch))
+
+    chars = [ch for ch in map(chr, range(0x10000)) if not 0xD800 <= ord(ch) <= 0xDFFF
+             and separator(ch) and (n := unicodedata.normalize("NFKC", ch)) != ch and n and all(map(separator, n))]
+    return re.compile("[" + "".join(map(re.escape, chars)) + "]")
+
+
+_SEPARATORS_NOT_NFKC = _separators_not_nfkc()
+
+
 def _page_spans(page: Page, params: FeatureParams) -> tuple[np.ndarray, ...] | None:
-    """(UTF-8 data, span starts, span ends, span parts) over the page's own
-    casefolded text, for ``word_counts``; None when that text would not give
-    the reference's tokens (not NFKC, casefolding changes its length, or not
-    plain words), so the caller joins and normalises instead."""
+    """(UTF-8 data, span starts, span ends, span parts, the text) over the
+    page's own casefolded text, for ``word_counts``; None when that text would
+    not give the reference's tokens (not NFKC, or casefolding changes its
+    length), so the caller joins and normalises instead."""
     text = page.text
     if not unicodedata.is_normalized("NFKC", text):
-        # "…" is the usual reason (NFKC makes it "..."); both only separate words,
-        # so a space in its place gives the same tokens and keeps the offsets
-        text = text.replace("\u2026", " ")
+        # The usual reasons are "…" (NFKC: "...") and full-width punctuation
+        # ("，" -> ","): characters that separate tokens before and after NFKC,
+        # so a space in their place gives the same tokens and keeps the offsets.
+        text = _SEPARATORS_NOT_NFKC.sub(" ", text)
         if not unicodedata.is_normalized("NFKC", text):
             return None
     folded = text.casefold()
-    if len(folded) != len(text) or not fast_path_ok(folded):
+    if len(folded) != len(text):
         return None
     content_idx, furniture_idx, main, rest = page_plan(page, params)
     titles = [normalize(t) for t in main + rest]
-    if not all(fast_path_ok(t) for t in titles):
-        return None
     full = "\n".join([folded, *titles])
     try:
         data = full.encode("utf-8")
@@ -306,6 +346,6 @@ def _page_spans(page: Page, params: FeatureParams) -> tuple[np.ndarray, ...] | N
     parts[n_main + len(content_idx):] = 1
     buf = np.frombuffer(data, dtype=np.uint8)
     if len(data) == len(full):  # ASCII: code point offsets are byte offsets
-        return buf, order[:, 0].copy(), order[:, 1].copy(), parts
+        return buf, order[:, 0].copy(), order[:, 1].copy(), parts, full
     offsets = utf8_offsets(buf)
-    return buf, offsets[order[:, 0]], offsets[order[:, 1]], parts
+    return buf, offsets[order[:, 0]], offsets[order[:, 1]], parts, full

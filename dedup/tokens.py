@@ -77,23 +77,26 @@ def normalize(text: str) -> str:
 # with no Han, no no-space script and no combining mark is cut at non-[letter
 # or digit] characters, which is exactly what the full pattern does on it
 # (str.isalnum is \p{L} | \p{N}). The class of what needs the full pattern is
-# made of the full pattern's own classes (see _needs_full), so no script or mark
+# made of the full pattern's own classes (see _NEEDS_FULL), so no script or mark
 # is forgotten.
-def _needs_full() -> regex.Pattern:
-    """What the fast path may not see: Han, no-space scripts and combining marks,
-    and the few BMP code points on which
-    regex's letter-or-digit test and stdlib's disagree (their Unicode versions
-    differ), found by scanning the BMP at import. Property classes, because a
-    long list of ranges makes either engine scan slowly."""
+def _odd_characters() -> str:
+    """The few BMP code points on which regex's letter-or-digit test and
+    stdlib's disagree (their Unicode versions differ), found by scanning the
+    BMP at import, escaped for a character class."""
     cps = [c for c in range(0x10000) if not 0xD800 <= c <= 0xDFFF]
     chars = "".join(map(chr, cps))
     slow_word = {cps[m.start()] for m in regex.finditer(r"[\p{L}\p{N}]", chars)}
     fast_word = {cps[m.start()] for m in re.finditer(r"[^\W_]", chars)}
-    odd = "".join(regex.escape(chr(c)) for c in sorted(slow_word ^ fast_word))
-    return regex.compile(rf"[\p{{Han}}\p{{M}}{_NOSPACE}{odd}]", regex.V1)
+    return "".join(regex.escape(chr(c)) for c in sorted(slow_word ^ fast_word))
 
 
-_NEEDS_FULL = _needs_full()
+# What only the full pattern cuts right, apart from Han: combining marks,
+# no-space scripts and the odd characters. Property classes, because a long
+# list of ranges makes either engine scan slowly. The compiled word kernel
+# takes Han too (``han_segmenter``) and checks this class itself.
+_NOT_PLAIN = rf"\p{{M}}{_NOSPACE}{_odd_characters()}"
+NOT_PLAIN_WORDS = rf"[{_NOT_PLAIN}]"
+_NEEDS_FULL = regex.compile(rf"[\p{{Han}}{_NOT_PLAIN}]", regex.V1)
 _ASTRAL = re.compile("[\U00010000-\U0010FFFF]")
 _ASTRAL_WORD = regex.compile(r"[[\p{L}\p{N}]&&[\U00010000-\U0010FFFF]]", regex.V1)
 
@@ -116,7 +119,14 @@ def fast_path_ok(text: str) -> bool:
     if _NEEDS_FULL.search(rest):
         return False
     # letters/digits beyond the BMP: checked only when there is such a character (emoji are not)
-    return not (_ASTRAL.search(rest) and _ASTRAL_WORD.search(rest))
+    return not has_astral_words(rest)
+
+
+def has_astral_words(text: str) -> bool:
+    """Whether ``text`` has a letter or digit beyond the BMP (emoji are not)."""
+    return bool(_ASTRAL.search(text) and _ASTRAL_WORD.search(text))
+
+
 _FAST_WORDS = re.compile(r"[^\W_]+")
 
 

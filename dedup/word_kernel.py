@@ -1,16 +1,22 @@
-"""Tokenise, hash and count space-delimited text in one compiled pass.
+"""Tokenise, hash and count a page's text in one compiled pass.
 
-For text that ``tokens`` cuts into plain words (no Han, no script written
-without spaces, no combining mark: most pages), the words are the runs of
-letters and digits (``str.isalnum``). This kernel finds those runs in the
-UTF-8 bytes of the normalised text, hashes each with MurmurHash3 (``murmur``)
-and counts them, so no Python string is made per token. It gives exactly
-what ``features.feature_vector`` + ``simhash.feature_hashes`` give (tests
-compare them on real pages and generated text), with features identified by
-their 64-bit hash: two words whose hashes collide, which simhash could not
-tell apart anyway, count as one.
+For text that ``tokens`` cuts into plain words and Han runs (no script
+written without spaces, no combining mark: most pages, Chinese ones
+included), the words are the runs of letters and digits (``str.isalnum``)
+and the Han runs are segmented as jieba does (``han_segmenter``). This kernel
+finds both in the UTF-8 bytes of the normalised text, hashes each token with
+MurmurHash3 (``murmur``) and counts them, so no Python string is made per
+token. It gives exactly what ``features.feature_vector`` +
+``simhash.feature_hashes`` give (tests compare them on real pages and
+generated text), with features identified by their 64-bit hash: two tokens
+whose hashes collide, which simhash could not tell apart anyway, count as one.
 
-Cost: O(bytes of text), plus a hash table of O(distinct words).
+It stops at the first character it cannot take (flag ``NOT_TAKEN``), and
+flags characters beyond the BMP (``BEYOND_BMP``: it reads them as
+separators, right unless one is a letter or digit, which the caller checks).
+
+Cost: O(bytes of text) for words, O(n x 16) for a Han run of n characters,
+plus a hash table of O(distinct tokens).
 """
 
 from __future__ import annotations
@@ -18,21 +24,41 @@ from __future__ import annotations
 import re
 
 import numpy as np
+import regex
 from numba import njit, uint64
 
+from .han_segmenter import JIEBA_HAN_RANGES, han_route
 from .murmur import murmur64
+from .tokens import NOT_PLAIN_WORDS
 
-WORD, DIGIT = 1, 2
+# class bits of a BMP code point
+WORD, DIGIT, HAN, JIEBA_HAN, NOT_PLAIN, ASTRAL = 1, 2, 4, 8, 16, 32
+# flags the kernel returns
+NOT_TAKEN, BEYOND_BMP = 1, 2
 
 
 def _bmp_classes() -> np.ndarray:
-    """uint8 class bits of every BMP code point: WORD for ``[^\\W_]`` (the
-    tokeniser's word characters), DIGIT for ``\\d`` (what makes a number)."""
+    """uint8 class bits of every BMP code point, from the tokeniser's own
+    patterns: WORD for ``[^\\W_]`` outside Han, DIGIT for ``\\d`` (what makes a
+    number), HAN for ``\\p{Han}`` (a run jieba segments), JIEBA_HAN for the Han
+    that jieba-rs's DAG sees, NOT_PLAIN for what the kernel cannot take."""
     cps = [c for c in range(0x10000) if not 0xD800 <= c <= 0xDFFF]
     chars = "".join(map(chr, cps))
+
+    def where(pattern, module=re):
+        return [cps[m.start()] for m in module.finditer(pattern, chars)]
+
     table = np.zeros(0x10000, dtype=np.uint8)
-    table[[cps[m.start()] for m in re.finditer(r"[^\W_]", chars)]] |= WORD
-    table[[cps[m.start()] for m in re.finditer(r"\d", chars)]] |= DIGIT
+    table[where(r"[^\W_]")] |= WORD
+    table[where(r"\d")] |= DIGIT
+    han = np.zeros(0x10000, dtype=bool)
+    han[where(r"\p{Han}", regex)] = True
+    table[han] = (table[han] & ~np.uint8(WORD)) | HAN  # a Han character ends a word and starts a run
+    jieba = np.zeros(0x10000, dtype=bool)
+    for a, b in JIEBA_HAN_RANGES:
+        jieba[a : b + 1] = True
+    table[han & jieba] |= JIEBA_HAN
+    table[where(NOT_PLAIN_WORDS, regex)] |= NOT_PLAIN
     return table
 
 
@@ -40,19 +66,41 @@ CLASSES = _bmp_classes()
 
 
 @njit(cache=True, inline="always")
-def _class_at(data, i, n, classes):
-    """(class bits, byte length) of the UTF-8 character at data[i]; code
-    points beyond the BMP have class 0 (the caller checked none is a word character)."""
+def _char_at(data, i, n, classes):
+    """(class bits, byte length, code point) of the UTF-8 character at data[i];
+    a code point beyond the BMP has class ASTRAL (and code point -1)."""
     b = data[i]
     if b < 0x80:
-        return classes[b], 1
+        return classes[b], 1, np.int64(b)
     if b >= 0xF0:
-        return 0, 4 if i + 4 <= n else n - i
+        return ASTRAL, (4 if i + 4 <= n else n - i), np.int64(-1)
     if b >= 0xE0 and i + 2 < n:
-        return classes[((b & 0x0F) << 12) | ((data[i + 1] & 0x3F) << 6) | (data[i + 2] & 0x3F)], 3
+        cp = ((np.int64(b) & 0x0F) << 12) | ((np.int64(data[i + 1]) & 0x3F) << 6) | (np.int64(data[i + 2]) & 0x3F)
+        return classes[cp], 3, cp
     if b >= 0xC0 and i + 1 < n:
-        return classes[((b & 0x1F) << 6) | (data[i + 1] & 0x3F)], 2
-    return 0, 1
+        cp = ((np.int64(b) & 0x1F) << 6) | (np.int64(data[i + 1]) & 0x3F)
+        return classes[cp], 2, cp
+    return 0, 1, np.int64(-1)
+
+
+@njit(cache=True, inline="always")
+def _count(h, has_digit, part, slots, mask, hashes, digit, c_count, f_count, m):
+    """Counts one token of hash h; returns the new number of distinct tokens."""
+    slot = (h ^ (h >> uint64(29))) & mask
+    while slots[slot] >= 0 and hashes[slots[slot]] != h:
+        slot = (slot + uint64(1)) & mask
+    k = slots[slot]
+    if k < 0:
+        k = m
+        slots[slot] = k
+        hashes[k] = h
+        digit[k] = has_digit
+        m += 1
+    if part == 0:
+        c_count[k] += 1
+    else:
+        f_count[k] += 1
+    return m
 
 
 @njit(cache=True)
@@ -74,19 +122,21 @@ def utf8_offsets(data):
 
 
 @njit(cache=True)
-def word_counts(data, starts, ends, parts, furniture_weight, classes, seed, stop_hashes, stop_weight, number_weight):
-    """Distinct words of the spans data[starts[i]:ends[i]] (UTF-8 uint8), in
+def word_counts(data, starts, ends, parts, furniture_weight, classes, seed, stop_hashes, stop_weight, number_weight,
+                trie_root, trie, trie_shift, logp, unknown):
+    """Distinct tokens of the spans data[starts[i]:ends[i]] (UTF-8 uint8), in
     order of first occurrence; ``parts[i]`` is 0 for content, 1 for furniture.
-    ``stop_hashes``: the sorted hashes of the stop words.
+    ``stop_hashes``: the sorted hashes of the stop words; ``trie_root``
+    .. ``unknown``: the fields of a ``han_segmenter.Dictionary``.
 
     Returns (hashes uint64, counts float64 = content count + furniture weight x
     furniture count, term weights float64: stop_weight for a stop word, else
-    number_weight for a word with a digit, else 1; number of tokens).
+    number_weight for a token with a digit, else 1; number of tokens, flags).
     """
     total = 0
     for t in range(starts.shape[0]):
         total += ends[t] - starts[t]
-    cap = 64  # distinct words <= half the bytes: the table stays at most half full
+    cap = 64  # distinct tokens <= half the bytes: the table stays at most half full
     while cap < total + 16:
         cap *= 2
     slots = np.full(cap, -1, dtype=np.int64)  # open addressing: index into the arrays below
@@ -95,42 +145,75 @@ def word_counts(data, starts, ends, parts, furniture_weight, classes, seed, stop
     c_count = np.zeros(cap // 2, dtype=np.int64)
     f_count = np.zeros(cap // 2, dtype=np.int64)
     digit = np.zeros(cap // 2, dtype=np.bool_)
+    # a Han run's code points, their byte offsets and jieba's route (made at the first run)
+    cps = np.empty(0, dtype=np.int64)
+    pos = np.empty(0, dtype=np.int64)
+    score = np.empty(0, dtype=np.float64)
+    route_end = np.empty(0, dtype=np.int64)
     m = 0
     tokens = 0
+    flags = 0
     for t in range(starts.shape[0]):
         part = parts[t]
         i = starts[t]
         n = ends[t]
         while i < n:
-            cls, ln = _class_at(data, i, n, classes)
+            cls, ln, cp = _char_at(data, i, n, classes)
+            if cls & NOT_PLAIN:
+                return hashes[:0], np.empty(0), np.empty(0), tokens, flags | NOT_TAKEN
+            if cls & ASTRAL:
+                flags |= BEYOND_BMP
+            if cls & HAN:
+                if cps.shape[0] == 0:
+                    size = total // 3 + 2  # a BMP Han character takes 3 bytes
+                    cps = np.empty(size, dtype=np.int64)
+                    pos = np.empty(size, dtype=np.int64)
+                    score = np.empty(size, dtype=np.float64)
+                    route_end = np.empty(size, dtype=np.int64)
+                r = 0
+                while i < n:
+                    cls, ln, cp = _char_at(data, i, n, classes)
+                    if not cls & HAN:
+                        break
+                    cps[r] = cp
+                    pos[r] = i
+                    r += 1
+                    i += ln
+                pos[r] = i
+                # blocks of the Han jieba's DAG sees; any other Han character is a word alone
+                b = 0
+                while b < r:
+                    if not classes[cps[b]] & JIEBA_HAN:
+                        e = b + 1
+                        route_end[b] = e
+                    else:
+                        e = b + 1
+                        while e < r and classes[cps[e]] & JIEBA_HAN:
+                            e += 1
+                        han_route(cps, b, e, trie_root, trie, trie_shift, logp, unknown, score, route_end)
+                    x = b
+                    while x < e:
+                        y = route_end[x]
+                        m = _count(murmur64(data, pos[x], pos[y], seed), False, part,
+                                   slots, mask, hashes, digit, c_count, f_count, m)
+                        tokens += 1
+                        x = y
+                    b = e
+                continue
             if not cls & WORD:
                 i += ln
                 continue
             s = i
             has_digit = False
             while i < n:
-                cls, ln = _class_at(data, i, n, classes)
+                cls, ln, cp = _char_at(data, i, n, classes)
                 if not cls & WORD:
                     break
                 if cls & DIGIT:
                     has_digit = True
                 i += ln
-            h = murmur64(data, s, i, seed)
+            m = _count(murmur64(data, s, i, seed), has_digit, part, slots, mask, hashes, digit, c_count, f_count, m)
             tokens += 1
-            slot = (h ^ (h >> uint64(29))) & mask
-            while slots[slot] >= 0 and hashes[slots[slot]] != h:
-                slot = (slot + uint64(1)) & mask
-            k = slots[slot]
-            if k < 0:
-                k = m
-                slots[slot] = k
-                hashes[k] = h
-                digit[k] = has_digit
-                m += 1
-            if part == 0:
-                c_count[k] += 1
-            else:
-                f_count[k] += 1
     weights = np.empty(m, dtype=np.float64)
     term = np.empty(m, dtype=np.float64)
     for k in range(m):
@@ -148,4 +231,4 @@ def word_counts(data, starts, ends, parts, furniture_weight, classes, seed, stop
             weights[k] = float(f_count[k]) * furniture_weight
         else:
             weights[k] = float(c_count[k]) + float(f_count[k]) * furniture_weight
-    return hashes[:m], weights, term, tokens
+    return hashes[:m], weights, term, tokens, flags
