@@ -305,6 +305,51 @@ def _text(out, st, link, src, k, e, raw):
             if link:
                 st[_LINK] += k - k0
             continue
+        if ch >= 0x80 and not _ws_len(src, k, e):
+            # a run of visible characters with non-ASCII ones (Chinese text): counted
+            # in locals, written to the state once, as the ASCII run above
+            _open_char(out, st)
+            o = st[_OUT]
+            n_cp = 0
+            han = 0
+            while k < e:
+                lead = src[k]
+                if lead < 0x80:
+                    if lead < 33 or lead > 126 or (not raw and (lead == 38 or lead == 60)):
+                        break
+                    out[o] = lead
+                    o += 1
+                    k += 1
+                    n_cp += 1
+                    continue
+                # only these lead bytes start a white space character (see _ws_len)
+                if (lead == 0xC2 or lead == 0xE1 or lead == 0xE2 or lead == 0xE3) and _ws_len(src, k, e):
+                    break
+                out[o] = lead
+                o += 1
+                k += 1
+                value = 0
+                if lead >= 0xF0:
+                    value = lead & 0x07
+                elif lead >= 0xE0:
+                    value = lead & 0x0F
+                elif lead >= 0xC0:
+                    value = lead & 0x1F
+                while k < e and (src[k] & 0xC0) == 0x80:
+                    value = (value << 6) | (src[k] & 0x3F)
+                    out[o] = src[k]
+                    o += 1
+                    k += 1
+                n_cp += 1
+                if lead >= 0xE0 and _is_han(value):
+                    han += 1
+            st[_OUT] = o
+            st[_CP] += n_cp
+            st[_RAW] += n_cp
+            if link:
+                st[_LINK] += n_cp
+            st[_HAN] += han
+            continue
         if ch == 32 or 9 <= ch <= 13:
             _space(st, link)
             k += 1

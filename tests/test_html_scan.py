@@ -33,7 +33,7 @@ ATTRS = ['', ' href="/x"', " hidden", ' aria-hidden="true"', ' aria-hidden=" TRU
          ' style="display:block"', ' role="navigation"', ' role="NAVIGATION"', ' role="main"',
          ' class="a>b"', " data-x='\"q\"'", ' title="&lt;p&gt;"']
 TEXTS = ["word", "two words", "<!--", "-->", "<![CDATA[x]]>", "</", "<!doctype html>", "<?pi?>", " ", "\n\t ", "&amp;", "&lt;b&gt;", "&nbsp;", "\xa0", "\u3000", "\u2003", "\u2028",
-         "中文", "é", "x&y", "<!-- c <p> -->", "&quot;", "&#65;", "&#x4e2d;", "\x0c", "\x1c", "\r\n", "😀"]
+         "中文", "网页“去重”——测试。", "a中b&amp;c", "x\u200ay\u2009", "\u1680", "\u205f", "\x85", "ｆ１、", "é", "x&y", "<!-- c <p> -->", "&quot;", "&#65;", "&#x4e2d;", "\x0c", "\x1c", "\r\n", "😀"]
 
 
 @st.composite
