@@ -40,19 +40,30 @@ import numpy as np
 from numba import njit, uint64
 
 _GOLDEN = uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing: the top bits of key x golden ratio
-_CHILD_BITS = 20  # node ids < 2**20; an entry is (parent << 16 | code point) << 20 | child
-_CHILD_MASK = uint64((1 << _CHILD_BITS) - 1)
+# The build-time trie numbers nodes in 20 bits: an edge is (parent << 16 | code point) << 20 | child.
+_BUILD_CHILD_BITS = 20
+_BUILD_CHILD_MASK = uint64((1 << _BUILD_CHILD_BITS) - 1)
+# The compact trie the kernels read: only nodes with children get an id (18 bits; a
+# leaf is LEAF), a character after the first is a dense id (13 bits) and a node's
+# score is one of the distinct scores (13 bits), so an edge (parent, character)
+# -> (child, score) fits one uint64 and a probe reads one cache line.
+_NODE_BITS, _CHAR_BITS, _CLASS_BITS = 18, 13, 13
+LEAF = (1 << _NODE_BITS) - 1
+_CLASS_MASK = (1 << _CLASS_BITS) - 1
+_VALUE_MASK = uint64((1 << 32) - 1)
 # jieba-rs's RE_HAN_DEFAULT in the BMP: the characters its dictionary DAG sees
 JIEBA_HAN_RANGES = ((0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF))
 
 
 class Dictionary(NamedTuple):
-    """The trie as arrays (what the kernels take)."""
+    """The compact trie as arrays (what the kernels take). A node's *value* is
+    ``child id << 13 | score class`` (class 0: no word ends there)."""
 
-    root: np.ndarray  # int64 per BMP code point: the root's child by it, or -1 (a direct array: one probe less per character)
-    table: np.ndarray  # uint64 entries, 0 = empty slot; a power-of-two length
+    root: np.ndarray  # int32 per BMP code point: the value of the root's edge by it, or -1
+    chars: np.ndarray  # int16 per BMP code point: its id after a word's first character, 0 if never
+    table: np.ndarray  # uint64 entries (parent id << 13 | char id) << 32 | value; 0 = empty
     shift: int  # 64 - log2(len(table)): slot = (key * golden) >> shift
-    logp: np.ndarray  # float64 per node: log(freq) - log(total), NaN where no word ends
+    logp: np.ndarray  # float64 per score class: log(freq) - log(total); [0] unused
     unknown: float  # the score of a character that is no word: log(1) - log(total)
 
 
@@ -62,22 +73,22 @@ def _slot(key, shift):
 
 
 @njit(cache=True, inline="always")
-def trie_child(table, shift, node, cp):
-    """The child of ``node`` by code point ``cp``, or -1."""
-    key = (uint64(node) << uint64(16)) | uint64(cp)
+def trie_child(table, shift, node, char_id):
+    """The value of ``node``'s edge by ``char_id``, or -1."""
+    key = (uint64(node) << uint64(_CHAR_BITS)) | uint64(char_id)
     mask = uint64(table.shape[0] - 1)
     slot = _slot(key, shift)
     while True:
         e = table[slot]
         if e == 0:
-            return -1
-        if (e >> uint64(_CHILD_BITS)) == key:
-            return np.int64(e & _CHILD_MASK)
+            return np.int64(-1)
+        if (e >> uint64(32)) == key:
+            return np.int64(e & _VALUE_MASK)
         slot = (slot + uint64(1)) & mask
 
 
 @njit(cache=True)
-def _insert_all(keys, children, bits):
+def _insert_all(keys, values, bits):
     table = np.zeros(1 << bits, dtype=np.uint64)
     shift = 64 - bits
     mask = uint64((1 << bits) - 1)
@@ -86,7 +97,7 @@ def _insert_all(keys, children, bits):
         slot = _slot(key, shift)
         while table[slot] != 0:
             slot = (slot + uint64(1)) & mask
-        table[slot] = (key << uint64(_CHILD_BITS)) | uint64(children[k])
+        table[slot] = (key << uint64(32)) | uint64(values[k])
     return table
 
 
@@ -132,16 +143,16 @@ def _parse_dict(data):
             slot = _slot(key, shift)
             child = -1
             while table[slot] != 0:
-                if (table[slot] >> uint64(_CHILD_BITS)) == key:
-                    child = np.int64(table[slot] & _CHILD_MASK)
+                if (table[slot] >> uint64(_BUILD_CHILD_BITS)) == key:
+                    child = np.int64(table[slot] & _BUILD_CHILD_MASK)
                     break
                 slot = (slot + uint64(1)) & mask
             if child < 0:
                 child = nodes
                 nodes += 1
-                if nodes >= (1 << _CHILD_BITS):
+                if nodes >= (1 << _BUILD_CHILD_BITS):
                     return keys[:0], children[:0], freq[:0], 0, False
-                table[slot] = (key << uint64(_CHILD_BITS)) | uint64(child)
+                table[slot] = (key << uint64(_BUILD_CHILD_BITS)) | uint64(child)
                 keys[edges] = np.int64(key)
                 children[edges] = child
                 edges += 1
@@ -185,53 +196,67 @@ def build_dictionary(data: bytes) -> Dictionary:
     if total <= 0:
         raise ValueError("dictionary: no word with a positive frequency")
     logtotal = math.log(total)
-    logp = np.full(nodes, np.nan)
     # Python's math.log per distinct frequency, as jieba-rs computes ln(freq) - ln(total)
     distinct, inverse = np.unique(freq[words], return_inverse=True)
-    logp[words] = np.array([math.log(int(f)) - logtotal if f > 0 else -math.inf for f in distinct.tolist()])[inverse]
+    logp = np.array([math.nan] + [math.log(f) - logtotal if f > 0 else -math.inf for f in distinct.tolist()])
+    score_class = np.zeros(nodes, dtype=np.int64)
+    score_class[words] = inverse.reshape(-1) + 1
+    parent, cp = keys >> 16, keys & 0xFFFF
+    node_id = np.full(nodes, LEAF, dtype=np.int64)
+    internal = np.flatnonzero(np.bincount(parent, minlength=nodes))  # the root (0) first: id 0
+    node_id[internal] = np.arange(len(internal))
+    deep = parent != 0
+    deep_chars = np.unique(cp[deep])
+    if len(internal) >= LEAF or len(deep_chars) >= 1 << _CHAR_BITS or len(logp) > 1 << _CLASS_BITS:
+        raise ValueError(f"dictionary: too large for the compact trie ({len(internal):,} inner nodes, "
+                         f"{len(deep_chars):,} characters, {len(logp) - 1:,} frequencies)")
+    chars = np.zeros(0x10000, dtype=np.int16)
+    chars[deep_chars] = np.arange(1, len(deep_chars) + 1)
+    value = (node_id[children] << _CLASS_BITS) | score_class[children]
+    root = np.full(0x10000, -1, dtype=np.int32)
+    root[cp[~deep]] = value[~deep]
+    table_keys = (node_id[parent[deep]] << _CHAR_BITS) | chars[cp[deep]]
     bits = 4
-    while (1 << bits) < 2 * max(len(keys), 1):  # at most half full
+    while (1 << bits) < 2 * max(len(table_keys), 1):  # at most half full
         bits += 1
-    table = _insert_all(keys, children, bits)
-    root = np.full(0x10000, -1, dtype=np.int64)
-    from_root = (keys >> 16) == 0
-    root[keys[from_root] & 0xFFFF] = children[from_root]
-    return Dictionary(root, table, 64 - bits, logp, 0.0 - logtotal)
+    table = _insert_all(table_keys, value[deep], bits)
+    return Dictionary(root, chars, table, 64 - bits, logp, 0.0 - logtotal)
 
 
 def check_dictionary(d: Dictionary, data: bytes, sample: int | None = None) -> None:
     """Invariants of a trie built from ``data``: raises AssertionError.
 
-    Every word (or every ``sample``-th) is found with its own score; exactly
-    the distinct words end at a node; the root array agrees with the table,
-    which is at most half full and has every entry at or after its home slot.
+    Every word (or every ``sample``-th) is found with its own score, and every
+    proper prefix of it is found too; exactly the distinct words have a score;
+    the table is at most half full and every entry lies after its home slot
+    with no empty slot between.
     """
     lines = [line.split() for line in data.decode("utf-8").splitlines() if line.strip()]
     freq = {parts[0]: int(parts[1]) for parts in lines}  # the last frequency wins
     logtotal = math.log(sum(freq.values()))
-    assert int(np.count_nonzero(~np.isnan(d.logp))) == len(freq), "word nodes != distinct words"
     assert d.unknown == 0.0 - logtotal
+    scored = int(np.count_nonzero(d.root[d.root >= 0] & _CLASS_MASK))
+    scored += int(np.count_nonzero((d.table[d.table != 0] & np.uint64(_CLASS_MASK)) != 0))
+    assert scored == len(freq), "nodes with a score != distinct words"
     filled = np.flatnonzero(d.table)
     assert len(filled) * 2 <= len(d.table), "table over half full"
     assert len(d.table) == 1 << (64 - d.shift)
     for k, (word, f) in enumerate(freq.items()):
         if sample and k % sample:
             continue
-        node = 0
-        for j, ch in enumerate(word):
-            node = int(d.root[ord(ch)]) if j == 0 else int(trie_child(d.table, d.shift, node, ord(ch)))
-            assert node > 0, f"{word!r} not in the trie"
-        assert d.logp[node] == math.log(f) - logtotal, word
-    # probing: every entry lies in the run of filled slots that starts at its home slot
+        value = int(d.root[ord(word[0])])
+        for ch in word[1:]:
+            assert value >= 0 and value >> _CLASS_BITS != LEAF and d.chars[ord(ch)] > 0, f"{word!r} not in the trie"
+            value = int(trie_child(d.table, d.shift, value >> _CLASS_BITS, d.chars[ord(ch)]))
+        assert value >= 0, f"{word!r} not in the trie"
+        assert d.logp[value & _CLASS_MASK] == math.log(f) - logtotal, word
     mask = len(d.table) - 1
     for slot in filled[:: max(1, len(filled) // 5000)].tolist():
-        key = int(d.table[slot]) >> _CHILD_BITS
+        key = int(d.table[slot]) >> 32
         home = ((key * int(_GOLDEN)) % 2**64) >> d.shift
         while home != slot:
             assert d.table[home] != 0, "a gap between an entry and its home slot"
             home = (home + 1) & mask
-        if key >> 16 == 0:
-            assert d.root[key & 0xFFFF] == int(d.table[slot]) & int(_CHILD_MASK)
 
 
 @lru_cache(maxsize=1)
@@ -242,25 +267,30 @@ def default_dictionary() -> Dictionary:
 
 
 @njit(cache=True, inline="always")
-def han_route(cps, b, e, root, table, shift, logp, unknown, score, route_end):
+def han_route(cps, b, e, root, chars, table, shift, logp, unknown, score, route_end):
     """jieba's route over the block cps[b:e]: fills route_end[i] (b <= i < e),
     the end of the word that starts at i; ``score`` is scratch (length > e)."""
     score[e] = 0.0
     for i in range(e - 1, b - 1, -1):
-        node = root[cps[i]]
+        value = np.int64(root[cps[i]])
         best = 0.0
         best_end = -1
-        for j in range(i, e):
-            if j > i:
-                node = trie_child(table, shift, node, cps[j])
-            if node < 0:
-                break
-            lp = logp[node]
-            if lp == lp:  # a word ends here (NaN: a prefix only)
-                cand = lp + score[j + 1]
+        j = i
+        while value >= 0:
+            cls = value & _CLASS_MASK
+            if cls:  # a word ends here
+                cand = logp[cls] + score[j + 1]
                 if best_end < 0 or cand >= best:  # ties: the longer word
                     best = cand
                     best_end = j + 1
+            node = value >> _CLASS_BITS
+            j += 1
+            if node == LEAF or j >= e:
+                break
+            c = chars[cps[j]]
+            if c == 0:  # in no word after the first character
+                break
+            value = trie_child(table, shift, node, c)
         if best_end < 0:
             best = unknown + score[i + 1]
             best_end = i + 1
@@ -273,7 +303,7 @@ def _in_jieba_han(cp: int) -> bool:
 
 
 @njit(cache=True)
-def _segment_cps(cps, jhan, root, table, shift, logp, unknown):
+def _segment_cps(cps, jhan, root, chars, table, shift, logp, unknown):
     n = cps.shape[0]
     score = np.empty(n + 1, dtype=np.float64)
     route_end = np.empty(n + 1, dtype=np.int64)
@@ -289,7 +319,7 @@ def _segment_cps(cps, jhan, root, table, shift, logp, unknown):
         e = b
         while e < n and jhan[e]:
             e += 1
-        han_route(cps, b, e, root, table, shift, logp, unknown, score, route_end)
+        han_route(cps, b, e, root, chars, table, shift, logp, unknown, score, route_end)
         x = b
         while x < e:
             x = route_end[x]

@@ -33,6 +33,7 @@ import codecs
 import logging
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 import regex
@@ -162,7 +163,6 @@ def decode_html(data: bytes, encoding: str | None = None) -> tuple[str, str]:
     return to_unicode(data[skip:], enc), enc
 
 
-_NON_ASCII = regex.compile(r"[^\x00-\x7f]")
 #: punctuation and symbols (other than U+FFFD) are plausible in any script
 _PUNCT = r"\p{P}\p{Sm}\p{So}\p{Sk}\p{Sc}--\ufffd"
 #: Multi-byte East Asian codecs tried before generic detection, with the
@@ -174,6 +174,37 @@ _CJK_CODECS = (
     ("euc-kr", regex.compile(r"[\p{Hangul}\p{Han}\u3000-\u303f\uff00-\uffef" + _PUNCT + "]", regex.V1)),
 )
 
+
+
+@lru_cache(maxsize=None)
+def _bmp_table(pattern: regex.Pattern) -> np.ndarray:
+    """Which BMP code points a one-character pattern matches, as a bool array:
+    a page's characters are looked up at once instead of scanned by the
+    pattern (~100x faster on a Chinese page)."""
+    cps = [c for c in range(0x10000) if not 0xD800 <= c <= 0xDFFF]
+    chars = "".join(map(chr, cps))
+    table = np.zeros(0x10000, dtype=bool)
+    table[[cps[m.start()] for m in pattern.finditer(chars)]] = True
+    return table
+
+
+def _cjk_codec(sample: bytes) -> str | None:
+    """The first East Asian codec that decodes ``sample`` into mostly CJK text."""
+    for codec, plausible in _CJK_CODECS:
+        # Real pages carry the odd broken sequence (a character cut in two):
+        # tolerate up to 1% of replacement characters.
+        cps = np.frombuffer(sample.decode(codec, errors="replace").encode("utf-32-le"), dtype=np.uint32)
+        non_ascii = cps[cps >= 0x80]
+        if not non_ascii.size:
+            continue
+        bad = int(np.count_nonzero(non_ascii == 0xFFFD))
+        bmp = non_ascii < 0x10000
+        good = int(np.count_nonzero(_bmp_table(plausible)[non_ascii[bmp]]))
+        if not bmp.all():  # beyond the BMP (rare): the pattern itself
+            good += len(plausible.findall("".join(map(chr, non_ascii[~bmp].tolist()))))
+        if bad <= 0.01 * non_ascii.size and good >= 0.9 * non_ascii.size:
+            return codec
+    return None
 
 
 def _detect(data: bytes) -> str | None:
@@ -190,17 +221,9 @@ def _detect(data: bytes) -> str | None:
     except UnicodeDecodeError as exc:
         if exc.start >= len(sample) - 4:  # a character cut by the sample boundary
             return "utf-8"
-    for codec, plausible in _CJK_CODECS:
-        # Real pages carry the odd broken sequence (a character cut in two):
-        # tolerate up to 1% of replacement characters.
-        text = sample.decode(codec, errors="replace")
-        non_ascii = "".join(_NON_ASCII.findall(text))
-        if not non_ascii:
-            continue
-        bad = non_ascii.count("\ufffd")
-        good = len(plausible.findall(non_ascii))
-        if bad <= 0.01 * len(non_ascii) and good >= 0.9 * len(non_ascii):
-            return codec
+    cjk = _cjk_codec(sample)
+    if cjk:
+        return cjk
     from charset_normalizer import from_bytes  # imported lazily: rarely needed
 
     best = from_bytes(sample).best()

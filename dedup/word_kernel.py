@@ -123,7 +123,7 @@ def utf8_offsets(data):
 
 @njit(cache=True)
 def word_counts(data, starts, ends, parts, furniture_weight, classes, seed, stop_hashes, stop_weight, number_weight,
-                trie_root, trie, trie_shift, logp, unknown):
+                trie_root, trie_chars, trie, trie_shift, logp, unknown):
     """Distinct tokens of the spans data[starts[i]:ends[i]] (UTF-8 uint8), in
     order of first occurrence; ``parts[i]`` is 0 for content, 1 for furniture.
     ``stop_hashes``: the sorted hashes of the stop words; ``trie_root``
@@ -190,7 +190,7 @@ def word_counts(data, starts, ends, parts, furniture_weight, classes, seed, stop
                         e = b + 1
                         while e < r and classes[cps[e]] & JIEBA_HAN:
                             e += 1
-                        han_route(cps, b, e, trie_root, trie, trie_shift, logp, unknown, score, route_end)
+                        han_route(cps, b, e, trie_root, trie_chars, trie, trie_shift, logp, unknown, score, route_end)
                     x = b
                     while x < e:
                         y = route_end[x]

@@ -63,6 +63,29 @@ def test_undeclared_encoding_detected():
     assert "中文网页" in extract(data).text
 
 
+def _plausible_by_pattern(data: bytes) -> str | None:
+    """``_cjk_codec`` written with the patterns themselves (its table lookup
+    must count the same characters)."""
+    from dedup.text import _CJK_CODECS
+
+    for codec, plausible in _CJK_CODECS:
+        non_ascii = "".join(ch for ch in data.decode(codec, errors="replace") if ord(ch) >= 0x80)
+        if non_ascii and non_ascii.count("\ufffd") <= 0.01 * len(non_ascii) \
+                and len(plausible.findall(non_ascii)) >= 0.9 * len(non_ascii):
+            return codec
+    return None
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from("中文字网页，。「」ー日本語テスト한국어텍스트 abc😀𤨒é€Жж\u3000\ufffd"), max_size=60),
+       st.sampled_from(["gb18030", "big5", "shift_jis", "euc-kr", "cp1251"]))
+def test_cjk_detection_counts_as_its_patterns(text, codec):
+    from dedup.text import _cjk_codec
+
+    data = text.encode(codec, errors="replace")
+    assert _cjk_codec(data) == _plausible_by_pattern(data)
+
+
 def test_bom_wins_over_meta():
     data = b"\xef\xbb\xbf<meta charset=latin1><p>caf\xc3\xa9</p>"
     assert extract(data).text == "café"
