@@ -45,7 +45,7 @@ from .text import Page
 from .simhash import feature_hashes
 from .han_segmenter import default_dictionary
 from .tokens import has_astral_words, normalize, tokenize, tokenize_normalized
-from .word_kernel import BEYOND_BMP, CLASSES, HAN, NOT_PLAIN, NOT_TAKEN, WORD, utf8_offsets, word_counts
+from .word_kernel import BEYOND_BMP, CLASSES, HAN, NOSPACE, WORD, utf8_offsets, word_counts
 
 
 _DIGIT = re.compile(r"\d")
@@ -244,11 +244,11 @@ def hashed_features(page: Page, params: FeatureParams = FeatureParams(), seed: i
                     ) -> tuple[np.ndarray, np.ndarray, int]:
     """(feature hashes uint64, weights float64, number of tokens): what simhash takes.
 
-    Words and Han go through the compiled ``word_kernel`` (no Python object
-    per token): straight from the page's text when casefolding keeps it as
-    long (so block offsets hold) and it is NFKC already, else from the joined
-    content and furniture texts. No-space scripts, combining marks, letters
-    beyond the BMP, bigram features and unusual parameters take
+    Tokens are made, hashed and counted by the compiled ``word_kernel`` (no
+    Python object per token): straight from the page's text when casefolding
+    keeps it as long (so block offsets hold) and it is NFKC already, else from
+    the joined content and furniture texts. Letters beyond the BMP, lone
+    surrogates, bigram features and unusual parameters take
     ``feature_vector``. All give the same arrays (tested).
     """
     if params.bigrams or params.furniture_weight <= 0 or not 0 <= seed < 2**32:
@@ -279,13 +279,13 @@ def hashed_features(page: Page, params: FeatureParams = FeatureParams(), seed: i
 def _kernel_features(spans: tuple, params: FeatureParams, seed: int
                      ) -> tuple[np.ndarray, np.ndarray, int] | None:
     """``word_counts`` on (data, starts, ends, parts, text), weighted; None
-    when the text has what the kernel cannot take."""
+    when the text has a letter or digit beyond the BMP."""
     *arrays, text = spans
     hanzi = default_dictionary()
     hashes, counts, term, n_tokens, flags = word_counts(
         *arrays, float(params.furniture_weight), CLASSES, seed, _stop_hashes(seed),
         float(params.stop_weight), float(params.number_weight), *hanzi)
-    if flags & NOT_TAKEN or (flags & BEYOND_BMP and has_astral_words(text)):
+    if flags & BEYOND_BMP and has_astral_words(text):
         return None
     weights, keep = _final_weights(counts.tolist() if params.tf_power != 1.0 else counts, term, params)
     return (hashes if keep is None else hashes[keep]), weights, n_tokens
@@ -294,9 +294,9 @@ def _kernel_features(spans: tuple, params: FeatureParams, seed: int
 def _separators_not_nfkc() -> re.Pattern:
     """BMP characters that NFKC changes, where both the character and what NFKC
     makes of it are only separators: no word character, Han, combining mark or
-    other character the kernel refuses. (No mark, so NFKC cannot compose them
+    no-space script. (No mark, so NFKC cannot compose them
     with a neighbour: NFKC of the text equals the text with each replaced.)"""
-    refused = WORD | HAN | NOT_PLAIN
+    refused = WORD | HAN | NOSPACE
     mark = regex.compile(r"\p{M}")
 
     def separator(ch: str) -> bool:

@@ -30,13 +30,12 @@ from collections.abc import Callable
 import regex
 
 _NOSPACE = r"\p{Hiragana}\p{Katakana}\u30fc\p{Thai}\p{Lao}\p{Khmer}\p{Myanmar}\p{Tibetan}"
-_RUNS = regex.compile(
-    r"(?P<han>\p{Han}+)"
-    rf"|(?P<nospace>[{_NOSPACE}]+)"
-    # letters, digits and combining marks of every other script
-    rf"|(?P<word>[[\p{{L}}\p{{N}}\p{{M}}]--[\p{{Han}}{_NOSPACE}]]+)",
-    regex.V1,
-)
+# The three kinds of run, as character classes of the regex module (V1); the
+# compiled word kernel builds its own character table from these same classes.
+HAN_CLASS = r"\p{Han}"
+NOSPACE_CLASS = rf"[{_NOSPACE}]"
+WORD_CLASS = rf"[[\p{{L}}\p{{N}}\p{{M}}]--[\p{{Han}}{_NOSPACE}]]"  # letters, digits and marks of other scripts
+_RUNS = regex.compile(rf"(?P<han>{HAN_CLASS}+)|(?P<nospace>{NOSPACE_CLASS}+)|(?P<word>{WORD_CLASS}+)", regex.V1)
 
 
 def _load_segmenter() -> tuple[str, Callable[[str], list[str]]]:
@@ -90,13 +89,10 @@ def _odd_characters() -> str:
     return "".join(regex.escape(chr(c)) for c in sorted(slow_word ^ fast_word))
 
 
-# What only the full pattern cuts right, apart from Han: combining marks,
-# no-space scripts and the odd characters. Property classes, because a long
-# list of ranges makes either engine scan slowly. The compiled word kernel
-# takes Han too (``han_segmenter``) and checks this class itself.
-_NOT_PLAIN = rf"\p{{M}}{_NOSPACE}{_odd_characters()}"
-NOT_PLAIN_WORDS = rf"[{_NOT_PLAIN}]"
-_NEEDS_FULL = regex.compile(rf"[\p{{Han}}{_NOT_PLAIN}]", regex.V1)
+# What only the full pattern cuts right: Han, combining marks, no-space
+# scripts and the odd characters. Property classes, because a long list of
+# ranges makes either engine scan slowly.
+_NEEDS_FULL = regex.compile(rf"[\p{{Han}}\p{{M}}{_NOSPACE}{_odd_characters()}]", regex.V1)
 _ASTRAL = re.compile("[\U00010000-\U0010FFFF]")
 _ASTRAL_WORD = regex.compile(r"[[\p{L}\p{N}]&&[\U00010000-\U0010FFFF]]", regex.V1)
 

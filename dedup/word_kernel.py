@@ -1,22 +1,22 @@
 """Tokenise, hash and count a page's text in one compiled pass.
 
-For text that ``tokens`` cuts into plain words and Han runs (no script
-written without spaces, no combining mark: most pages, Chinese ones
-included), the words are the runs of letters and digits (``str.isalnum``)
-and the Han runs are segmented as jieba does (``han_segmenter``). This kernel
-finds both in the UTF-8 bytes of the normalised text, hashes each token with
-MurmurHash3 (``murmur``) and counts them, so no Python string is made per
-token. It gives exactly what ``features.feature_vector`` +
-``simhash.feature_hashes`` give (tests compare them on real pages and
-generated text), with features identified by their 64-bit hash: two tokens
-whose hashes collide, which simhash could not tell apart anyway, count as one.
+The kernel cuts the UTF-8 bytes of the normalised text into the runs
+``tokens`` cuts (its character table is built from the same classes): Han
+runs are segmented as jieba does (``han_segmenter``), runs of scripts written
+without spaces give overlapping bigrams, and each other run of letters,
+digits and marks is a word. It hashes each token with MurmurHash3
+(``murmur``) and counts them, so no Python string is made per token. It gives
+exactly what ``features.feature_vector`` + ``simhash.feature_hashes`` give
+(tests compare them on real pages and generated text), with features
+identified by their 64-bit hash: two tokens whose hashes collide, which
+simhash could not tell apart anyway, count as one.
 
-It stops at the first character it cannot take (flag ``NOT_TAKEN``), and
-flags characters beyond the BMP (``BEYOND_BMP``: it reads them as
-separators, right unless one is a letter or digit, which the caller checks).
+Characters beyond the BMP are read as separators and flagged
+(``BEYOND_BMP``): right unless one is a letter or digit, which the caller
+checks.
 
-Cost: O(bytes of text) for words, O(n x 16) for a Han run of n characters,
-plus a hash table of O(distinct tokens).
+Cost: O(bytes of text) for words and bigrams, O(n x 16) for a Han run of n
+characters, plus a hash table of O(distinct tokens).
 """
 
 from __future__ import annotations
@@ -29,36 +29,39 @@ from numba import njit, uint64
 
 from .han_segmenter import JIEBA_HAN_RANGES, han_route
 from .murmur import murmur64
-from .tokens import NOT_PLAIN_WORDS
+from .tokens import HAN_CLASS, NOSPACE_CLASS, WORD_CLASS
 
 # class bits of a BMP code point
-WORD, DIGIT, HAN, JIEBA_HAN, NOT_PLAIN, ASTRAL = 1, 2, 4, 8, 16, 32
+WORD, DIGIT, HAN, JIEBA_HAN, NOSPACE, ASTRAL = 1, 2, 4, 8, 16, 32
 # flags the kernel returns
-NOT_TAKEN, BEYOND_BMP = 1, 2
+BEYOND_BMP = 2
 
 
 def _bmp_classes() -> np.ndarray:
-    """uint8 class bits of every BMP code point, from the tokeniser's own
-    patterns: WORD for ``[^\\W_]`` outside Han, DIGIT for ``\\d`` (what makes a
-    number), HAN for ``\\p{Han}`` (a run jieba segments), JIEBA_HAN for the Han
-    that jieba-rs's DAG sees, NOT_PLAIN for what the kernel cannot take."""
+    """uint8 class bits of every BMP code point: the tokeniser's run classes
+    (WORD, HAN, NOSPACE: each character in at most one), JIEBA_HAN for the Han
+    that jieba-rs's DAG sees, and DIGIT for stdlib's ``\\d`` (what makes a
+    number, as ``features`` tests it)."""
     cps = [c for c in range(0x10000) if not 0xD800 <= c <= 0xDFFF]
     chars = "".join(map(chr, cps))
 
-    def where(pattern, module=re):
-        return [cps[m.start()] for m in module.finditer(pattern, chars)]
+    def where(pattern: re.Pattern | regex.Pattern) -> np.ndarray:
+        mask = np.zeros(0x10000, dtype=bool)
+        mask[[cps[m.start()] for m in pattern.finditer(chars)]] = True
+        return mask
 
+    han, nospace, word = (where(regex.compile(c, regex.V1)) for c in (HAN_CLASS, NOSPACE_CLASS, WORD_CLASS))
+    nospace &= ~han  # the tokeniser's alternation tries Han first
+    word &= ~(han | nospace)
     table = np.zeros(0x10000, dtype=np.uint8)
-    table[where(r"[^\W_]")] |= WORD
-    table[where(r"\d")] |= DIGIT
-    han = np.zeros(0x10000, dtype=bool)
-    han[where(r"\p{Han}", regex)] = True
-    table[han] = (table[han] & ~np.uint8(WORD)) | HAN  # a Han character ends a word and starts a run
+    table[word] |= WORD
+    table[han] |= HAN
+    table[nospace] |= NOSPACE
+    table[where(re.compile(r"\d"))] |= DIGIT
     jieba = np.zeros(0x10000, dtype=bool)
     for a, b in JIEBA_HAN_RANGES:
         jieba[a : b + 1] = True
     table[han & jieba] |= JIEBA_HAN
-    table[where(NOT_PLAIN_WORDS, regex)] |= NOT_PLAIN
     return table
 
 
@@ -159,17 +162,36 @@ def word_counts(data, starts, ends, parts, furniture_weight, classes, seed, stop
         n = ends[t]
         while i < n:
             cls, ln, cp = _char_at(data, i, n, classes)
-            if cls & NOT_PLAIN:
-                return hashes[:0], np.empty(0), np.empty(0), tokens, flags | NOT_TAKEN
             if cls & ASTRAL:
                 flags |= BEYOND_BMP
+            if cls & (HAN | NOSPACE) and cps.shape[0] == 0:
+                size = total // 3 + 2  # Han and no-space characters take 3 bytes
+                cps = np.empty(size, dtype=np.int64)
+                pos = np.empty(size, dtype=np.int64)
+                score = np.empty(size, dtype=np.float64)
+                route_end = np.empty(size, dtype=np.int64)
+            if cls & NOSPACE:
+                # overlapping bigrams of the run; a one-character run is its own token
+                r = 0
+                while i < n:
+                    cls, ln, cp = _char_at(data, i, n, classes)
+                    if not cls & NOSPACE:
+                        break
+                    cps[r] = cls & DIGIT  # (the code point array holds digit flags here)
+                    pos[r] = i
+                    r += 1
+                    i += ln
+                pos[r] = i
+                if r == 1:
+                    m = _count(murmur64(data, pos[0], pos[1], seed), cps[0] != 0, part,
+                               slots, mask, hashes, digit, c_count, f_count, m)
+                    tokens += 1
+                for q in range(r - 1):
+                    m = _count(murmur64(data, pos[q], pos[q + 2], seed), (cps[q] | cps[q + 1]) != 0, part,
+                               slots, mask, hashes, digit, c_count, f_count, m)
+                    tokens += 1
+                continue
             if cls & HAN:
-                if cps.shape[0] == 0:
-                    size = total // 3 + 2  # a BMP Han character takes 3 bytes
-                    cps = np.empty(size, dtype=np.int64)
-                    pos = np.empty(size, dtype=np.int64)
-                    score = np.empty(size, dtype=np.float64)
-                    route_end = np.empty(size, dtype=np.int64)
                 r = 0
                 while i < n:
                     cls, ln, cp = _char_at(data, i, n, classes)

@@ -34,7 +34,10 @@ def _same(page: Page, params: FeatureParams, seed: int = 0) -> None:
 
 WORDS = ["the", "of", "and", "Crawler", "我们", "中出了", "一个叛徒", "的", "网页去重", "々", "〇", "㐀", "𤨒晶", "，", "！", "near", "duplicate", "2024", "v2", "a1b2", "x_y", "café", "ÉCOLE", "straße",
          "ﬁne", "Ｆｕｌｌ", "١٢٣", "x²", "Москва", "δέλτα", "😀", "𝐀𝐁", "한국어", "中文", "かな", "e\u0301", "ǅ", "İ",
-         "-", "...", "…", "a…b", "’", "\u00a0", "\u3000"]
+         "-", "...", "…", "a…b", "’", "\u00a0", "\u3000",
+         # scripts without spaces (bigrams), marks, digits of other scripts, NFKC compositions
+         "สวัสดี", "๑๒", "ភាសាខ្មែរ", "ລາວ", "မြန်မာ", "བོད", "カー", "か\u3099", "ﾃｽﾄ", "ひらがな日本語", "नमस्ते", "\u0301x",
+         "ᄀ\u1161", "Ⅻ", "①"]
 
 
 @st.composite
@@ -119,3 +122,13 @@ def test_chinese_pages_take_the_compiled_path():
                 and _kernel_features(spans, FeatureParams(), 0) is not None]
     # most Chinese pages are NFKC but for full-width punctuation: their own text is read
     assert len(straight) >= len(pages) // 2
+
+
+@pytest.mark.parametrize("text", ["日本語のテキストです。ひらがなとカタカナ", "ภาษาไทย ๑๒๓ ทดสอบ", "नमस्ते दुनिया café"])
+def test_other_scripts_take_the_compiled_path(text):
+    from dedup.features import _kernel_features, _page_spans
+
+    page = Page("", [Block(" ".join([text] * 10))])
+    spans = _page_spans(page, FeatureParams())
+    assert spans is not None and _kernel_features(spans, FeatureParams(), 0) is not None
+    _same(page, FeatureParams())
