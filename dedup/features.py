@@ -44,8 +44,8 @@ from .html_scan import ROW_END, ROW_FURNITURE, ROW_HAN, ROW_LINK, ROW_START, ROW
 from .text import Page
 from .simhash import feature_hashes
 from .han_segmenter import default_dictionary
-from .tokens import has_astral_words, normalize, tokenize, tokenize_normalized
-from .word_kernel import BEYOND_BMP, CLASSES, HAN, NOSPACE, WORD, utf8_offsets, word_counts
+from .tokens import normalize, tokenize, tokenize_normalized
+from .word_kernel import CLASSES, HAN, NOSPACE, WORD, utf8_offsets, word_counts
 
 
 _DIGIT = re.compile(r"\d")
@@ -247,46 +247,28 @@ def hashed_features(page: Page, params: FeatureParams = FeatureParams(), seed: i
     Tokens are made, hashed and counted by the compiled ``word_kernel`` (no
     Python object per token): straight from the page's text when casefolding
     keeps it as long (so block offsets hold) and it is NFKC already, else from
-    the joined content and furniture texts. Letters beyond the BMP, lone
-    surrogates, bigram features and unusual parameters take
-    ``feature_vector``. All give the same arrays (tested).
+    the joined content and furniture texts. Lone surrogates, bigram features
+    and unusual parameters take ``feature_vector``. All give the same arrays
+    (tested).
     """
     if params.bigrams or params.furniture_weight <= 0 or not 0 <= seed < 2**32:
         names, weights, n_tokens = feature_vector(page, params)
         return feature_hashes(names, seed), weights, n_tokens
     spans = _page_spans(page, params)
-    if spans is not None:
-        out = _kernel_features(spans, params, seed)
-        if out is not None:
-            return out
-    content, furniture = map(normalize, page_texts(page, params))
-    joined = f"{content}\n{furniture}"
-    try:
-        data = joined.encode("utf-8")
-    except UnicodeEncodeError:  # lone surrogates
-        out = None
-    else:
+    if spans is None:
+        content, furniture = map(normalize, page_texts(page, params))
+        try:
+            data = f"{content}\n{furniture}".encode("utf-8")
+        except UnicodeEncodeError:  # lone surrogates
+            names, weights, n_tokens = _vector_of_texts(content, furniture, params)
+            return feature_hashes(names, seed), weights, n_tokens
         n_content = len(content.encode("utf-8"))
         spans = (np.frombuffer(data, dtype=np.uint8), np.array([0, n_content + 1]),
-                 np.array([n_content, len(data)]), np.array([0, 1]), joined)
-        out = _kernel_features(spans, params, seed)
-    if out is None:
-        names, weights, n_tokens = _vector_of_texts(content, furniture, params)
-        return feature_hashes(names, seed), weights, n_tokens
-    return out
-
-
-def _kernel_features(spans: tuple, params: FeatureParams, seed: int
-                     ) -> tuple[np.ndarray, np.ndarray, int] | None:
-    """``word_counts`` on (data, starts, ends, parts, text), weighted; None
-    when the text has a letter or digit beyond the BMP."""
-    *arrays, text = spans
+                 np.array([n_content, len(data)]), np.array([0, 1]))
     hanzi = default_dictionary()
-    hashes, counts, term, n_tokens, flags = word_counts(
-        *arrays, float(params.furniture_weight), CLASSES, seed, _stop_hashes(seed),
+    hashes, counts, term, n_tokens = word_counts(
+        *spans, float(params.furniture_weight), CLASSES, seed, _stop_hashes(seed),
         float(params.stop_weight), float(params.number_weight), *hanzi)
-    if flags & BEYOND_BMP and has_astral_words(text):
-        return None
     weights, keep = _final_weights(counts.tolist() if params.tf_power != 1.0 else counts, term, params)
     return (hashes if keep is None else hashes[keep]), weights, n_tokens
 
@@ -311,8 +293,8 @@ _SEPARATORS_NOT_NFKC = _separators_not_nfkc()
 
 
 def _page_spans(page: Page, params: FeatureParams) -> tuple[np.ndarray, ...] | None:
-    """(UTF-8 data, span starts, span ends, span parts, the text) over the
-    page's own casefolded text, for ``word_counts``; None when that text would
+    """(UTF-8 data, span starts, span ends, span parts) over the page's own
+    casefolded text, for ``word_counts``; None when that text would
     not give the reference's tokens (not NFKC, or casefolding changes its
     length), so the caller joins and normalises instead."""
     text = page.text
@@ -346,6 +328,6 @@ def _page_spans(page: Page, params: FeatureParams) -> tuple[np.ndarray, ...] | N
     parts[n_main + len(content_idx):] = 1
     buf = np.frombuffer(data, dtype=np.uint8)
     if len(data) == len(full):  # ASCII: code point offsets are byte offsets
-        return buf, order[:, 0].copy(), order[:, 1].copy(), parts, full
+        return buf, order[:, 0].copy(), order[:, 1].copy(), parts
     offsets = utf8_offsets(buf)
-    return buf, offsets[order[:, 0]], offsets[order[:, 1]], parts, full
+    return buf, offsets[order[:, 0]], offsets[order[:, 1]], parts

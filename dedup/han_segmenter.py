@@ -9,8 +9,8 @@ generated text. So the scheme does not change:
 * the dictionary is jieba's own ``dict.txt`` (349,045 words). As in jieba-rs,
   a word listed twice keeps its last frequency and counts once in the total;
 * a run is cut into blocks at the characters jieba-rs does not treat as Han
-  (its ``RE_HAN_DEFAULT``; in the BMP: U+3400-4DBF, U+4E00-9FFF,
-  U+F900-FAFF). Each such character is a word by itself;
+  (its ``RE_HAN_DEFAULT``: U+3400-4DBF, U+4E00-9FFF, U+F900-FAFF and
+  extensions B-F). Each such character is a word by itself;
 * in a block, from the right: ``route[i]`` is the best over dictionary words
   ``w = block[i:j]`` (or the single character, frequency 1) of
   ``(log freq(w) - log total) + route[j]``, ties going to the longer word (jieba
@@ -51,8 +51,9 @@ _NODE_BITS, _CHAR_BITS, _CLASS_BITS = 18, 13, 13
 LEAF = (1 << _NODE_BITS) - 1
 _CLASS_MASK = (1 << _CLASS_BITS) - 1
 _VALUE_MASK = uint64((1 << 32) - 1)
-# jieba-rs's RE_HAN_DEFAULT in the BMP: the characters its dictionary DAG sees
-JIEBA_HAN_RANGES = ((0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF))
+# jieba-rs's RE_HAN_DEFAULT: the characters its dictionary DAG sees
+JIEBA_HAN_RANGES = ((0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F),
+                    (0x2B740, 0x2B81F), (0x2B820, 0x2CEAF), (0x2CEB0, 0x2EBEF), (0x2F800, 0x2FA1F))
 
 
 class Dictionary(NamedTuple):
@@ -272,7 +273,8 @@ def han_route(cps, b, e, root, chars, table, shift, logp, unknown, score, route_
     the end of the word that starts at i; ``score`` is scratch (length > e)."""
     score[e] = 0.0
     for i in range(e - 1, b - 1, -1):
-        value = np.int64(root[cps[i]])
+        cp = cps[i]
+        value = np.int64(root[cp]) if cp < root.shape[0] else np.int64(-1)  # no word starts beyond the BMP
         best = 0.0
         best_end = -1
         j = i
@@ -287,7 +289,7 @@ def han_route(cps, b, e, root, chars, table, shift, logp, unknown, score, route_
             j += 1
             if node == LEAF or j >= e:
                 break
-            c = chars[cps[j]]
+            c = chars[cps[j]] if cps[j] < chars.shape[0] else 0
             if c == 0:  # in no word after the first character
                 break
             value = trie_child(table, shift, node, c)
@@ -330,14 +332,12 @@ def _segment_cps(cps, jhan, root, chars, table, shift, logp, unknown):
 
 
 def segment(run: str, dictionary: Dictionary | None = None) -> list[str]:
-    """The words of a run of Han characters (BMP), as rjieba.cut(run, False) gives them.
+    """The words of a run of Han characters, as rjieba.cut(run, False) gives them.
 
     For tests and tools; ``word_kernel`` calls ``han_route`` directly.
     """
     d = dictionary or default_dictionary()
     cps = np.array([ord(c) for c in run], dtype=np.int64)
-    if cps.size and int(cps.max()) > 0xFFFF:
-        raise ValueError("segment: characters beyond the BMP")
     jhan = np.array([_in_jieba_han(int(c)) for c in cps], dtype=np.bool_)
     ends = _segment_cps(cps, jhan, *d).tolist()
     return [run[a:b] for a, b in zip([0, *ends], ends)]

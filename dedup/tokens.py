@@ -115,10 +115,10 @@ def fast_path_ok(text: str) -> bool:
     if _NEEDS_FULL.search(rest):
         return False
     # letters/digits beyond the BMP: checked only when there is such a character (emoji are not)
-    return not has_astral_words(rest)
+    return not _has_astral_words(rest)
 
 
-def has_astral_words(text: str) -> bool:
+def _has_astral_words(text: str) -> bool:
     """Whether ``text`` has a letter or digit beyond the BMP (emoji are not)."""
     return bool(_ASTRAL.search(text) and _ASTRAL_WORD.search(text))
 

@@ -11,9 +11,8 @@ exactly what ``features.feature_vector`` + ``simhash.feature_hashes`` give
 identified by their 64-bit hash: two tokens whose hashes collide, which
 simhash could not tell apart anyway, count as one.
 
-Characters beyond the BMP are read as separators and flagged
-(``BEYOND_BMP``): right unless one is a letter or digit, which the caller
-checks.
+Its character table covers all of Unicode (planes 0-3 and 14 hold every
+letter, digit and mark; the other planes are unassigned or private use).
 
 Cost: O(bytes of text) for words and bigrams, O(n x 16) for a Han run of n
 characters, plus a hash table of O(distinct tokens).
@@ -31,57 +30,63 @@ from .han_segmenter import JIEBA_HAN_RANGES, han_route
 from .murmur import murmur64
 from .tokens import HAN_CLASS, NOSPACE_CLASS, WORD_CLASS
 
-# class bits of a BMP code point
-WORD, DIGIT, HAN, JIEBA_HAN, NOSPACE, ASTRAL = 1, 2, 4, 8, 16, 32
-# flags the kernel returns
-BEYOND_BMP = 2
+# class bits of a code point
+WORD, DIGIT, HAN, JIEBA_HAN, NOSPACE = 1, 2, 4, 8, 16
+# the code points the table is built from: all but surrogates, in the planes
+# where Unicode assigns letters, digits and marks
+_TABLE_RANGES = ((0, 0xD7FF), (0xE000, 0x3FFFF), (0xE0000, 0xE0FFF))
 
 
-def _bmp_classes() -> np.ndarray:
-    """uint8 class bits of every BMP code point: the tokeniser's run classes
+def _classes() -> np.ndarray:
+    """uint8 class bits of every code point: the tokeniser's run classes
     (WORD, HAN, NOSPACE: each character in at most one), JIEBA_HAN for the Han
     that jieba-rs's DAG sees, and DIGIT for stdlib's ``\\d`` (what makes a
-    number, as ``features`` tests it)."""
-    cps = [c for c in range(0x10000) if not 0xD800 <= c <= 0xDFFF]
-    chars = "".join(map(chr, cps))
+    number, as ``features`` tests it). Built from runs of matches (~0.1 s)."""
 
     def where(pattern: re.Pattern | regex.Pattern) -> np.ndarray:
-        mask = np.zeros(0x10000, dtype=bool)
-        mask[[cps[m.start()] for m in pattern.finditer(chars)]] = True
+        mask = np.zeros(0x110000, dtype=bool)
+        for lo, hi in _TABLE_RANGES:
+            for m in pattern.finditer("".join(map(chr, range(lo, hi + 1)))):
+                mask[lo + m.start() : lo + m.end()] = True
         return mask
 
-    han, nospace, word = (where(regex.compile(c, regex.V1)) for c in (HAN_CLASS, NOSPACE_CLASS, WORD_CLASS))
+    han, nospace, word = (where(regex.compile(f"{c}+", regex.V1)) for c in (HAN_CLASS, NOSPACE_CLASS, WORD_CLASS))
     nospace &= ~han  # the tokeniser's alternation tries Han first
     word &= ~(han | nospace)
-    table = np.zeros(0x10000, dtype=np.uint8)
+    table = np.zeros(0x110000, dtype=np.uint8)
     table[word] |= WORD
     table[han] |= HAN
     table[nospace] |= NOSPACE
-    table[where(re.compile(r"\d"))] |= DIGIT
-    jieba = np.zeros(0x10000, dtype=bool)
-    for a, b in JIEBA_HAN_RANGES:
-        jieba[a : b + 1] = True
+    table[where(re.compile(r"\d+"))] |= DIGIT
+    jieba = np.zeros(0x110000, dtype=bool)
+    for lo, hi in JIEBA_HAN_RANGES:
+        jieba[lo : hi + 1] = True
     table[han & jieba] |= JIEBA_HAN
     return table
 
 
-CLASSES = _bmp_classes()
+CLASSES = _classes()
 
 
 @njit(cache=True, inline="always")
 def _char_at(data, i, n, classes):
-    """(class bits, byte length, code point) of the UTF-8 character at data[i];
-    a code point beyond the BMP has class ASTRAL (and code point -1)."""
-    b = data[i]
+    """(class bits, byte length, code point) of the UTF-8 character at data[i]
+    (a cut or malformed sequence: class 0)."""
+    b = np.int64(data[i])
     if b < 0x80:
-        return classes[b], 1, np.int64(b)
+        return classes[b], 1, b
     if b >= 0xF0:
-        return ASTRAL, (4 if i + 4 <= n else n - i), np.int64(-1)
+        if i + 3 < n:
+            cp = ((b & 0x07) << 18) | ((np.int64(data[i + 1]) & 0x3F) << 12) \
+                | ((np.int64(data[i + 2]) & 0x3F) << 6) | (np.int64(data[i + 3]) & 0x3F)
+            if cp < 0x110000:
+                return classes[cp], 4, cp
+        return 0, (4 if i + 4 <= n else n - i), np.int64(-1)
     if b >= 0xE0 and i + 2 < n:
-        cp = ((np.int64(b) & 0x0F) << 12) | ((np.int64(data[i + 1]) & 0x3F) << 6) | (np.int64(data[i + 2]) & 0x3F)
+        cp = ((b & 0x0F) << 12) | ((np.int64(data[i + 1]) & 0x3F) << 6) | (np.int64(data[i + 2]) & 0x3F)
         return classes[cp], 3, cp
     if b >= 0xC0 and i + 1 < n:
-        cp = ((np.int64(b) & 0x1F) << 6) | (np.int64(data[i + 1]) & 0x3F)
+        cp = ((b & 0x1F) << 6) | (np.int64(data[i + 1]) & 0x3F)
         return classes[cp], 2, cp
     return 0, 1, np.int64(-1)
 
@@ -93,7 +98,11 @@ def _class_at(data, i, n, classes):
     if b < 0x80:
         return classes[b], 1
     if b >= 0xF0:
-        return ASTRAL, 4 if i + 4 <= n else n - i
+        if i + 3 < n:
+            cp = ((b & 0x07) << 18) | ((data[i + 1] & 0x3F) << 12) | ((data[i + 2] & 0x3F) << 6) | (data[i + 3] & 0x3F)
+            if cp < 0x110000:
+                return classes[cp], 4
+        return 0, 4 if i + 4 <= n else n - i
     if b >= 0xE0 and i + 2 < n:
         return classes[((b & 0x0F) << 12) | ((data[i + 1] & 0x3F) << 6) | (data[i + 2] & 0x3F)], 3
     if b >= 0xC0 and i + 1 < n:
@@ -178,7 +187,7 @@ def word_counts(data, starts, ends, parts, furniture_weight, classes, seed, stop
 
     Returns (hashes uint64, counts float64 = content count + furniture weight x
     furniture count, term weights float64: stop_weight for a stop word, else
-    number_weight for a token with a digit, else 1; number of tokens, flags).
+    number_weight for a token with a digit, else 1; number of tokens).
     """
     total = 0
     for t in range(starts.shape[0]):
@@ -195,7 +204,7 @@ def word_counts(data, starts, ends, parts, furniture_weight, classes, seed, stop
     # a Han or no-space run's code points, their byte offsets and jieba's route
     # (those characters take 3 bytes). Allocated here, not at the first run:
     # an array made inside the loop slows the whole loop down 4x.
-    size = total // 3 + 2
+    size = total // 3 + 2  # (Han and no-space characters take 3 or 4 bytes)
     cps = np.empty(size, dtype=np.int64)
     pos = np.empty(size, dtype=np.int64)
     score = np.empty(size, dtype=np.float64)
@@ -205,15 +214,12 @@ def word_counts(data, starts, ends, parts, furniture_weight, classes, seed, stop
     tok_digit = np.empty(size, dtype=np.bool_)
     m = 0
     tokens = 0
-    flags = 0
     for t in range(starts.shape[0]):
         part = parts[t]
         i = starts[t]
         n = ends[t]
         while i < n:
             cls, ln = _class_at(data, i, n, classes)
-            if cls & ASTRAL:
-                flags |= BEYOND_BMP
             if cls & (HAN | NOSPACE):
                 i, nt = _script_run(data, i, n, cls & NOSPACE, classes, cps, pos, score, route_end,
                                     tok_start, tok_end, tok_digit, trie_root, trie_chars, trie, trie_shift, logp, unknown)
@@ -282,4 +288,4 @@ def word_counts(data, starts, ends, parts, furniture_weight, classes, seed, stop
             weights[k] = float(f_count[k]) * furniture_weight
         else:
             weights[k] = float(c_count[k]) + float(f_count[k]) * furniture_weight
-    return hashes[:m], weights, term, tokens, flags
+    return hashes[:m], weights, term, tokens

@@ -115,20 +115,20 @@ def test_both_compiled_routes_equal_the_reference(words, straight):
 
 
 def test_chinese_pages_take_the_compiled_path():
-    from dedup.features import _kernel_features, _page_spans
+    from dedup.features import _page_spans
 
     pages = [extract(p.read_bytes()) for p in sorted((shared_path("zh-cwced") / "original").glob("*.html"))]
-    straight = [page for page in pages if (spans := _page_spans(page, FeatureParams())) is not None
-                and _kernel_features(spans, FeatureParams(), 0) is not None]
+    straight = [page for page in pages if _page_spans(page, FeatureParams()) is not None]
     # most Chinese pages are NFKC but for full-width punctuation: their own text is read
     assert len(straight) >= len(pages) // 2
 
 
-@pytest.mark.parametrize("text", ["日本語のテキストです。ひらがなとカタカナ", "ภาษาไทย ๑๒๓ ทดสอบ", "नमस्ते दुनिया café"])
-def test_other_scripts_take_the_compiled_path(text):
-    from dedup.features import _kernel_features, _page_spans
+@pytest.mark.parametrize("text", ["日本語のテキストです。ひらがなとカタカナ", "ภาษาไทย ๑๒๓ ทดสอบ", "नमस्ते दुनिया café",
+                                  "𤨒晶 𠀀𠀁 emoji 😀 𝐀𝐁 math", "字\U000E0100 variation"])
+def test_other_scripts_read_straight_from_the_page_text(text):
+    from dedup.features import _page_spans
 
     page = Page("", [Block(" ".join([text] * 10))])
-    spans = _page_spans(page, FeatureParams())
-    assert spans is not None and _kernel_features(spans, FeatureParams(), 0) is not None
-    _same(page, FeatureParams())
+    assert _page_spans(page, FeatureParams()) is not None or "𝐀" in text  # (𝐀: NFKC makes it A)
+    for params in PARAMS:
+        _same(page, params)
