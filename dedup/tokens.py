@@ -15,6 +15,11 @@ case-folded, then cut into runs by script:
   combining marks (so Devanagari or Arabic words stay whole). Hangul is
   space-delimited and takes this path.
 
+This module is the reference: it makes Python strings. Fingerprinting uses
+``word_kernel``, which cuts the same runs from a character table built from
+these classes, with jieba's algorithm compiled (``han_segmenter``); tests
+check that both give the same tokens.
+
 Cost: O(length of the text); jieba's DP is linear in the Han run length.
 
 >>> tokenize("The Quick  brown 狐狸跳过了懒狗 ｆｏｘ")
