@@ -223,54 +223,38 @@ def word_counts(data, starts, ends, parts, furniture_weight, classes, seed, stop
             if cls & (HAN | NOSPACE):
                 i, nt = _script_run(data, i, n, cls & NOSPACE, classes, cps, pos, score, route_end,
                                     tok_start, tok_end, tok_digit, trie_root, trie_chars, trie, trie_shift, logp, unknown)
-                tokens += nt
-                for q in range(nt):
-                    # (the counting below, written out twice: as an inline helper it
-                    # made the word loop 1.7x slower, measured)
-                    h = murmur64(data, tok_start[q], tok_end[q], seed)
-                    slot = (h ^ (h >> uint64(29))) & mask
-                    while slots[slot] >= 0 and hashes[slots[slot]] != h:
-                        slot = (slot + uint64(1)) & mask
-                    k = slots[slot]
-                    if k < 0:
-                        k = m
-                        slots[slot] = k
-                        hashes[k] = h
-                        digit[k] = tok_digit[q]
-                        m += 1
-                    if part == 0:
-                        c_count[k] += 1
-                    else:
-                        f_count[k] += 1
-                continue
-            if not cls & WORD:
-                i += ln
-                continue
-            s = i
-            has_digit = False
-            while i < n:
-                cls, ln = _class_at(data, i, n, classes)
-                if not cls & WORD:
-                    break
-                if cls & DIGIT:
-                    has_digit = True
-                i += ln
-            h = murmur64(data, s, i, seed)
-            tokens += 1
-            slot = (h ^ (h >> uint64(29))) & mask
-            while slots[slot] >= 0 and hashes[slots[slot]] != h:
-                slot = (slot + uint64(1)) & mask
-            k = slots[slot]
-            if k < 0:
-                k = m
-                slots[slot] = k
-                hashes[k] = h
-                digit[k] = has_digit
-                m += 1
-            if part == 0:
-                c_count[k] += 1
+            elif cls & WORD:
+                s = i
+                has_digit = False
+                while i < n:
+                    cls, ln = _class_at(data, i, n, classes)
+                    if not cls & WORD:
+                        break
+                    if cls & DIGIT:
+                        has_digit = True
+                    i += ln
+                tok_start[0], tok_end[0], tok_digit[0] = s, i, has_digit
+                nt = 1
             else:
-                f_count[k] += 1
+                i += ln
+                continue
+            tokens += nt
+            for q in range(nt):
+                h = murmur64(data, tok_start[q], tok_end[q], seed)
+                slot = (h ^ (h >> uint64(29))) & mask
+                while slots[slot] >= 0 and hashes[slots[slot]] != h:
+                    slot = (slot + uint64(1)) & mask
+                k = slots[slot]
+                if k < 0:
+                    k = m
+                    slots[slot] = k
+                    hashes[k] = h
+                    digit[k] = tok_digit[q]
+                    m += 1
+                if part == 0:
+                    c_count[k] += 1
+                else:
+                    f_count[k] += 1
     weights = np.empty(m, dtype=np.float64)
     term = np.empty(m, dtype=np.float64)
     for k in range(m):
