@@ -250,37 +250,6 @@ def _char(out, st, link, value):
 
 
 @njit(cache=True, inline="always")
-def _copy_char(out, st, link, src, k, e):
-    """Copy the visible UTF-8 character at src[k]; returns the index after it."""
-    _open_char(out, st)
-    o = st[_OUT]
-    lead = src[k]
-    out[o] = lead
-    o += 1
-    k += 1
-    value = 0
-    if lead >= 0xF0:
-        value = lead & 0x07
-    elif lead >= 0xE0:
-        value = lead & 0x0F
-    elif lead >= 0xC0:
-        value = lead & 0x1F
-    while k < e and (src[k] & 0xC0) == 0x80:
-        value = (value << 6) | (src[k] & 0x3F)
-        out[o] = src[k]
-        o += 1
-        k += 1
-    st[_OUT] = o
-    st[_CP] += 1
-    st[_RAW] += 1
-    if link:
-        st[_LINK] += 1
-    if lead >= 0xE0 and _is_han(value):
-        st[_HAN] += 1
-    return k
-
-
-@njit(cache=True, inline="always")
 def _text(out, st, link, src, k, e, raw):
     """Visible text from src[k] up to e, or up to the next ``<`` unless ``raw``
     (raw-text elements, whose text is also not entity-decoded). Returns where it stopped."""
@@ -382,7 +351,10 @@ def _text(out, st, link, src, k, e, raw):
             _space(st, link)
             k += w
             continue
-        k = _copy_char(out, st, link, src, k, e)
+        # what is left is one ASCII character: a control character, or "&" that starts no entity
+        # (any other non-ASCII character went to the run above, or was white space)
+        _char(out, st, link, src[k])
+        k += 1
     return k
 
 
