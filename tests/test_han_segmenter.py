@@ -78,3 +78,12 @@ def test_small_dictionary_scores_and_ties():
 def test_bad_dictionary_lines_raise(bad):
     with pytest.raises(ValueError, match="dictionary"):
         build_dictionary(bad)
+
+
+def test_the_dictionary_is_the_one_the_scheme_was_made_with():
+    """A jieba release with another dict.txt would move Chinese fingerprints:
+    then check the quality numbers again and bump SCHEME_VERSION."""
+    import hashlib
+
+    digest = hashlib.sha256(_dictionary_bytes()).hexdigest()
+    assert digest == "7197c3211ddd98962b036cdf40324d1ea2bfaa12bd028e68faa70111a88e12a8", digest
