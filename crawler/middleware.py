@@ -41,6 +41,7 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 from scrapy.http import Response, TextResponse
 from scrapy.utils.reactor import is_asyncio_reactor_installed
+from w3lib.encoding import http_content_type_encoding
 
 from dedup.jobs import JobResult, fingerprint_job, warm_up
 from dedup.simhash import to_hex
@@ -52,6 +53,19 @@ logger = logging.getLogger(__name__)
 
 KEPT, DROPPED, UNCHANGED, SKIPPED = "kept", "dropped", "unchanged", "skipped"
 HTML_TYPES = (b"text/html", b"application/xhtml+xml")
+
+
+def declared_encoding(response: Response) -> str | None:
+    """The charset the server declared in Content-Type, or None.
+
+    Not ``response.encoding``: without a declaration Scrapy guesses (UTF-8,
+    then charset-normalizer, which reads some GBK pages as Cyrillic), and a
+    guess passed on would override dedup's own sniffing (BOM, ``<meta>``, then
+    detection that knows GBK, Big5, Shift_JIS, EUC-JP and EUC-KR), so the
+    same bytes would give another fingerprint in a crawl than from the CLI.
+    """
+    ctype = response.headers.get(b"Content-Type")
+    return http_content_type_encoding(ctype.decode("latin-1")) if ctype else None
 
 
 class NearDupMiddleware:
@@ -109,14 +123,14 @@ class NearDupMiddleware:
         pool = self._usable_pool()
         if pool is not None:
             try:
-                self._pending[response] = pool.submit(fingerprint_job, response.body, response.encoding,
+                self._pending[response] = pool.submit(fingerprint_job, response.body, declared_encoding(response),
                                                       self.config.min_text)
                 return
             except BrokenProcessPool:  # a worker died (killed, out of memory)
                 self._give_up_pool("a worker process died")
         elif self._pool is not None:
             self.stats.inc_value("neardup/fingerprinted_while_workers_start")
-        self._pending[response] = fingerprint_job(response.body, response.encoding, self.config.min_text)
+        self._pending[response] = fingerprint_job(response.body, declared_encoding(response), self.config.min_text)
 
     def _usable_pool(self) -> ProcessPoolExecutor | None:
         """The worker pool once its workers are up; None while they start or without one."""
@@ -162,7 +176,7 @@ class NearDupMiddleware:
                 if self._pool is not None:
                     self._give_up_pool("a worker process died")
                 try:
-                    return fingerprint_job(response.body, response.encoding, self.config.min_text)
+                    return fingerprint_job(response.body, declared_encoding(response), self.config.min_text)
                 except Exception as exc:
                     return self._failed(response, exc)
             except Exception as exc:  # a failing page must not stop the crawl

@@ -9,9 +9,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from w3lib.encoding import html_body_declared_encoding
 
-from crawler.demo_site import DemoSite
-from tests.conftest import ROOT
+from crawler.demo_site import DemoServer, DemoSite
+from dedup import Fingerprinter
+from tests.conftest import ROOT, SHARED
+from tests.fixtures.pages import LEGACY_ENCODINGS, PARAGRAPHS, legacy_page
 
 
 def scrapy_crawl(url: str, out: Path, *settings: str, args: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
@@ -139,3 +142,52 @@ def test_in_thread_fingerprinting_gives_the_same_result(site, tmp_path):
     dups = read_jsonl(tmp_path / "store" / "duplicates.jsonl")
     assert {d["url"][len(server.url) - 1 :] for d in dups} == set(s.expected_dropped())
     assert "0 worker process" in r.stderr
+
+
+class LegacyEncodingSite:
+    """Pages in legacy encodings, served as ``text/html`` with no charset and
+    none in the page: each language in UTF-8 and in its legacy encodings, and
+    the real undeclared pages of zh-cwced when ../shared is there."""
+
+    def __init__(self) -> None:
+        self.pages: dict[str, bytes] = {}
+        for lang in PARAGRAPHS:
+            self.pages[f"/{lang}/utf-8.html"] = legacy_page(lang).encode("utf-8")
+        for lang, codec in LEGACY_ENCODINGS:
+            self.pages[f"/{lang}/{codec}.html"] = legacy_page(lang).encode(codec)
+        if (SHARED / "zh-cwced").exists():
+            for p in sorted((SHARED / "zh-cwced" / "original").glob("*.html")):
+                body = p.read_bytes()
+                if not html_body_declared_encoding(body):
+                    self.pages[f"/zh-cwced/{p.name}"] = body
+
+    def page(self, path: str, query: dict[str, list[str]]) -> tuple[int, str, bytes]:
+        if path == "/":
+            links = "".join(f'<a href="{p}">{p}</a> ' for p in self.pages)
+            return 200, "text/html", f"<html><body>{links}</body></html>".encode()
+        if path in self.pages:
+            return 200, "text/html", self.pages[path]
+        return 404, "text/plain", b"not found"
+
+
+def test_undeclared_encodings_fingerprint_as_the_library_does(tmp_path):
+    """A crawl must not use Scrapy's guess for an undeclared page (it reads
+    one real GBK page of zh-cwced as Cyrillic): each kept page's fingerprint is
+    the library's for the same bytes, and the same text in another encoding is
+    an exact duplicate of the UTF-8 page."""
+    site = LegacyEncodingSite()
+    with DemoServer(site) as server:  # type: ignore[arg-type]
+        store = tmp_path / "store"
+        r = scrapy_crawl(server.url, tmp_path, f"NEARDUP_STORE={store}")
+    assert r.returncode == 0, r.stderr[-3000:]
+    fper = Fingerprinter()
+    items = {i["url"][len(server.url) - 1 :]: i for i in read_jsonl(tmp_path / "pages.jsonl")}
+    assert set(items) == {"/", *(f"/{lang}/utf-8.html" for lang in PARAGRAPHS),
+                          *(p for p in site.pages if p.startswith("/zh-cwced/"))}
+    for path, item in items.items():
+        if path != "/":
+            assert item["fingerprint"] == fper.fingerprint_html(site.pages[path]).hex, path
+    dups = {d["url"][len(server.url) - 1 :]: d for d in read_jsonl(store / "duplicates.jsonl")}
+    assert set(dups) == {f"/{lang}/{codec}.html" for lang, codec in LEGACY_ENCODINGS}
+    for path, d in dups.items():
+        assert d["distance"] == 0 and d["duplicate_of"].endswith(path.rsplit("/", 1)[0] + "/utf-8.html"), d

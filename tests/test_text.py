@@ -13,6 +13,7 @@ from w3lib.encoding import html_to_unicode
 
 from dedup.text import decode_html, extract, extract_text, sniff_encoding
 from tests.conftest import shared_path
+from tests.fixtures.pages import LEGACY_ENCODINGS, PARAGRAPHS, legacy_page
 
 
 def test_drops_invisible_and_keeps_title_apart():
@@ -87,29 +88,11 @@ def test_cjk_detection_counts_as_its_patterns(text, codec):
         assert cjk_codec_scores(data, name) == _scores_by_pattern(data, name), name
 
 
-#: one short news paragraph per language (the project's own text), each
-#: repeated into a page: undeclared, every encoding must decode it right
-_PARAGRAPHS = {
-    "zh-hans": "今天北京晴转多云，最高气温二十五度。明天有雨，周末气温下降，请注意添加衣物，出行注意安全。",
-    "zh-hant": "今天臺北晴轉多雲，最高氣溫二十五度。明天有雨，週末氣溫下降，請注意添加衣物，出門注意安全。",
-    "ja": "今日の東京は晴れのち曇り、最高気温は二十五度の予想です。明日は雨が降るでしょう。週末にかけて気温が下がる見込みです。",
-    "ko": "오늘 서울은 맑은 후 흐림, 최고 기온은 25도로 예상됩니다. 내일은 비가 오겠습니다. 주말에는 기온이 내려갈 전망입니다.",
-    "ru": "Сегодня в Москве ясно, затем облачно, максимальная температура двадцать пять градусов. Завтра ожидается дождь.",
-    "th": "วันนี้กรุงเทพมหานครมีแดดจัดและมีเมฆบางส่วน อุณหภูมิสูงสุดสามสิบห้าองศา พรุ่งนี้มีฝนตก",
-    "ar": "الطقس اليوم في القاهرة مشمس مع بعض السحب ودرجة الحرارة العظمى خمس وثلاثون درجة وغدا يتوقع هطول أمطار خفيفة",
-    "fr": "Aujourd'hui à Paris, le temps sera ensoleillé puis nuageux; demain, des averses sont prévues à l'été.",
-}
-_LEGACY = [("zh-hans", "gb2312"), ("zh-hans", "gbk"), ("zh-hans", "gb18030"), ("zh-hant", "big5"), ("zh-hant", "big5hkscs"),
-           ("ja", "shift_jis"), ("ja", "cp932"), ("ja", "euc-jp"), ("ja", "iso2022_jp"), ("ko", "euc-kr"), ("ko", "cp949"),
-           ("ru", "windows-1251"), ("ru", "koi8-r"), ("th", "tis-620"), ("ar", "windows-1256"), ("fr", "cp1252")]
-
-
-@pytest.mark.parametrize(("lang", "codec"), _LEGACY)
+@pytest.mark.parametrize(("lang", "codec"), LEGACY_ENCODINGS)
 @pytest.mark.parametrize("repeat", [1, 4, 40])
 def test_undeclared_legacy_encodings_decode_right(lang, codec, repeat):
-    title = _PARAGRAPHS[lang][:8]
-    html = (f"<html><head><title>{title}</title></head><body>"
-            + f"<p>{_PARAGRAPHS[lang]}</p>\n" * repeat + "<p>&copy; 2026 example.com</p></body></html>")
+    title = PARAGRAPHS[lang][:8]
+    html = legacy_page(lang, repeat)
     page, truth = extract(html.encode(codec)), extract(html.encode("utf-8"))
     assert truth.title == title.strip()
     assert (page.title, page.text) == (truth.title, truth.text), sniff_encoding(html.encode(codec))
