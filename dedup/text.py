@@ -41,6 +41,7 @@ from selectolax.lexbor import LexborDocumentOptions, LexborHTMLParser
 from w3lib.encoding import html_body_declared_encoding, http_content_type_encoding, read_bom, to_unicode
 
 from . import html_scan
+from .deep_nesting import bound_nesting
 
 logger = logging.getLogger(__name__)
 
@@ -55,7 +56,8 @@ BLOCK_TAGS = frozenset(
      "details", "dialog", "div", "dl", "dt", "fieldset", "figcaption", "figure", "footer",
      "form", "h1", "h2", "h3", "h4", "h5", "h6", "header", "hgroup", "hr", "html", "li",
      "main", "menu", "nav", "ol", "p", "pre", "section", "summary", "table", "tbody",
-     "td", "tfoot", "th", "thead", "tr", "ul", "option", "legend", "label"}
+     "td", "tfoot", "th", "thead", "tr", "ul", "option", "legend", "label",
+     "marquee"}  # (inline-block when rendered; also what deep_nesting renames blocks to)
 )
 #: Page furniture: navigation, banners, footers, sidebars.
 FURNITURE_TAGS = frozenset({"nav", "header", "footer", "aside", "menu"})
@@ -315,7 +317,9 @@ def parse_document(data: bytes) -> LexborHTMLParser:
     # WO_EVENTS skips the DOM mutation callbacks, ~5% faster. They implement
     # behaviours such as copying a <select>'s option into <selectedcontent>
     # (and <select> is never shown); a test checks the trees come out the same.
-    return LexborHTMLParser(data, scripting=True, options=LexborDocumentOptions.WO_EVENTS)
+    # bound_nesting: tree construction is quadratic in the depth of nested
+    # blocks; past MAX_DEPTH they are parsed as <marquee>, a scope boundary.
+    return LexborHTMLParser(bound_nesting(data), scripting=True, options=LexborDocumentOptions.WO_EVENTS)
 
 
 def document_title(doc: LexborHTMLParser) -> str:

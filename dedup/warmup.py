@@ -19,6 +19,8 @@ _PAGES = (
     b"<html><title>Warm up</title><body><nav><a href='/'>Home</a></nav><p>"
     + b"Near-duplicate detection for web crawling, with simhash fingerprints. " * 4 + b"</p></body></html>",
     "<p>网页去重：相似网页的指纹只差几位。日本語のテキストもあります。</p>".encode() * 4,
+    # deeper than deep_nesting.MAX_DEPTH: its compiled pass runs too
+    b"<div>" * 2100 + b"<script>x</script><!-- c --><p class='a>b'>deeply nested words</p>" + b"</div>" * 2100,
 )
 
 
