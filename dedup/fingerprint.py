@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 
+from .binary_sniff import binary_kind
 from .features import FeatureParams, hashed_features
 from .simhash import FP_BITS, simhash, to_hex
 from .text import Page, extract
@@ -79,7 +80,11 @@ class Fingerprinter:
         return Fingerprint(value, None, page.title, text, n_tokens, page)
 
     def fingerprint_html(self, data: bytes, encoding: str | None = None) -> Fingerprint:
-        """Never raises on bad bytes: unparsable input gives reason ``unparsable``."""
+        """Never raises on bad bytes: unparsable input gives reason
+        ``unparsable``, a binary file (PDF, image, archive...) ``binary: KIND``."""
+        kind = binary_kind(data)
+        if kind is not None:
+            return Fingerprint(None, f"binary: {kind}")
         try:
             page = extract(data, encoding)
         except Exception as exc:  # parser/codec failures on hostile input

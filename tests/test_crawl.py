@@ -160,6 +160,8 @@ class LegacyEncodingSite:
                 body = p.read_bytes()
                 if not html_body_declared_encoding(body):
                     self.pages[f"/zh-cwced/{p.name}"] = body
+        # a PDF that the server calls a page: not fingerprinted, counted
+        self.pages["/report"] = b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n1 0 obj << /Type /Catalog >> endobj\n" * 40
 
     def page(self, path: str, query: dict[str, list[str]]) -> tuple[int, str, bytes]:
         if path == "/":
@@ -182,10 +184,11 @@ def test_undeclared_encodings_fingerprint_as_the_library_does(tmp_path):
     assert r.returncode == 0, r.stderr[-3000:]
     fper = Fingerprinter()
     items = {i["url"][len(server.url) - 1 :]: i for i in read_jsonl(tmp_path / "pages.jsonl")}
-    assert set(items) == {"/", *(f"/{lang}/utf-8.html" for lang in PARAGRAPHS),
+    assert set(items) == {"/", "/report", *(f"/{lang}/utf-8.html" for lang in PARAGRAPHS),
                           *(p for p in site.pages if p.startswith("/zh-cwced/"))}
+    assert items["/report"]["fingerprint"] is None and stat(r.stderr, "neardup/skipped/binary") == 1
     for path, item in items.items():
-        if path != "/":
+        if path not in ("/", "/report"):
             assert item["fingerprint"] == fper.fingerprint_html(site.pages[path]).hex, path
     dups = {d["url"][len(server.url) - 1 :]: d for d in read_jsonl(store / "duplicates.jsonl")}
     assert set(dups) == {f"/{lang}/{codec}.html" for lang, codec in LEGACY_ENCODINGS}

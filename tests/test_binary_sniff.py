@@ -1,0 +1,60 @@
+"""Binary files are not fingerprinted as pages."""
+
+from __future__ import annotations
+
+import gzip
+import random
+import zlib
+
+import pytest
+
+from dedup import Fingerprinter
+from dedup.binary_sniff import binary_kind
+from tests.conftest import shared_path
+from tests.fixtures.pages import EN_PAGE, ZH_PAGE
+
+
+def _png() -> bytes:
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return len(body).to_bytes(4, "big") + kind + body + zlib.crc32(kind + body).to_bytes(4, "big")
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", bytes([0, 0, 0, 1, 0, 0, 0, 1, 8, 0, 0, 0, 0]))
+            + chunk(b"IDAT", zlib.compress(b"\x00\x00")) + chunk(b"IEND", b""))
+
+
+@pytest.mark.parametrize(("data", "kind"), [
+    (b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n1 0 obj << /Type /Catalog >> endobj", "pdf"),
+    (_png(), "image"),
+    (b"GIF89a\x01\x00\x01\x00\x80\x00\x00", "image"),
+    (b"\xff\xd8\xff\xe0\x00\x10JFIF\x00", "image"),
+    (b"RIFF\x24\x00\x00\x00WEBPVP8 ", "image"),
+    (b"\x00\x00\x00\x20ftypisom\x00\x00\x02\x00", "media"),
+    (b"ID3\x04\x00\x00\x00\x00\x00\x00", "media"),
+    (b"wOF2\x00\x01\x00\x00", "font"),
+    (gzip.compress(b"<html><p>still compressed</p></html>"), "archive"),
+    (b"PK\x03\x04\x14\x00\x06\x00", "archive"),
+    (b"\x7fELF\x02\x01\x01\x00", "executable"),
+    (random.Random(1).randbytes(4000), "data"),
+    (b"SQLite format 3\x00\x10\x00\x01\x01\x00\x40\x20\x20" + bytes(80), "data"),
+])
+def test_binary_files_are_named(data, kind):
+    assert binary_kind(data) == kind
+    fp = Fingerprinter().fingerprint_html(data)
+    assert (fp.value, fp.reason) == (None, f"binary: {kind}")
+
+
+@pytest.mark.parametrize("data", [
+    EN_PAGE, ZH_PAGE, b"", b"<p>a stray \x00 NUL and a \x01 in a page</p>" + b" text" * 50,
+    "<p>UTF-16 with its BOM</p>".encode("utf-16"), "<p>UTF-32</p>".encode("utf-32"),
+    b"ID3 of a page that starts with it", b"OTTO was here: a text page", b"true story",
+])
+def test_pages_are_not_binary(data):
+    assert binary_kind(data) is None
+
+
+def test_no_real_page_is_binary():
+    root = shared_path()
+    pages = list(root.glob("aeb/html/*.html.gz")) + list(root.glob("zh-cwced/original/*.html"))
+    assert pages
+    for p in pages:
+        data = p.read_bytes()
+        assert binary_kind(gzip.decompress(data) if p.suffix == ".gz" else data) is None, p.name
