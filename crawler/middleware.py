@@ -194,7 +194,9 @@ class NearDupMiddleware:
         if result.value is None:
             reason = (result.reason or "unparsable").split(":")[0]
             self.stats.inc_value(f"neardup/skipped/{reason}")
-            if self.config.debug:
+            if reason == "unparsable":  # the library caught an error: a bug or a broken install, say so
+                logger.warning("could not fingerprint %s (%s)", response.url, result.reason)
+            elif self.config.debug:
                 logger.debug("not fingerprinted (%s): %s", result.reason, response.url)
             return SKIPPED
         fp = result.value

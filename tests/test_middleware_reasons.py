@@ -1,0 +1,31 @@
+"""What the filter says about a page it could not fingerprint."""
+
+from __future__ import annotations
+
+import logging
+
+from scrapy.http import HtmlResponse, Request
+from scrapy.utils.test import get_crawler
+
+from crawler.middleware import SKIPPED, NearDupMiddleware
+from dedup.jobs import JobResult
+
+
+def _middleware() -> NearDupMiddleware:
+    crawler = get_crawler(settings_dict={"NEARDUP_WORKERS": 0})
+    crawler.stats.open_spider()
+    return NearDupMiddleware.from_crawler(crawler)
+
+
+def test_an_error_caught_by_the_library_is_a_warning_and_counted(caplog):
+    mw = _middleware()
+    response = HtmlResponse("http://127.0.0.1/a.html", body=b"<p>x</p>", request=Request("http://127.0.0.1/a.html"))
+    with caplog.at_level(logging.DEBUG, logger="crawler.middleware"):
+        assert mw._decide(response, JobResult(None, "unparsable: ValueError", "", "")) == SKIPPED
+        assert mw._decide(response, JobResult(None, "binary: pdf", "", "")) == SKIPPED
+        assert mw._decide(response, JobResult(None, "too_short", "", "x")) == SKIPPED
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warnings == ["could not fingerprint http://127.0.0.1/a.html (unparsable: ValueError)"]
+    stats = mw.stats.get_stats()
+    assert (stats["neardup/skipped/unparsable"], stats["neardup/skipped/binary"], stats["neardup/skipped/too_short"]) == (1, 1, 1)
+    mw.spider_closed("finished")
