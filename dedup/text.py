@@ -32,6 +32,7 @@ from __future__ import annotations
 import codecs
 import logging
 import re
+from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -40,7 +41,7 @@ import regex
 from selectolax.lexbor import LexborDocumentOptions, LexborHTMLParser
 from w3lib.encoding import html_body_declared_encoding, http_content_type_encoding, read_bom, to_unicode
 
-from . import html_scan
+from . import html_scan, raw_scan
 from .deep_nesting import bound_nesting
 
 logger = logging.getLogger(__name__)
@@ -349,12 +350,35 @@ def scan_page(src: np.ndarray, title: str, encoding: str) -> Page:
 
 
 def _extract_utf8(data: bytes, encoding: str) -> Page:
-    """Visible text of a UTF-8 encoded document."""
+    """Visible text of a UTF-8 encoded document: by ``raw_scan`` when it
+    models the page's markup (the same Page, tested), else through lexbor."""
     if not data or data.isspace():  # (isspace does not copy the page, strip would)
         return Page(title="", blocks=[], encoding=encoding)
+    page = _raw_page(data, encoding)
+    if page is not None:
+        return page
     doc = parse_document(data)
     title = document_title(doc)
     return scan_page(serialise_for_scan(doc), title, encoding)
+
+
+#: How many pages each bail code of ``raw_scan`` sent to lexbor in this process (0: none did).
+RAW_SCAN_OUTCOMES: Counter[int] = Counter()
+
+
+def _raw_page(data: bytes, encoding: str) -> Page | None:
+    """The Page by ``raw_scan``, or None when the page needs lexbor: a
+    construct it does not model, NUL bytes (the tokenizer drops them, which
+    lexbor does before decoding), or nesting ``bound_nesting`` would bound."""
+    if b"\x00" in data or bound_nesting(data) is not data:
+        return None
+    bail, out, n_out, rows, title, n_title = raw_scan.scan_html(
+        np.frombuffer(data, dtype=np.uint8), _TAG_TABLE, _ROLE_TABLE)
+    RAW_SCAN_OUTCOMES[bail] += 1
+    if bail:
+        return None
+    title_text = _WS.sub(" ", title[:n_title].tobytes().decode("utf-8", "replace")).strip() if n_title > 0 else ""
+    return Page(title_text, encoding=encoding, text=out[:n_out].tobytes().decode("utf-8", "replace"), rows=rows)
 
 
 def extract_text(text: str, encoding: str = "utf-8") -> Page:
