@@ -26,6 +26,7 @@ from collections.abc import Iterable, Sequence
 
 import mmh3
 import numpy as np
+from numba import njit
 
 from .murmur import hash64_many
 
@@ -62,21 +63,28 @@ def _exact_sums(hashes: Sequence[int] | np.ndarray, weights: Sequence[float] | n
     if not 1 <= bits <= 64:
         raise ValueError(f"bits must be 1..64, got {bits}")
     h = np.asarray(hashes, dtype=np.uint64).reshape(-1)
+    if h.size == 0:
+        if np.asarray(weights).size:
+            raise ValueError(f"0 hashes but {np.asarray(weights).size} weights")
+        return np.zeros(bits), 0
+    q, scale = _rounded_weights(h, weights)
+    m = _bit_matrix(h, bits).astype(np.float64)
+    # sum of +w where bit = 1, -w where bit = 0  ==  2 * (w @ m) - sum(w)
+    return 2.0 * (q @ m) - q.sum(), scale
+
+
+def _rounded_weights(h: np.ndarray, weights: Sequence[float] | np.ndarray) -> tuple[np.ndarray, int]:
+    """(weights x 2**scale rounded to integers, as float64; scale)."""
     w = np.asarray(weights, dtype=np.float64).reshape(-1)
     if h.shape != w.shape:
         raise ValueError(f"{h.size} hashes but {w.size} weights")
-    if h.size == 0:
-        return np.zeros(bits), 0
     if not np.isfinite(w).all():
         raise ValueError("weights must be finite")
     # the largest scale that keeps n * max|w| (>= sum |w|) times 2**scale below 2**51:
     # weights rounded to about 2**-40 of the largest, far below anything that moves a
     # bit. max and one product: the scale, too, is the same in any order.
     scale = 51 - (int(float(np.abs(w).max()) * w.size) + 1).bit_length()
-    q = np.rint(np.ldexp(w, scale))
-    m = _bit_matrix(h, bits).astype(np.float64)
-    # sum of +w where bit = 1, -w where bit = 0  ==  2 * (w @ m) - sum(w)
-    return 2.0 * (q @ m) - q.sum(), scale
+    return np.rint(np.ldexp(w, scale)), scale
 
 
 def simhash_vector(hashes: Sequence[int] | np.ndarray, weights: Sequence[float] | np.ndarray,
@@ -87,10 +95,33 @@ def simhash_vector(hashes: Sequence[int] | np.ndarray, weights: Sequence[float] 
     return np.ldexp(v, -scale)
 
 
+@njit(cache=True)
+def _simhash64(hashes, q):
+    """The 64-bit fingerprint of uint64 ``hashes`` with integer-valued float64
+    weights ``q`` (``_exact_sums``'s rounding): the same sums, in int64,
+    without the (n x 64) bit matrix. Every partial sum stays below 2**53."""
+    ones = np.zeros(64, dtype=np.int64)  # per bit: the weight of the features whose hash has it
+    total = 0
+    for k in range(hashes.shape[0]):
+        h = hashes[k]
+        w = np.int64(q[k])
+        total += w
+        for b in range(64):
+            ones[b] += w * np.int64((h >> np.uint64(b)) & np.uint64(1))
+    fp = np.uint64(0)
+    for b in range(64):
+        if 2 * ones[b] - total > 0:  # V_b = (+w where the bit is 1) - (w where it is 0)
+            fp |= np.uint64(1) << np.uint64(b)
+    return fp
+
+
 def simhash(hashes: Sequence[int] | np.ndarray, weights: Sequence[float] | np.ndarray,
             bits: int = FP_BITS) -> int:
     """Fingerprint of weighted features given their ``bits``-wide hashes: bit i
     is 1 where V_i > 0. A function of the multiset of (hash, weight) pairs only."""
+    if bits == 64 and isinstance(hashes, np.ndarray) and hashes.dtype == np.uint64 and hashes.size:
+        q, _ = _rounded_weights(hashes, weights)
+        return int(_simhash64(hashes, q))  # (bit b of the integer is vector position 63 - b, as below)
     v, _ = _exact_sums(hashes, weights, bits)
     packed = np.packbits(v > 0)  # big-endian bit order: vector order
     return int.from_bytes(packed.tobytes(), "big") >> (len(packed) * 8 - bits)

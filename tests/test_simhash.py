@@ -104,3 +104,22 @@ def test_sums_are_exact_so_order_never_matters():
 def test_weights_must_be_finite():
     with pytest.raises(ValueError, match="finite"):
         simhash([1, 2], [1.0, float("nan")])
+
+
+def test_compiled_64_bit_kernel_equals_the_bit_matrix():
+    # the kernel simhash uses for uint64 hashes against the per-bit sums of _exact_sums,
+    # with weights that cancel exactly (0.2 and 0.05 sums) and with random ones
+    from dedup.simhash import _exact_sums
+
+    rng = np.random.default_rng(7)
+    for trial in range(300):
+        n = int(rng.integers(1, 400))
+        h = rng.integers(0, 2**64, size=n, dtype=np.uint64)
+        if trial % 3 == 0:
+            h[n // 2:] = h[: n - n // 2]  # repeated hashes: sums cancel
+            w = rng.choice([0.05, 0.2, 1.0, 4.0], size=n)
+        else:
+            w = rng.random(n) * 10 ** rng.uniform(-3, 3)
+        v, _ = _exact_sums(h, w, 64)
+        packed = np.packbits(v > 0)
+        assert simhash(h, w) == int.from_bytes(packed.tobytes(), "big")
