@@ -1043,29 +1043,99 @@ def _last_af(src, S, AF, g, st, rows, tid):
 
 @njit(cache=True, _nrt=False)
 def _adoption(src, S, AF, g, st, rows, tid):
-    """The adoption agency's simple cases; returns False when the token is
-    handled as any other end tag."""
-    j = _last_af(src, S, AF, g, st, rows, tid)
-    if j < 0:
-        return False
-    p = AF[j, 1]
-    if p < 0:
-        _af_remove(src, S, AF, g, st, rows, j)
-        return True
-    d = g[0] - 1
-    while d > p:
-        if _is_boundary(src, S, AF, g, st, rows, S[d, 0], 0):
-            return True  # not in scope: ignored
-        d -= 1
-    for q in range(p + 1, g[0]):
-        if (PROPS[S[q, 0]] & SPECIAL) != 0:
+    """The adoption agency algorithm for the end tag of formatting element
+    ``tid``; returns False when the token is handled as any other end tag.
+    Where a furthest block exists, only the case that moves no element with
+    state is modelled (``_adopt_block``)."""
+    for outer in range(8):
+        j = _last_af(src, S, AF, g, st, rows, tid)
+        if j < 0:
+            return outer > 0
+        p = AF[j, 1]
+        if p < 0:
+            _af_remove(src, S, AF, g, st, rows, j)
+            return True
+        d = g[0] - 1
+        while d > p:
+            if _is_boundary(src, S, AF, g, st, rows, S[d, 0], 0):
+                return True  # not in scope: ignored
+            d -= 1
+        fb = -1
+        for q in range(p + 1, g[0]):
+            if (PROPS[S[q, 0]] & SPECIAL) != 0:
+                fb = q
+                break
+        if fb < 0:
+            while g[0] - 1 > p and g[2] == 0:
+                _pop(src, S, AF, g, st, rows, False)
+            _pop(src, S, AF, g, st, rows, True)
+            _af_remove(src, S, AF, g, st, rows, j)
+            return True
+        if not _adopt_block(src, S, AF, g, st, rows, p, fb, j):
             _bail(src, S, AF, g, st, rows, BAIL_ADOPTION)
             return True
-    while g[0] - 1 > p and g[2] == 0:
-        _pop(src, S, AF, g, st, rows, False)
-    _pop(src, S, AF, g, st, rows, True)
-    _af_remove(src, S, AF, g, st, rows, j)
     return True
+
+
+@njit(cache=True, _nrt=False)
+def _adopt_block(src, S, AF, g, st, rows, p, fb, j):
+    """One round of the adoption agency with a furthest block ``fb`` over the
+    formatting element at stack place ``p`` (list entry ``j``): the block moves
+    out of the formatting element, which is cloned inside it. Changes no text
+    order and no block, so for the scan it is a rearrangement of the stack and
+    of the list: the elements between lose their non-formatting members, the
+    clone goes right above the block. False (not done) when an element with
+    state would move, or the inner loop would drop entries (past 3 nodes)."""
+    if S[p, 8] != 0 or fb - p - 1 > 2:
+        return False
+    for q in range(p + 1, fb):
+        if S[q, 8] != 0 or S[q, 4] != 0:
+            return False
+    near = -1  # the formatting element nearest the block: the clone's entry goes after its own
+    for q in range(fb - 1, p, -1):
+        if S[q, 3] >= 0:
+            near = q
+            break
+    fe_id, fe_ns, fe_ne = S[p, 0], S[p, 1], S[p, 2]
+    _af_remove(src, S, AF, g, st, rows, j)
+    k = S[near, 3] + 1 if near >= 0 else j
+    for x in range(g[1], k, -1):
+        AF[x, 0] = AF[x - 1, 0]
+        AF[x, 1] = AF[x - 1, 1]
+        AF[x, 2] = AF[x - 1, 2]
+    g[1] += 1
+    for d in range(g[0]):
+        if S[d, 3] >= k:
+            S[d, 3] += 1
+    AF[k, 0] = fe_id
+    AF[k, 2] = 0
+    w = p
+    for q in range(p + 1, fb + 1):
+        if q == fb or S[q, 3] >= 0:
+            for c in range(9):
+                S[w, c] = S[q, c]
+            w += 1
+    top = g[0]
+    for q in range(fb + 1, top):
+        for c in range(9):
+            S[q + w - fb, c] = S[q, c]
+    S[w, 0] = fe_id
+    S[w, 1] = fe_ns
+    S[w, 2] = fe_ne
+    S[w, 3] = k
+    S[w, 4] = 0
+    S[w, 5] = S[w - 1, 5]
+    S[w, 6] = S[w - 1, 6]
+    S[w, 7] = S[w - 1, 7]
+    S[w, 8] = 0
+    g[0] = top + w - fb
+    for x in range(g[1]):
+        AF[x, 1] = -1
+    for d in range(g[0]):
+        if S[d, 3] >= 0:
+            AF[S[d, 3], 1] = d
+    return True
+
 
 @njit(cache=True, _nrt=False)
 def _any_other_end(src, S, AF, g, st, rows, ns, ne, tid):
@@ -1462,7 +1532,9 @@ def scan(src, names, offs, vals, first, role_names, role_offs, role_vals, role_f
         if tid == T_HTML or tid == T_HEAD or tid == T_FRAME or tid == T_CAPTION or tid == T_COLGROUP:
             continue
         if tid == T_BODY:
-            if attrs[0] >= 0 or attrs[2] >= 0 or attrs[4] >= 0 or attrs[6] >= 0:
+            # its attributes go to the <body> where it lacks them: only a problem when they hide
+            # the body or make it furniture (not modelled: that would change what was read)
+            if hidden or role_furn:
                 _bail(src, S, AF, g, st, rows, BAIL_BODY_ATTRS)
                 break
             continue

@@ -43,6 +43,7 @@ from w3lib.encoding import html_body_declared_encoding, http_content_type_encodi
 
 from . import html_scan, raw_scan
 from .deep_nesting import bound_nesting
+from .gb_transcode import gb_to_utf8
 
 logger = logging.getLogger(__name__)
 
@@ -355,8 +356,12 @@ def _extract_utf8(data: bytes, encoding: str) -> Page:
     if not data or data.isspace():  # (isspace does not copy the page, strip would)
         return Page(title="", blocks=[], encoding=encoding)
     page = _raw_page(data, encoding)
-    if page is not None:
-        return page
+    return page if page is not None else lexbor_page(data, encoding)
+
+
+def lexbor_page(data: bytes, encoding: str) -> Page:
+    """Visible text of a non-blank UTF-8 document through lexbor's tree (the
+    reference ``raw_scan`` is tested against)."""
     doc = parse_document(data)
     title = document_title(doc)
     return scan_page(serialise_for_scan(doc), title, encoding)
@@ -398,4 +403,8 @@ def extract(data: bytes, encoding: str | None = None) -> Page:
         # round trip. Not with NUL bytes: lexbor drops them before decoding,
         # which joins the bytes around them into other characters.
         return _extract_utf8(data[skip:] if skip else data, enc)
+    if enc == "gb18030":  # (GB2312 and GBK pages too: w3lib reads them as their superset)
+        utf8 = gb_to_utf8(data[skip:] if skip else data)
+        if utf8 is not None:
+            return _extract_utf8(utf8, enc)
     return extract_text(to_unicode(data[skip:], enc), enc)

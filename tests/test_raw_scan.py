@@ -1,0 +1,78 @@
+"""raw_scan gives lexbor's Page, or gives up: on real pages and on tag soup."""
+
+from __future__ import annotations
+
+import codecs
+import collections
+import random
+
+import numpy as np
+import pytest
+
+from dedup import raw_scan, text
+from dedup.fingerprint import read_document
+from tests.conftest import shared_path
+from tests.fixtures.tag_soup import tag_soup
+
+
+def _utf8(data: bytes) -> bytes:
+    enc, skip = text.sniff_encoding(data)
+    if codecs.lookup(enc).name == "utf-8" and b"\x00" not in data:
+        return data[skip:]
+    return text.to_unicode(data[skip:], enc).encode("utf-8", "surrogatepass")
+
+
+def _compare(data: bytes) -> int:
+    """The bail code; asserts the fast Page equals lexbor's when there is none."""
+    bail, out, n_out, rows, title, n_title = raw_scan.scan_html(
+        np.frombuffer(data, dtype=np.uint8), text._TAG_TABLE, text._ROLE_TABLE)
+    if bail:
+        return bail
+    ref = text.lexbor_page(data, "utf-8")
+    got_title = text._WS.sub(" ", title[:n_title].tobytes().decode("utf-8", "replace")).strip() if n_title > 0 else ""
+    assert (out[:n_out].tobytes().decode("utf-8", "replace"), rows.tolist(), got_title) == \
+        (ref.text, ref.rows.tolist(), ref.title), data
+    return 0
+
+
+def test_simple_page():
+    page = text.extract(b"<title>T &amp; x</title><p>Hello <b>world</b></p><script>x()</script>"
+                        b"<div hidden>secret</div><ul><li>one<li>two</ul>")
+    assert (page.title, page.text) == ("T & x", "Hello world\none\ntwo")
+    assert text.RAW_SCAN_OUTCOMES[0] >= 1
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_tag_soup_gives_lexbors_page_or_gives_up(seed):
+    rng = random.Random(seed)
+    outcomes = collections.Counter(_compare(tag_soup(rng)) for _ in range(2500))
+    assert outcomes[0] > 1000, outcomes  # most documents are read by the fast path
+
+
+@pytest.mark.parametrize("markup", [
+    b"<p>a<table><tr><td>b</table>c",  # quirks mode: the table inside the p
+    b"<!DOCTYPE html><p>a<table><tr><td>b</table>c",  # no quirks: the table closes the p
+    b"<b>1<p>2</b>3</p>",  # adoption agency with a furthest block
+    b"<a href=x>1<div>2</a>3</div>",  # the same over a link: left to lexbor
+    b"<p><b>x</p><p>y<span hidden>z</b>w",  # a reconstructed <b> closed by its end tag
+    b"<table><tr><td>a<td>b<tr><td>c</table>",
+    b"<textarea>\r\nx</textarea><pre>\ny</pre>",
+    b"&notit; &amp &#x80; &#0; &NotEqualTilde; &unknown;",
+    b"<svg><title>icon</title><path/></svg>text",
+    b"<body><div>x</div><body style='display:none'>y",
+])
+def test_constructs(markup):
+    _compare(markup)
+
+
+def test_real_pages():
+    roots = [shared_path("aeb"), shared_path("zh-cwced")]
+    outcomes: collections.Counter[int] = collections.Counter()
+    for root in roots:
+        for path in sorted(root.rglob("*.htm*")):
+            data = _utf8(read_document(path))
+            if data.strip() and b"\x00" not in data and text.bound_nesting(data) is data:
+                outcomes[_compare(data)] += 1
+    # 224 of 250 at the time of writing; the rest go to lexbor
+    assert outcomes[0] >= 0.85 * sum(outcomes.values()), {raw_scan.BAIL_NAMES.get(k, "ok"): v
+                                                        for k, v in outcomes.items()}
