@@ -34,6 +34,7 @@ import unicodedata
 from collections import Counter
 from itertools import filterfalse
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 import regex
@@ -292,6 +293,21 @@ def _separators_not_nfkc() -> re.Pattern:
 _SEPARATORS_NOT_NFKC = _separators_not_nfkc()
 
 
+@lru_cache(maxsize=1)
+def _compat_singles() -> tuple[re.Pattern, dict[str, str]]:
+    """(pattern, mapping) of the BMP characters whose NFKD is one other
+    character (built at first use, ~30 ms)."""
+    mapping = {}
+    for cp in range(0x80, 0x10000):
+        if 0xD800 <= cp <= 0xDFFF:
+            continue
+        ch = chr(cp)
+        d = unicodedata.normalize("NFKD", ch)
+        if len(d) == 1 and d != ch:
+            mapping[ch] = d
+    return re.compile("[" + "".join(map(re.escape, mapping)) + "]"), mapping
+
+
 def _page_spans(page: Page, params: FeatureParams) -> tuple[np.ndarray, ...] | None:
     """(UTF-8 data, span starts, span ends, span parts) over the page's own
     casefolded text, for ``word_counts``; None when that text would
@@ -304,7 +320,14 @@ def _page_spans(page: Page, params: FeatureParams) -> tuple[np.ndarray, ...] | N
         # so a space in their place gives the same tokens and keeps the offsets.
         text = _SEPARATORS_NOT_NFKC.sub(" ", text)
         if not unicodedata.is_normalized("NFKC", text):
-            return None
+            # Full-width letters and digits, circled digits, "º": characters whose
+            # NFKD is one other character. Put in its place, the text has the
+            # same NFKD, hence the same NFKC; when that is the text itself (the
+            # check), the offsets hold.
+            pattern, mapping = _compat_singles()
+            text = pattern.sub(lambda m: mapping[m.group()], text)
+            if not unicodedata.is_normalized("NFKC", text):
+                return None
     folded = text.casefold()
     if len(folded) != len(text):
         return None

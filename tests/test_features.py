@@ -37,7 +37,9 @@ WORDS = ["the", "of", "and", "Crawler", "我们", "中出了", "一个叛徒", "
          "-", "...", "…", "a…b", "’", "\u00a0", "\u3000",
          # scripts without spaces (bigrams), marks, digits of other scripts, NFKC compositions
          "สวัสดี", "๑๒", "ភាសាខ្មែរ", "ລາວ", "မြန်မာ", "བོད", "カー", "か\u3099", "ﾃｽﾄ", "ひらがな日本語", "नमस्ते", "\u0301x",
-         "ᄀ\u1161", "Ⅻ", "①"]
+         "ᄀ\u1161", "Ⅻ", "①",
+         # one-character compatibility mappings read in place (and their compositions, which are not)
+         "ｶﾞ", "º1", "\u212b", "Ａ\u0301", "ⓒ2024", "ﻥ", "㉑"]
 
 
 @st.composite
