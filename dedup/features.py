@@ -37,7 +37,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
-import regex
 
 
 from .stopwords import STOPWORDS
@@ -45,8 +44,9 @@ from .html_scan import ROW_END, ROW_FURNITURE, ROW_HAN, ROW_LINK, ROW_START, ROW
 from .text import Page
 from .simhash import feature_hashes
 from .han_segmenter import default_dictionary
+from .nfkc import SEPARATORS_NOT_NFKC
 from .tokens import normalize, tokenize, tokenize_normalized
-from .word_kernel import CLASSES, HAN, NOSPACE, WORD, utf8_offsets, word_counts
+from .word_kernel import CLASSES, utf8_offsets, word_counts
 
 
 _DIGIT = re.compile(r"\d")
@@ -274,23 +274,6 @@ def hashed_features(page: Page, params: FeatureParams = FeatureParams(), seed: i
     return (hashes if keep is None else hashes[keep]), weights, n_tokens
 
 
-def _separators_not_nfkc() -> re.Pattern:
-    """BMP characters that NFKC changes, where both the character and what NFKC
-    makes of it are only separators: no word character, Han, combining mark or
-    no-space script. (No mark, so NFKC cannot compose them
-    with a neighbour: NFKC of the text equals the text with each replaced.)"""
-    refused = WORD | HAN | NOSPACE
-    mark = regex.compile(r"\p{M}")
-
-    def separator(ch: str) -> bool:
-        return ord(ch) <= 0xFFFF and not (CLASSES[ord(ch)] & refused or mark.match(ch))
-
-    chars = [ch for ch in map(chr, range(0x10000)) if not 0xD800 <= ord(ch) <= 0xDFFF
-             and separator(ch) and (n := unicodedata.normalize("NFKC", ch)) != ch and n and all(map(separator, n))]
-    return re.compile("[" + "".join(map(re.escape, chars)) + "]")
-
-
-_SEPARATORS_NOT_NFKC = _separators_not_nfkc()
 
 
 @lru_cache(maxsize=1)
@@ -314,11 +297,13 @@ def _page_spans(page: Page, params: FeatureParams) -> tuple[np.ndarray, ...] | N
     not give the reference's tokens (not NFKC, or casefolding changes its
     length), so the caller joins and normalises instead."""
     text = page.text
-    if not unicodedata.is_normalized("NFKC", text):
+    # (raw_scan tells when the text is NFKC but for separators: then no check is needed,
+    # and the separators may stay, as the kernel reads them as the spaces would be)
+    if not page.nfkc_clean and not unicodedata.is_normalized("NFKC", text):
         # The usual reasons are "…" (NFKC: "...") and full-width punctuation
         # ("，" -> ","): characters that separate tokens before and after NFKC,
         # so a space in their place gives the same tokens and keeps the offsets.
-        text = _SEPARATORS_NOT_NFKC.sub(" ", text)
+        text = SEPARATORS_NOT_NFKC.sub(" ", text)
         if not unicodedata.is_normalized("NFKC", text):
             # Full-width letters and digits, circled digits, "º": characters whose
             # NFKD is one other character. Put in its place, the text has the

@@ -30,6 +30,8 @@ import html.entities
 import numpy as np
 from numba import njit
 
+from .nfkc import QUICK_CHECK
+
 from .html_scan import (_name_table, ANCHOR, BLOCK, DROPPED, FURNITURE, RAW_DROPPED, VOID, _BLOCKS, _CP, _HAN,
                         _HAS, _LINK, _NSTATE, _OUT, _PENDING, _RAW, _SPACES, _START, _has_word_then, _is_han,
                         _lookup, _lower, _open_char, _space, ROW_END, ROW_FURNITURE, ROW_HAN, ROW_LINK,
@@ -122,6 +124,7 @@ BAIL_NAMES = {1: "invalid utf-8", 2: "foster parenting", 3: "adoption agency", 4
               9: "select", 10: "character reference in attribute", 11: "escaped script", 12: "body attributes",
               13: "form", 14: "noah's ark"}
 
+_NFKC = _NSTATE  # the slot of the scan state after html_scan's: the largest QUICK_CHECK value written
 MAX_STACK = 1024  # deeper pages take lexbor's path (which bounds nesting, see deep_nesting)
 
 
@@ -277,6 +280,10 @@ def _emit_cp(out, st, link, c):
         return
     _open_char(out, st)
     o = st[_OUT]
+    if c >= 0x80:
+        q = QUICK_CHECK[c] if c < 0x10000 else 2
+        if q > st[_NFKC]:
+            st[_NFKC] = q
     if c < 0x80:
         out[o] = c
         o += 1
@@ -380,6 +387,9 @@ def _text_run(out, st, link, src, k, e, decode, stop_lt, ebuf, eoffs, eslots, ec
                 n_cp += 1
                 if _is_han(c):
                     han += 1
+                q = QUICK_CHECK[c] if c < 0x10000 else 2  # (CJK compatibility ideographs are not NFKC)
+                if q > st[_NFKC]:
+                    st[_NFKC] = q
                 if k >= e or src[k] < 0x80:
                     break
                 c, ln = _utf8_char(src, k, e)
@@ -1161,10 +1171,11 @@ def scan(src, names, offs, vals, first, role_names, role_offs, role_vals, role_f
     table; ``role_*``: its role table; ``props``/``ids``: ``_tag_props()``,
     ``_ids()``; ``ebuf..ecps``: ``_entity_table()``; ``cp1252``: ``_cp1252_table()``.
 
-    Returns (bail, out, n_out, rows, title, n_title): ``bail`` 0 when the
-    result is lexbor's (then out[:n_out] and rows are ``html_scan.scan``'s
-    and title[:n_title] the first <title>'s text, n_title -1 when there is
-    none), else the bail code of the first construct not modelled.
+    Returns (bail, n_out, n_rows, n_title, nfkc): ``bail`` 0 when the
+    result is lexbor's (then out[:n_out] and rows[:n_rows] are ``html_scan.scan``'s,
+    title[:n_title] the first <title>'s text, n_title -1 when there is
+    none, and nfkc the largest ``nfkc.QUICK_CHECK`` value of the text's
+    characters, 0 for ASCII), else the bail code of the first construct not modelled.
     """
     n = src.shape[0]
     # g: scalars the helpers update. 0 depth, 1 active formatting entries,
@@ -1659,11 +1670,11 @@ def scan(src, names, offs, vals, first, role_names, role_offs, role_vals, role_f
         elif (PROPS[tid] & MARKER) != 0:
             _af_marker_push(src, S, AF, g, st, rows)
     if g[2]:
-        return g[2], 0, 0, g[3]
+        return g[2], 0, 0, g[3], 2
     while g[0] > 0:
         _pop(src, S, AF, g, st, rows, True)
     _end_block(src, S, AF, g, st, rows, False)
-    return 0, st[_OUT], st[_BLOCKS], g[3]
+    return 0, st[_OUT], st[_BLOCKS], g[3], st[_NFKC]
 
 
 TAG_TABLE = _name_table(TAG_ID)
@@ -1676,22 +1687,22 @@ _STACK = np.empty((MAX_STACK + 2, 9), dtype=np.int64)
 _ACTIVE = np.empty((MAX_STACK + 2, 3), dtype=np.int64)
 _ATTRS = np.empty(14, dtype=np.int64)
 _FOREIGN = np.empty((256, 3), dtype=np.int64)
-_STATE = np.empty(_NSTATE, dtype=np.int64)
+_STATE = np.empty(_NSTATE + 1, dtype=np.int64)
 _GLOBALS = np.empty(8, dtype=np.int64)
 
 
 def scan_html(buf: np.ndarray, tag_table: tuple, role_table: tuple
-              ) -> tuple[int, np.ndarray, int, np.ndarray, np.ndarray, int]:
+              ) -> tuple[int, np.ndarray, int, np.ndarray, np.ndarray, int, int]:
     """``scan`` with this module's tables; ``tag_table``/``role_table`` are
     ``html_scan.tag_table(...)``/``role_table(...)`` as ``text`` builds them.
 
-    Returns (bail, out, n_out, rows, title, n_title): see ``scan``; ``rows``
-    is already cut to the blocks found.
+    Returns (bail, out, n_out, rows, title, n_title, nfkc): see ``scan``;
+    ``rows`` is already cut to the blocks found.
     """
     n = buf.shape[0]
     out = np.empty(2 * n + 16, dtype=np.uint8)
     title = np.empty(n + 16, dtype=np.uint8)
     rows = np.empty((n // 3 + 4, 6), dtype=np.int64)
-    bail, n_out, n_rows, n_title = scan(buf, *tag_table, *role_table, *TAG_TABLE, *_ENTITIES, _CP1252, out, title, rows,
+    bail, n_out, n_rows, n_title, nfkc = scan(buf, *tag_table, *role_table, *TAG_TABLE, *_ENTITIES, _CP1252, out, title, rows,
                                         _STATE, _GLOBALS, _STACK, _ACTIVE, _ATTRS, _FOREIGN)
-    return bail, out, n_out, rows[:n_rows].copy(), title, n_title
+    return bail, out, n_out, rows[:n_rows].copy(), title, n_title, nfkc

@@ -101,11 +101,13 @@ class Page:
     gets its rows from them.
     """
 
-    __slots__ = ("title", "text", "rows", "encoding", "_blocks")
+    __slots__ = ("title", "text", "rows", "encoding", "_blocks", "nfkc_clean")
 
     def __init__(self, title: str = "", blocks: list[Block] | None = None, encoding: str = "utf-8", *,
-                 text: str = "", rows: np.ndarray | None = None) -> None:
+                 text: str = "", rows: np.ndarray | None = None, nfkc_clean: bool = False) -> None:
         self.title = title
+        #: True when ``text`` is known to be NFKC but for separators (``dedup.nfkc``)
+        self.nfkc_clean = nfkc_clean
         self.encoding = encoding
         self._blocks = list(blocks) if blocks is not None else None
         if blocks is not None:
@@ -377,13 +379,14 @@ def _raw_page(data: bytes, encoding: str) -> Page | None:
     lexbor does before decoding), or nesting ``bound_nesting`` would bound."""
     if b"\x00" in data or bound_nesting(data) is not data:
         return None
-    bail, out, n_out, rows, title, n_title = raw_scan.scan_html(
+    bail, out, n_out, rows, title, n_title, nfkc = raw_scan.scan_html(
         np.frombuffer(data, dtype=np.uint8), _TAG_TABLE, _ROLE_TABLE)
     RAW_SCAN_OUTCOMES[bail] += 1
     if bail:
         return None
     title_text = _WS.sub(" ", title[:n_title].tobytes().decode("utf-8", "replace")).strip() if n_title > 0 else ""
-    return Page(title_text, encoding=encoding, text=out[:n_out].tobytes().decode("utf-8", "replace"), rows=rows)
+    return Page(title_text, encoding=encoding, text=out[:n_out].tobytes().decode("utf-8", "replace"), rows=rows,
+                nfkc_clean=nfkc <= 1)
 
 
 def extract_text(text: str, encoding: str = "utf-8") -> Page:
