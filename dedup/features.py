@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
+from numba import njit
 
 
 from .stopwords import STOPWORDS
@@ -101,25 +102,48 @@ def page_plan(page: Page, params: FeatureParams) -> tuple[np.ndarray, np.ndarray
     around it count as furniture. Decided on the block rows as arrays, in
     integers (tokens x 10), so no float rounding can flip a block.
     """
-    rows = page.rows
-    start, end = rows[:, ROW_START], rows[:, ROW_END]
-    # link density > cutoff, without a division: link chars > cutoff x length
-    furniture = (rows[:, ROW_FURNITURE] != 0) | (rows[:, ROW_LINK] > params.link_density_cutoff * (end - start))
-    if params.short_block_tokens:
-        tokens10 = 10 * rows[:, ROW_WORDS] + 6 * rows[:, ROW_HAN]
-        short = ~furniture & (tokens10 < 10 * params.short_block_tokens)
-        long = ~(furniture | short)
-        short_to_furniture = int(tokens10[long].sum()) >= int(tokens10[short].sum())
-    else:
-        short = np.zeros(len(rows), dtype=bool)
-        long, short_to_furniture = ~furniture, False
-    content_idx, furniture_idx, short_idx = np.flatnonzero(long), np.flatnonzero(furniture), np.flatnonzero(short)
-    if short_to_furniture:
-        furniture_idx = np.concatenate((furniture_idx, short_idx))
-    else:
-        content_idx = np.concatenate((content_idx, short_idx))
+    content_idx, furniture_idx = _block_plan(page.rows, float(params.link_density_cutoff),
+                                             int(params.short_block_tokens))
     main, rest = split_title(page.title) if page.title and params.title_weight else ("", [])
     return content_idx, furniture_idx, ([main] if main else []), rest
+
+
+@njit(cache=True)
+def _block_plan(rows, cutoff, short_block_tokens):
+    """(content block indices, furniture block indices) of ``page_plan``, in one
+    compiled pass (the numpy version cost ~0.05 ms a page in small array calls)."""
+    n = rows.shape[0]
+    kind = np.empty(n, dtype=np.int64)  # 0 long, 1 furniture, 2 short
+    long_tokens = 0
+    short_tokens = 0
+    for i in range(n):
+        length = rows[i, ROW_END] - rows[i, ROW_START]
+        # link density > cutoff, without a division: link chars > cutoff x length
+        if rows[i, ROW_FURNITURE] != 0 or rows[i, ROW_LINK] > cutoff * length:
+            kind[i] = 1
+            continue
+        tokens10 = 10 * rows[i, ROW_WORDS] + 6 * rows[i, ROW_HAN]
+        if short_block_tokens and tokens10 < 10 * short_block_tokens:
+            kind[i] = 2
+            short_tokens += tokens10
+        else:
+            kind[i] = 0
+            long_tokens += tokens10
+    short_to_furniture = short_block_tokens != 0 and long_tokens >= short_tokens
+    content = np.empty(n, dtype=np.int64)
+    furniture = np.empty(n, dtype=np.int64)
+    nc = nf = 0
+    for want in (0, 1, 2):  # long blocks, furniture, then short ones where they go
+        for i in range(n):
+            if kind[i] != want:
+                continue
+            if want == 1 or (want == 2 and short_to_furniture):
+                furniture[nf] = i
+                nf += 1
+            else:
+                content[nc] = i
+                nc += 1
+    return content[:nc], furniture[:nf]
 
 
 def page_texts(page: Page, params: FeatureParams) -> tuple[str, str]:

@@ -134,3 +134,39 @@ def test_other_scripts_read_straight_from_the_page_text(text):
     assert _page_spans(page, FeatureParams()) is not None or "𝐀" in text  # (𝐀: NFKC makes it A)
     for params in PARAMS:
         _same(page, params)
+
+
+def _plan_reference(rows, cutoff, short_block_tokens):
+    """The block plan as numpy computed it before ``_block_plan``."""
+    start, end = rows[:, 0], rows[:, 1]
+    furniture = (rows[:, 2] != 0) | (rows[:, 3] > cutoff * (end - start))
+    if short_block_tokens:
+        tokens10 = 10 * rows[:, 4] + 6 * rows[:, 5]
+        short = ~furniture & (tokens10 < 10 * short_block_tokens)
+        long = ~(furniture | short)
+        to_furniture = int(tokens10[long].sum()) >= int(tokens10[short].sum())
+    else:
+        short = np.zeros(len(rows), dtype=bool)
+        long, to_furniture = ~furniture, False
+    content, furn, shorts = np.flatnonzero(long), np.flatnonzero(furniture), np.flatnonzero(short)
+    if to_furniture:
+        return content, np.concatenate((furn, shorts))
+    return np.concatenate((content, shorts)), furn
+
+
+def test_block_plan_equals_the_numpy_reference():
+    from dedup.features import _block_plan
+
+    rng = np.random.default_rng(5)
+    for _ in range(2000):
+        n = int(rng.integers(0, 30))
+        rows = np.zeros((n, 6), dtype=np.int64)
+        rows[:, 0] = rng.integers(0, 100, n)
+        rows[:, 1] = rows[:, 0] + rng.integers(0, 200, n)
+        rows[:, 2] = rng.integers(0, 2, n) * (rng.random(n) < 0.3)
+        rows[:, 3] = rng.integers(0, 200, n)
+        rows[:, 4] = rng.integers(0, 60, n)
+        rows[:, 5] = rng.integers(0, 60, n)
+        cutoff, sbt = float(rng.choice([0.0, 0.3, 0.5, 1.0])), int(rng.choice([0, 5, 20]))
+        got, want = _block_plan(rows, cutoff, sbt), _plan_reference(rows, cutoff, sbt)
+        assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()
