@@ -1164,11 +1164,11 @@ def _any_other_end(src, S, AF, g, st, rows, ns, ne, tid):
 
 
 @njit(cache=True, _nrt=False)
-def scan(src, names, offs, vals, first, role_names, role_offs, role_vals, role_first, id_names, id_offs, id_vals,
+def scan(src, flags_by_id, role_names, role_offs, role_vals, role_first, id_names, id_offs, id_vals,
          id_first, ebuf, eoffs, eslots, ecps, cp1252, out, title, rows, st, g, S, AF, attrs, F):
     """Tokenise UTF-8 HTML ``src`` (uint8) and scan it as ``html_scan.scan``
-    scans lexbor's serialisation of it. ``names..first``: ``text``'s tag
-    table; ``role_*``: its role table; ``props``/``ids``: ``_tag_props()``,
+    scans lexbor's serialisation of it. ``flags_by_id``: ``html_scan``'s tag
+    flags of each tag id (``_flags_by_id``); ``role_*``: ``text``'s role table; ``props``/``ids``: ``_tag_props()``,
     ``_ids()``; ``ebuf..ecps``: ``_entity_table()``; ``cp1252``: ``_cp1252_table()``.
 
     Returns (bail, n_out, n_rows, n_title, nfkc): ``bail`` 0 when the
@@ -1454,7 +1454,7 @@ def scan(src, names, offs, vals, first, role_names, role_offs, role_vals, role_f
         role_furn = attrs[6] >= 0 and _lookup(src, attrs[6], attrs[7], role_names, role_offs, role_vals,
                                               role_first) != 0
         has_href = attrs[8] >= 0
-        flags = VOID if tid == T_IMAGE else _lookup(src, ns, ne, names, offs, vals, first)
+        flags = flags_by_id[tid]
         table_ctx = m == M_TABLE or m == M_TBODY or m == M_ROW
         if tid == T_FRAMESET or tid == T_PLAINTEXT or tid == T_TEMPLATE or tid == T_CAPTION or tid == T_COLGROUP \
                 or tid == T_ISINDEX:
@@ -1691,6 +1691,27 @@ _STATE = np.empty(_NSTATE + 1, dtype=np.int64)
 _GLOBALS = np.empty(8, dtype=np.int64)
 
 
+_FLAGS: dict[int, tuple[tuple, np.ndarray]] = {}
+
+
+def _flags_by_id(tag_table: tuple) -> np.ndarray:
+    """``html_scan`` flags of each tag id, from a tag table (made once per table)."""
+    known = _FLAGS.get(id(tag_table[0]))
+    if known is not None and known[0] is tag_table:
+        return known[1]
+    buf, offs, vals, _ = tag_table
+    names = [buf[offs[i]:offs[i + 1]].tobytes().decode() for i in range(len(vals))]
+    missing = [n for n in names if n not in TAG_ID]
+    if missing:
+        raise ValueError(f"tags raw_scan has no id for: {missing}")
+    flags = np.zeros(len(TAG_ID) + 1, dtype=np.int64)
+    for name, value in zip(names, vals.tolist()):
+        flags[TAG_ID[name]] = value
+    flags[T_IMAGE] = VOID  # <image> is parsed as <img>
+    _FLAGS[id(tag_table[0])] = (tag_table, flags)
+    return flags
+
+
 def scan_html(buf: np.ndarray, tag_table: tuple, role_table: tuple
               ) -> tuple[int, np.ndarray, int, np.ndarray, np.ndarray, int, int]:
     """``scan`` with this module's tables; ``tag_table``/``role_table`` are
@@ -1703,6 +1724,6 @@ def scan_html(buf: np.ndarray, tag_table: tuple, role_table: tuple
     out = np.empty(2 * n + 16, dtype=np.uint8)
     title = np.empty(n + 16, dtype=np.uint8)
     rows = np.empty((n // 3 + 4, 6), dtype=np.int64)
-    bail, n_out, n_rows, n_title, nfkc = scan(buf, *tag_table, *role_table, *TAG_TABLE, *_ENTITIES, _CP1252, out, title, rows,
+    bail, n_out, n_rows, n_title, nfkc = scan(buf, _flags_by_id(tag_table), *role_table, *TAG_TABLE, *_ENTITIES, _CP1252, out, title, rows,
                                         _STATE, _GLOBALS, _STACK, _ACTIVE, _ATTRS, _FOREIGN)
     return bail, out, n_out, rows[:n_rows].copy(), title, n_title, nfkc
