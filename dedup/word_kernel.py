@@ -130,7 +130,7 @@ def utf8_offsets(data):
 
 @njit(cache=True, inline="always")
 def _script_run(data, i, n, nospace, classes, cps, pos, score, route_end, tok_start, tok_end, tok_digit,
-                trie_root, trie_chars, trie, trie_shift, logp, unknown):
+                trie_root, trie_chars, trie, trie_shift, logp, unknown, edges):
     """The tokens of the Han or no-space run at data[i], as byte spans in
     tok_start/tok_end (tok_digit: has a digit). Returns (index after the run,
     number of tokens)."""
@@ -166,7 +166,7 @@ def _script_run(data, i, n, nospace, classes, cps, pos, score, route_end, tok_st
             e = b + 1
             while e < r and classes[cps[e]] & JIEBA_HAN:
                 e += 1
-            han_route(cps, b, e, trie_root, trie_chars, trie, trie_shift, logp, unknown, score, route_end)
+            han_route(cps, b, e, trie_root, trie_chars, trie, trie_shift, logp, unknown, edges, score, route_end)
         x = b
         while x < e:
             y = route_end[x]
@@ -179,11 +179,11 @@ def _script_run(data, i, n, nospace, classes, cps, pos, score, route_end, tok_st
 
 @njit(cache=True)
 def word_counts(data, starts, ends, parts, furniture_weight, classes, seed, stop_hashes, stop_weight, number_weight,
-                trie_root, trie_chars, trie, trie_shift, logp, unknown):
+                trie_root, trie_chars, trie, trie_shift, logp, unknown, edges):
     """Distinct tokens of the spans data[starts[i]:ends[i]] (UTF-8 uint8), in
     order of first occurrence; ``parts[i]`` is 0 for content, 1 for furniture.
     ``stop_hashes``: the sorted hashes of the stop words; ``trie_root``
-    .. ``unknown``: the fields of a ``han_segmenter.Dictionary``.
+    .. ``edges``: the fields of a ``han_segmenter.Dictionary``.
 
     Returns (hashes uint64, counts float64 = content count + furniture weight x
     furniture count, term weights float64: stop_weight for a stop word, else
@@ -213,7 +213,7 @@ def word_counts(data, starts, ends, parts, furniture_weight, classes, seed, stop
     tok_end = np.empty(size, dtype=np.int64)
     tok_digit = np.empty(size, dtype=np.bool_)
     m, tokens = _count_tokens(data, starts, ends, parts, classes, seed, trie_root, trie_chars, trie, trie_shift, logp,
-                              unknown, slots, mask, hashes, c_count, f_count, digit, cps, pos, score, route_end,
+                              unknown, edges, slots, mask, hashes, c_count, f_count, digit, cps, pos, score, route_end,
                               tok_start, tok_end, tok_digit)
     weights = np.empty(m, dtype=np.float64)
     term = np.empty(m, dtype=np.float64)
@@ -226,6 +226,7 @@ def word_counts(data, starts, ends, parts, furniture_weight, classes, seed, stop
 # the kernel's time on Chinese pages (seen by sampling the stack).
 @njit(cache=True, _nrt=False)
 def _count_tokens(data, starts, ends, parts, classes, seed, trie_root, trie_chars, trie, trie_shift, logp, unknown,
+                  edges,
                   slots, mask, hashes, c_count, f_count, digit, cps, pos, score, route_end, tok_start, tok_end,
                   tok_digit):
     """Tokenise, hash and count into the tables; returns (distinct tokens, tokens)."""
@@ -239,7 +240,7 @@ def _count_tokens(data, starts, ends, parts, classes, seed, trie_root, trie_char
             cls, ln = _class_at(data, i, n, classes)
             if cls & (HAN | NOSPACE):
                 i, nt = _script_run(data, i, n, cls & NOSPACE, classes, cps, pos, score, route_end,
-                                    tok_start, tok_end, tok_digit, trie_root, trie_chars, trie, trie_shift, logp, unknown)
+                                    tok_start, tok_end, tok_digit, trie_root, trie_chars, trie, trie_shift, logp, unknown, edges)
             elif cls & WORD:
                 s = i
                 has_digit = False
