@@ -369,7 +369,8 @@ def lexbor_page(data: bytes, encoding: str) -> Page:
     return scan_page(serialise_for_scan(doc), title, encoding)
 
 
-#: How many pages each bail code of ``raw_scan`` sent to lexbor in this process (0: none did).
+#: Pages by ``raw_scan``'s outcome in this process: 0 read by it, a bail code
+#: (``raw_scan.BAIL_NAMES``) or -1 (NUL bytes, deep nesting) sent to lexbor.
 RAW_SCAN_OUTCOMES: Counter[int] = Counter()
 
 
@@ -378,6 +379,7 @@ def _raw_page(data: bytes, encoding: str) -> Page | None:
     construct it does not model, NUL bytes (the tokenizer drops them, which
     lexbor does before decoding), or nesting ``bound_nesting`` would bound."""
     if b"\x00" in data or bound_nesting(data) is not data:
+        RAW_SCAN_OUTCOMES[-1] += 1
         return None
     bail, out, n_out, rows, title, n_title, nfkc = raw_scan.scan_html(
         np.frombuffer(data, dtype=np.uint8), _TAG_TABLE, _ROLE_TABLE)

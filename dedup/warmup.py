@@ -1,7 +1,7 @@
 """Compile the numba kernels ahead of first use: ``python -m dedup.warmup``.
 
-numba compiles a kernel on its first call (about half a minute for all of
-them on a 2-core machine) and caches the machine code beside the sources;
+numba compiles a kernel on its first call (206 s for all of
+them on a 2-core machine, on a slow day; half of it raw_scan) and caches the machine code beside the sources;
 ``scripts/bootstrap.sh`` runs this right after installing, so that the first
 crawl, test or ``python -m dedup`` command does not pay for it.
 """
@@ -19,6 +19,8 @@ _PAGES = (
     b"<html><title>Warm up</title><body><nav><a href='/'>Home</a></nav><p>"
     + b"Near-duplicate detection for web crawling, with simhash fingerprints. " * 4 + b"</p></body></html>",
     "<p>网页去重：相似网页的指纹只差几位。日本語のテキストもあります。</p>".encode() * 4,
+    # a GBK page: the compiled transcoding
+    "<meta charset=gbk><p>网页去重：相似网页的指纹只差几位，抓取时丢弃重复的网页。</p>".encode("gbk") * 4,
     # deeper than deep_nesting.MAX_DEPTH: its compiled pass runs too
     b"<div>" * 2100 + b"<script>x</script><!-- c --><p class='a>b'>deeply nested words</p>" + b"</div>" * 2100,
 )
