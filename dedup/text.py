@@ -1,10 +1,12 @@
 """Visible text from HTML bytes.
 
 ``extract(html_bytes)`` decodes the page (BOM, else declared encoding, else
-``<meta charset>``, else detection; UTF-8 pages are not decoded in Python),
-parses it with lexbor (selectolax) as a browser does, by the HTML Standard's
-tree construction, and reads the tree's serialisation once (``html_scan``,
-compiled), keeping only what a reader would see:
+``<meta charset>``, else detection; UTF-8 pages are not decoded in Python,
+GB18030 ones are transcoded by ``gb_transcode``) and reads the tree a browser
+builds by the HTML Standard's tree construction: most pages in one compiled
+pass over the bytes (``raw_scan``), the others parsed by lexbor (selectolax),
+whose serialisation ``html_scan`` reads once; both give the same result
+(tested). It keeps only what a reader would see:
 
 * dropped whole: ``DROPPED_TAGS`` (``script style noscript template svg head``
   and the like; the ``<title>`` is kept apart), comments, processing
@@ -19,7 +21,8 @@ page furniture (``nav header footer aside`` or the matching ARIA roles). The
 fingerprint features use this to damp navigation and templates; the visible
 text itself keeps everything a reader sees.
 
-Cost: one parse, one serialisation and one compiled scan, O(size of the page).
+Cost: O(size of the page): one compiled pass, or one parse, one serialisation
+and one compiled scan.
 
 >>> page = extract(b"<html><title>T</title><body><p>Hello <b>world</b></p>"
 ...                b"<script>x()</script><div hidden>secret</div></body></html>")
