@@ -998,6 +998,9 @@ def _af_push(src, S, AF, g, st, rows, tid, ns, ne):
         _bail(src, S, AF, g, st, rows, BAIL_NOAH)
         return
     k = g[1]
+    if k >= AF.shape[0] - 1:  # (markers and entries of nested cells can outnumber the stack)
+        _bail(src, S, AF, g, st, rows, BAIL_DEPTH)
+        return
     AF[k, 0] = tid
     AF[k, 1] = g[0] - 1
     AF[k, 2] = False
@@ -1007,6 +1010,9 @@ def _af_push(src, S, AF, g, st, rows, tid, ns, ne):
 @njit(cache=True, _nrt=False)
 def _af_marker_push(src, S, AF, g, st, rows):
     k = g[1]
+    if k >= AF.shape[0] - 1:
+        _bail(src, S, AF, g, st, rows, BAIL_DEPTH)
+        return
     AF[k, 2] = True
     AF[k, 1] = -1
     AF[k, 0] = 0
@@ -1721,8 +1727,10 @@ def scan_html(buf: np.ndarray, tag_table: tuple, role_table: tuple
     ``rows`` is already cut to the blocks found.
     """
     n = buf.shape[0]
+    # (a character reference can write more bytes than it takes: "&nGt;" is 5 bytes, its
+    # two characters 6; the text's newlines and spaces come from at least as many bytes)
     out = np.empty(2 * n + 16, dtype=np.uint8)
-    title = np.empty(n + 16, dtype=np.uint8)
+    title = np.empty(2 * n + 16, dtype=np.uint8)
     rows = np.empty((n // 3 + 4, 6), dtype=np.int64)
     bail, n_out, n_rows, n_title, nfkc = scan(buf, _flags_by_id(tag_table), *role_table, *TAG_TABLE, *_ENTITIES, _CP1252, out, title, rows,
                                         _STATE, _GLOBALS, _STACK, _ACTIVE, _ATTRS, _FOREIGN)
