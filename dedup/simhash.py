@@ -115,11 +115,45 @@ def _simhash64(hashes, q):
     return fp
 
 
+@njit(cache=True)
+def _simhash64_weights(hashes, w):
+    """(done, fingerprint): ``_simhash64`` of ``w`` rounded as ``_rounded_weights``
+    rounds them, in one compiled call (the numpy steps cost ~0.05 ms a page
+    with cold caches). done is False, and the caller takes the Python path,
+    for weights that are not finite or too large for int64 arithmetic."""
+    n = w.shape[0]
+    top = 0.0
+    for k in range(n):
+        x = w[k]
+        if not np.isfinite(x):
+            return False, np.uint64(0)
+        if abs(x) > top:
+            top = abs(x)
+    span = top * n  # (the same float product as the Python version)
+    if span >= 2.0**62:
+        return False, np.uint64(0)
+    v = np.int64(span) + 1
+    bit_length = 0
+    while v:
+        bit_length += 1
+        v >>= 1
+    factor = 2.0 ** (51 - bit_length)  # an exact power of two: x * factor rounds as ldexp does
+    q = np.empty(n, dtype=np.float64)
+    for k in range(n):
+        q[k] = np.rint(w[k] * factor)
+    return True, _simhash64(hashes, q)
+
+
 def simhash(hashes: Sequence[int] | np.ndarray, weights: Sequence[float] | np.ndarray,
             bits: int = FP_BITS) -> int:
     """Fingerprint of weighted features given their ``bits``-wide hashes: bit i
     is 1 where V_i > 0. A function of the multiset of (hash, weight) pairs only."""
     if bits == 64 and isinstance(hashes, np.ndarray) and hashes.dtype == np.uint64 and hashes.size:
+        if (isinstance(weights, np.ndarray) and weights.dtype == np.float64 and weights.shape == hashes.shape
+                and hashes.ndim == 1):
+            done, fp = _simhash64_weights(hashes, weights)
+            if done:
+                return int(fp)
         q, _ = _rounded_weights(hashes, weights)
         return int(_simhash64(hashes, q))  # (bit b of the integer is vector position 63 - b, as below)
     v, _ = _exact_sums(hashes, weights, bits)

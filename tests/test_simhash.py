@@ -104,6 +104,8 @@ def test_sums_are_exact_so_order_never_matters():
 def test_weights_must_be_finite():
     with pytest.raises(ValueError, match="finite"):
         simhash([1, 2], [1.0, float("nan")])
+    with pytest.raises(ValueError, match="finite"):  # the compiled path declines, the Python one raises
+        simhash(np.array([1, 2], dtype=np.uint64), np.array([1.0, np.inf]))
 
 
 def test_compiled_64_bit_kernel_equals_the_bit_matrix():
@@ -118,8 +120,10 @@ def test_compiled_64_bit_kernel_equals_the_bit_matrix():
         if trial % 3 == 0:
             h[n // 2:] = h[: n - n // 2]  # repeated hashes: sums cancel
             w = rng.choice([0.05, 0.2, 1.0, 4.0], size=n)
-        else:
+        elif trial % 3 == 1:
             w = rng.random(n) * 10 ** rng.uniform(-3, 3)
+        else:  # any scale, negative weights, and sizes past the compiled rounding (Python path)
+            w = (rng.random(n) - 0.3) * 10 ** rng.uniform(-300, 300)
         v, _ = _exact_sums(h, w, 64)
         packed = np.packbits(v > 0)
         assert simhash(h, w) == int.from_bytes(packed.tobytes(), "big")
