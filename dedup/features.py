@@ -152,14 +152,20 @@ def _block_plan(rows, cutoff, short_block_tokens):
     return content[:nc], furniture[:nf]
 
 
+@njit(cache=True, inline="always")
+def _moved(moved, offset):
+    return moved[offset] if moved.shape[0] else offset
+
+
 @njit(cache=True)
-def _plan_spans(data, ascii, rows, cutoff, short_block_tokens, text_len, title_lens, n_main):
+def _plan_spans(data, ascii, rows, moved, cutoff, short_block_tokens, text_len, title_lens, n_main):
     """(starts, ends, parts) for ``word_counts``: ``page_plan``'s order of the
-    blocks, with the title parts (lengths ``title_lens``, the first ``n_main``
-    content) placed after the page text of ``text_len`` code points, one
-    newline before each, in UTF-8 byte offsets of ``data`` (code point offsets
-    are byte offsets when ``ascii``). One compiled call: the numpy steps cost
-    ~0.2 ms a page with cold caches."""
+    blocks (their offsets taken through ``moved`` unless it is empty), with the
+    title parts (lengths ``title_lens``, the first ``n_main`` content) placed
+    after the page text of ``text_len`` code points, one newline before each,
+    in UTF-8 byte offsets of ``data`` (code point offsets are byte offsets
+    when ``ascii``). One compiled call: the numpy steps cost ~0.2 ms a page
+    with cold caches."""
     content, furniture = _block_plan(rows, cutoff, short_block_tokens)
     n_titles = title_lens.shape[0]
     total = n_titles + content.shape[0] + furniture.shape[0]
@@ -177,8 +183,8 @@ def _plan_spans(data, ascii, rows, cutoff, short_block_tokens, text_len, title_l
         ends[k] = title_starts[j] + title_lens[j]
         k += 1
     for j in range(content.shape[0]):
-        starts[k] = rows[content[j], ROW_START]
-        ends[k] = rows[content[j], ROW_END]
+        starts[k] = _moved(moved, rows[content[j], ROW_START])
+        ends[k] = _moved(moved, rows[content[j], ROW_END])
         k += 1
     parts[k:] = 1
     for j in range(n_main, n_titles):
@@ -186,8 +192,8 @@ def _plan_spans(data, ascii, rows, cutoff, short_block_tokens, text_len, title_l
         ends[k] = title_starts[j] + title_lens[j]
         k += 1
     for j in range(furniture.shape[0]):
-        starts[k] = rows[furniture[j], ROW_START]
-        ends[k] = rows[furniture[j], ROW_END]
+        starts[k] = _moved(moved, rows[furniture[j], ROW_START])
+        ends[k] = _moved(moved, rows[furniture[j], ROW_END])
         k += 1
     if not ascii:
         offsets = utf8_offsets(data)
@@ -400,6 +406,7 @@ def _page_spans(page: Page, params: FeatureParams) -> tuple[np.ndarray, ...] | N
     not give the reference's tokens (not NFKC, or casefolding changes its
     length), so the caller joins and normalises instead."""
     text = page.text
+    offsets = _NO_MOVES  # where the page text's offsets 0..n lie in the text read, when some moved
     # (raw_scan tells when the text is NFKC but for separators: then no check is needed,
     # and the separators may stay, as the kernel reads them as the spaces would be)
     if not page.nfkc_clean and not unicodedata.is_normalized("NFKC", text):
@@ -415,10 +422,22 @@ def _page_spans(page: Page, params: FeatureParams) -> tuple[np.ndarray, ...] | N
             pattern, mapping = _compat_singles()
             text = pattern.sub(lambda m: mapping[m.group()], text)
             if not unicodedata.is_normalized("NFKC", text):
-                return None
+                # "™" -> "TM", "Ⅱ" -> "II", Arabic presentation forms: the same with
+                # each character's NFKC (whose NFKD is the character's), moving the
+                # offsets after those that are longer
+                text, moves = _rewrite(text, *_compat_rest())
+                if not unicodedata.is_normalized("NFKC", text):
+                    return None
+                offsets = _offset_map(offsets, len(page.text), moves)
     folded = text.casefold()
     if len(folded) != len(text):
-        return None
+        # "ß" -> "ss", "İ" -> "i̇": casefolding is per character, so the offsets
+        # move by the length each such character gains
+        pattern = _longer_folds()
+        moves = [(m.start(), len(m.group().casefold()) - 1) for m in pattern.finditer(text)]
+        if len(folded) != len(text) + sum(d for _, d in moves):
+            return None
+        offsets = _offset_map(offsets, len(page.text), moves)
     main, rest = _title_parts(page, params)
     titles = [normalize(t) for t in main + rest]
     full = "\n".join([folded, *titles])
@@ -428,5 +447,53 @@ def _page_spans(page: Page, params: FeatureParams) -> tuple[np.ndarray, ...] | N
         return None
     buf = np.frombuffer(data, dtype=np.uint8)
     title_lens = np.array([len(t) for t in titles], dtype=np.int64)
-    return (buf, *_plan_spans(buf, len(data) == len(full), page.rows, float(params.link_density_cutoff),
-                              int(params.short_block_tokens), len(folded), title_lens, len(main)))
+    return (buf, *_plan_spans(buf, len(data) == len(full), page.rows, offsets,
+                              float(params.link_density_cutoff), int(params.short_block_tokens), len(folded),
+                              title_lens, len(main)))
+
+
+def _rewrite(text: str, pattern: re.Pattern, mapping: dict[str, str]) -> tuple[str, list[tuple[int, int]]]:
+    """(``text`` with each character ``pattern`` matches replaced by its
+    ``mapping``, [(offset in ``text``, length added there)])."""
+    pieces, moves, last = [], [], 0
+    for m in pattern.finditer(text):
+        new = mapping[m.group()]
+        pieces += (text[last:m.start()], new)
+        last = m.end()
+        moves.append((m.start(), len(new) - len(m.group())))
+    pieces.append(text[last:])
+    return "".join(pieces), moves
+
+
+def _offset_map(offsets: np.ndarray, n: int, moves: list[tuple[int, int]]) -> np.ndarray:
+    """``offsets`` (where the page text's offsets 0..n lie in a text; empty:
+    at themselves) moved as the ``moves`` of ``_rewrite`` move that text's."""
+    if not offsets.size:
+        offsets = np.arange(n + 1, dtype=np.int64)
+    at = np.array([a for a, _ in moves], dtype=np.int64)
+    added = np.cumsum([0] + [d for _, d in moves])
+    return offsets + added[np.searchsorted(at, offsets, side="left")]
+
+
+_NO_MOVES = np.empty(0, dtype=np.int64)
+
+
+@lru_cache(maxsize=1)
+def _compat_rest() -> tuple[re.Pattern, dict[str, str]]:
+    """(pattern, mapping) of the BMP characters whose NFKC is another string
+    ("™" -> "TM"), built at first use (~40 ms)."""
+    mapping = {}
+    for cp in range(0x80, 0x10000):
+        if not 0xD800 <= cp <= 0xDFFF:
+            n = unicodedata.normalize("NFKC", chr(cp))
+            if n != chr(cp):
+                mapping[chr(cp)] = n
+    return re.compile("[" + "".join(map(re.escape, mapping)) + "]"), mapping
+
+
+@lru_cache(maxsize=1)
+def _longer_folds() -> re.Pattern:
+    """The characters whose casefold is longer than themselves ("ß" -> "ss"),
+    built at first use (all are in the BMP; the length check after says if not)."""
+    chars = [chr(cp) for cp in range(0x10000) if not 0xD800 <= cp <= 0xDFFF and len(chr(cp).casefold()) > 1]
+    return re.compile("[" + "".join(map(re.escape, chars)) + "]")
