@@ -126,6 +126,8 @@ BAIL_NAMES = {1: "invalid utf-8", 2: "foster parenting", 3: "adoption agency", 4
 
 _NFKC = _NSTATE  # the slot of the scan state after html_scan's: the largest QUICK_CHECK value written
 MAX_STACK = 1024  # deeper pages take lexbor's path (which bounds nesting, see deep_nesting)
+# An element's own state (stack column 8, list column 3): bits of what its attributes make it
+STATE_HIDDEN, STATE_FURNITURE, STATE_LINK = 1, 2, 4
 
 
 # ------------------------------------------------------ character references
@@ -871,7 +873,9 @@ def _open_element(src, S, AF, g, st, rows, tid, ns, ne, flags, hidden, role_furn
     S[d, 5] = new_furn
     S[d, 6] = new_link
     S[d, 7] = new_hide
-    S[d, 8] = hidden or role_furn or ((flags & ANCHOR) != 0 and has_href)
+    # the element's own state, from its attributes (a clone made by reconstruction has the same)
+    S[d, 8] = (STATE_HIDDEN if hidden else 0) | (STATE_FURNITURE if role_furn else 0) \
+        | (STATE_LINK if (flags & ANCHOR) != 0 and has_href else 0)
     g[0] = d + 1
 
 @njit(cache=True, _nrt=False)
@@ -892,9 +896,7 @@ def _pop(src, S, AF, g, st, rows, explicit):
         _end_block(src, S, AF, g, st, rows, S[d, 5])
     a = S[d, 3]
     if a >= 0 and a < g[1]:
-        AF[a, 1] = -1
-        if not explicit and S[d, 8]:
-            _bail(src, S, AF, g, st, rows, BAIL_STATEFUL_FORMATTING)
+        AF[a, 1] = -1  # (its state stays in the entry, for a clone)
     tid = S[d, 0]
     if tid == T_TD or tid == T_TH:
         _clear_to_marker(src, S, AF, g, st, rows)
@@ -1004,6 +1006,7 @@ def _af_push(src, S, AF, g, st, rows, tid, ns, ne):
     AF[k, 0] = tid
     AF[k, 1] = g[0] - 1
     AF[k, 2] = False
+    AF[k, 3] = S[g[0] - 1, 8]
     S[g[0] - 1, 3] = k
     g[1] = k + 1
 
@@ -1016,6 +1019,7 @@ def _af_marker_push(src, S, AF, g, st, rows):
     AF[k, 2] = True
     AF[k, 1] = -1
     AF[k, 0] = 0
+    AF[k, 3] = 0
     g[1] = k + 1
 
 @njit(cache=True, _nrt=False)
@@ -1024,6 +1028,7 @@ def _af_remove(src, S, AF, g, st, rows, j):
         AF[k, 0] = AF[k + 1, 0]
         AF[k, 1] = AF[k + 1, 1]
         AF[k, 2] = AF[k + 1, 2]
+        AF[k, 3] = AF[k + 1, 3]
     g[1] -= 1
     for d in range(g[0]):
         if S[d, 3] == j:
@@ -1041,12 +1046,24 @@ def _reconstruct(src, S, AF, g, st, rows):
         i -= 1
     for j in range(i, k):
         tid = AF[j, 0]
-        # a clone: entries without a place in the stack carry no state (see pop)
-        _open_element(src, S, AF, g, st, rows, tid, 0, 0, ANCHOR if tid == T_A else 0, False, False, False, True)
+        # a clone, with the attributes of the element the entry was made for: its state
+        state = AF[j, 3]
+        _open_element(src, S, AF, g, st, rows, tid, 0, 0, ANCHOR if tid == T_A else 0, (state & STATE_HIDDEN) != 0,
+                      (state & STATE_FURNITURE) != 0, (state & STATE_LINK) != 0, True)
         if g[2]:
             return
         AF[j, 1] = g[0] - 1
         S[g[0] - 1, 3] = j
+
+@njit(cache=True, _nrt=False)
+def _state_to_reconstruct(src, S, AF, g, st, rows):
+    """True when an entry ``_reconstruct`` would clone has state."""
+    k = g[1] - 1
+    while k >= 0 and not AF[k, 2] and AF[k, 1] < 0:
+        if AF[k, 3] != 0:
+            return True
+        k -= 1
+    return False
 
 @njit(cache=True, _nrt=False)
 def _last_af(src, S, AF, g, st, rows, tid):
@@ -1119,12 +1136,14 @@ def _adopt_block(src, S, AF, g, st, rows, p, fb, j):
         AF[x, 0] = AF[x - 1, 0]
         AF[x, 1] = AF[x - 1, 1]
         AF[x, 2] = AF[x - 1, 2]
+        AF[x, 3] = AF[x - 1, 3]
     g[1] += 1
     for d in range(g[0]):
         if S[d, 3] >= k:
             S[d, 3] += 1
     AF[k, 0] = fe_id
     AF[k, 2] = 0
+    AF[k, 3] = 0  # (a formatting element with state is not adopted here)
     w = p
     for q in range(p + 1, fb + 1):
         if q == fb or S[q, 3] >= 0:
@@ -1632,6 +1651,12 @@ def scan(src, flags_by_id, role_names, role_offs, role_vals, role_first, id_name
                 skip_lf = True
             continue
         if tid == T_TEXTAREA:
+            # lexbor clones the formatting elements to reconstruct into the textarea, around
+            # its text (the Standard does not reconstruct there): not modelled where it shows,
+            # a clone with state (<p><i hidden></p><textarea>)
+            if _state_to_reconstruct(src, S, AF, g, st, rows):
+                _bail(src, S, AF, g, st, rows, BAIL_UNSUPPORTED)
+                break
             _open_element(src, S, AF, g, st, rows, tid, ns, ne, flags, hidden, role_furn, False, True)
             e = _raw_end(src, i, n, ns, ne)
             k = i
@@ -1689,8 +1714,11 @@ _CP1252 = _cp1252_table()
 
 
 # Scratch for ``scan`` that never leaves it (a call holds the GIL: numba does not release it here).
+# The stack of open elements: tag id, name start, name end, list entry (-1: none), started a
+# block, furniture, link, hidden (the context inside it), its own state (STATE_* bits).
 _STACK = np.empty((MAX_STACK + 2, 9), dtype=np.int64)
-_ACTIVE = np.empty((MAX_STACK + 2, 3), dtype=np.int64)
+# The list of active formatting elements: tag id, place in the stack (-1: none), marker, state.
+_ACTIVE = np.empty((MAX_STACK + 2, 4), dtype=np.int64)
 _ATTRS = np.empty(14, dtype=np.int64)
 _FOREIGN = np.empty((256, 3), dtype=np.int64)
 _STATE = np.empty(_NSTATE + 1, dtype=np.int64)

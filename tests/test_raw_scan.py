@@ -59,6 +59,13 @@ def test_tag_soup_gives_lexbors_page_or_gives_up(seed):
     b"<b>1<p>2</b>3</p>",  # adoption agency with a furthest block
     b"<a href=x>1<div>2</a>3</div>",  # the same over a link: left to lexbor
     b"<p><b>x</p><p>y<span hidden>z</b>w",  # a reconstructed <b> closed by its end tag
+    # formatting elements with state closed implicitly: their clones have the same attributes
+    b"<p><b hidden>x</p><p>y</b>z",
+    b"<p><a href=x>1</p><p>2</a>3",
+    b"<div><font style='display:none'>a</div>b<p>c</font>d",
+    b"<ul><li><i role=navigation>menu<li>item</i><li>more",
+    b"<p>x<i hidden></p><textarea>t</textarea>z",  # lexbor clones the <i> into the textarea: left to it
+    b"<p>x<b></p><textarea>t</textarea>z",  # a clone without state: the same text either way
     b"<table><tr><td>a<td>b<tr><td>c</table>",
     b"<textarea>\r\nx</textarea><pre>\ny</pre>",
     b"&notit; &amp &#x80; &#0; &NotEqualTilde; &unknown;",
