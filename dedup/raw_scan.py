@@ -1117,9 +1117,13 @@ def _adopt_block(src, S, AF, g, st, rows, p, fb, j):
     out of the formatting element, which is cloned inside it. Changes no text
     order and no block, so for the scan it is a rearrangement of the stack and
     of the list: the elements between lose their non-formatting members, the
-    clone goes right above the block. False (not done) when an element with
-    state would move, or the inner loop would drop entries (past 3 nodes)."""
-    if S[p, 8] != 0 or fb - p - 1 > 2:
+    clone goes right above the block. A formatting element that is a link
+    (``<a href>``, nothing else in its state) takes the link away from what
+    moves out of it (the block and the clones between), and its clone makes
+    the block's content a link again. False (not done) when another element
+    with state would move, or the inner loop would drop entries (past 3 nodes)."""
+    fe_state = S[p, 8]
+    if (fe_state != 0 and (fe_state != STATE_LINK or p == 0)) or fb - p - 1 > 2:
         return False
     for q in range(p + 1, fb):
         if S[q, 8] != 0 or S[q, 4] != 0:
@@ -1143,12 +1147,15 @@ def _adopt_block(src, S, AF, g, st, rows, p, fb, j):
             S[d, 3] += 1
     AF[k, 0] = fe_id
     AF[k, 2] = 0
-    AF[k, 3] = 0  # (a formatting element with state is not adopted here)
+    AF[k, 3] = fe_state
+    outside_link = S[p - 1, 6] if p > 0 else 0  # the link context of the common ancestor
     w = p
     for q in range(p + 1, fb + 1):
         if q == fb or S[q, 3] >= 0:
             for c in range(9):
                 S[w, c] = S[q, c]
+            if fe_state != 0:  # out of the link (they have no state of their own)
+                S[w, 6] = outside_link
             w += 1
     top = g[0]
     for q in range(fb + 1, top):
@@ -1160,9 +1167,9 @@ def _adopt_block(src, S, AF, g, st, rows, p, fb, j):
     S[w, 3] = k
     S[w, 4] = 0
     S[w, 5] = S[w - 1, 5]
-    S[w, 6] = S[w - 1, 6]
+    S[w, 6] = 1 if fe_state != 0 else S[w - 1, 6]
     S[w, 7] = S[w - 1, 7]
-    S[w, 8] = 0
+    S[w, 8] = fe_state
     g[0] = top + w - fb
     for x in range(g[1]):
         AF[x, 1] = -1

@@ -57,7 +57,10 @@ def test_tag_soup_gives_lexbors_page_or_gives_up(seed):
     b"<p>a<table><tr><td>b</table>c",  # quirks mode: the table inside the p
     b"<!DOCTYPE html><p>a<table><tr><td>b</table>c",  # no quirks: the table closes the p
     b"<b>1<p>2</b>3</p>",  # adoption agency with a furthest block
-    b"<a href=x>1<div>2</a>3</div>",  # the same over a link: left to lexbor
+    b"<a href=x>1<div>2</a>3</div>4",  # the same over a link: the block leaves the link, its content not
+    b"<td><a href=x><b><p>1</b>2</a>3</td>",  # (zh-cwced: a link around a bold paragraph)
+    b"<a href=x>1<b>2<div>3</a>4</div>",  # a formatting element between, cloned outside the link
+    b"<a href=x hidden>1<div>2</a>3</div>",  # a link with more state: left to lexbor
     b"<p><b>x</p><p>y<span hidden>z</b>w",  # a reconstructed <b> closed by its end tag
     # formatting elements with state closed implicitly: their clones have the same attributes
     b"<p><b hidden>x</p><p>y</b>z",
