@@ -147,7 +147,7 @@ def run(name: str, pages: list[tuple[str, bytes, str]], repeats: int, segmented_
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--data", default=str(Path(__file__).resolve().parent.parent.parent / "shared" / "data"))
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--out", default="bench/results/fingerprint.json")
     a = ap.parse_args()
     data = Path(a.data)

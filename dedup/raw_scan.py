@@ -542,6 +542,83 @@ def _eq_word(src, s, e, word):
 
 
 @njit(cache=True, _nrt=False)
+def _matches_any(src, s, e, data, offs, exact):
+    """src[s:e] is (``exact``) or starts with one of the words (``_words``), ASCII case-insensitively."""
+    for w in range(offs.shape[0] - 1):
+        a = offs[w]
+        ln = offs[w + 1] - a
+        if e - s < ln or (exact and e - s != ln):
+            continue
+        same = True
+        for j in range(ln):
+            if _lower(src[s + j]) != data[a + j]:
+                same = False
+                break
+        if same:
+            return True
+    return False
+
+
+@njit(cache=True, _nrt=False)
+def _quoted(src, k, end):
+    """(start, end, index after) of the quoted identifier at src[k]; start -1
+    when there is none, closed before ``end``."""
+    q = src[k] if k < end else 0
+    if q != 34 and q != 39:
+        return -1, -1, -1
+    j = k + 1
+    while j < end and src[j] != q:
+        j += 1
+    if j >= end:
+        return -1, -1, -1
+    return k + 1, j, j + 1
+
+
+@njit(cache=True, _nrt=False)
+def _doctype_quirks(src, k, end):
+    """The mode a ``<!DOCTYPE html`` sets by its identifiers, src[k:end] (``end``:
+    its ``>``): 1 quirks, 0 no quirks or limited quirks (the same trees for the
+    scan), 2 a form not read here (missing spaces, unclosed quotes...)."""
+    if k + 6 > end:
+        return 2
+    public = _eq_word(src, k, k + 6, _W_PUBLIC)
+    if not public and not _eq_word(src, k, k + 6, _W_SYSTEM):
+        return 2
+    j = k + 6
+    if j >= end or not _ws(src[j]):
+        return 2
+    while j < end and _ws(src[j]):
+        j += 1
+    ps = pe = ss = se = -1
+    if public:
+        ps, pe, j = _quoted(src, j, end)
+        if ps < 0:
+            return 2
+        if j < end and _ws(src[j]):
+            while j < end and _ws(src[j]):
+                j += 1
+            if j < end:
+                ss, se, j = _quoted(src, j, end)
+                if ss < 0:
+                    return 2
+    else:
+        ss, se, j = _quoted(src, j, end)
+        if ss < 0:
+            return 2
+    while j < end and _ws(src[j]):
+        j += 1
+    if j != end:
+        return 2
+    if ps >= 0 and (_matches_any(src, ps, pe, _QPE_DATA, _QPE_OFFS, True)
+                    or _matches_any(src, ps, pe, _QPP_DATA, _QPP_OFFS, False)
+                    or (ss < 0 and _matches_any(src, ps, pe, _QPN_DATA, _QPN_OFFS, False))):
+        return 1
+    if ss >= 0 and _matches_any(src, ss, se, _QSE_DATA, _QSE_OFFS, True):
+        return 1
+    return 0
+
+
+@njit(cache=True, _nrt=False)
 def _has_amp(src, s, e):
     for j in range(s, e):
         if src[j] == 38:
@@ -645,6 +722,55 @@ _W_SCRIPT = np.frombuffer(b"script", dtype=np.uint8).copy()
 _W_DOCTYPE = np.frombuffer(b"doctype", dtype=np.uint8).copy()
 _W_HTML = np.frombuffer(b"html", dtype=np.uint8).copy()
 _W_CDATA_LOWER = np.frombuffer(b"[cdata[", dtype=np.uint8).copy()
+_W_PUBLIC = np.frombuffer(b"public", dtype=np.uint8).copy()
+_W_SYSTEM = np.frombuffer(b"system", dtype=np.uint8).copy()
+
+
+# The HTML Standard's quirks-mode DOCTYPEs (the tree's only difference the scan sees: in
+# quirks mode a <table> does not close an open <p>). Limited quirks (XHTML 1.0 Transitional,
+# HTML 4.01 Transitional with a system identifier) builds these trees as no quirks does.
+_QUIRKS_PUBLIC_EXACT = ("-//W3O//DTD W3 HTML Strict 3.0//EN//", "-/W3C/DTD HTML 4.0 Transitional/EN", "HTML")
+_QUIRKS_SYSTEM_EXACT = ("http://www.ibm.com/data/dtd/v11/ibmxhtml1-transitional.dtd",)
+_QUIRKS_PUBLIC_PREFIXES = (
+    "+//Silmaril//dtd html Pro v0r11 19970101//", "-//AS//DTD HTML 3.0 asWedit + extensions//",
+    "-//AdvaSoft Ltd//DTD HTML 3.0 asWedit + extensions//", "-//IETF//DTD HTML 2.0 Level 1//",
+    "-//IETF//DTD HTML 2.0 Level 2//", "-//IETF//DTD HTML 2.0 Strict Level 1//",
+    "-//IETF//DTD HTML 2.0 Strict Level 2//", "-//IETF//DTD HTML 2.0 Strict//", "-//IETF//DTD HTML 2.0//",
+    "-//IETF//DTD HTML 2.1E//", "-//IETF//DTD HTML 3.0//", "-//IETF//DTD HTML 3.2 Final//", "-//IETF//DTD HTML 3.2//",
+    "-//IETF//DTD HTML 3//", "-//IETF//DTD HTML Level 0//", "-//IETF//DTD HTML Level 1//",
+    "-//IETF//DTD HTML Level 2//", "-//IETF//DTD HTML Level 3//", "-//IETF//DTD HTML Strict Level 0//",
+    "-//IETF//DTD HTML Strict Level 1//", "-//IETF//DTD HTML Strict Level 2//", "-//IETF//DTD HTML Strict Level 3//",
+    "-//IETF//DTD HTML Strict//", "-//IETF//DTD HTML//", "-//Metrius//DTD Metrius Presentational//",
+    "-//Microsoft//DTD Internet Explorer 2.0 HTML Strict//", "-//Microsoft//DTD Internet Explorer 2.0 HTML//",
+    "-//Microsoft//DTD Internet Explorer 2.0 Tables//", "-//Microsoft//DTD Internet Explorer 3.0 HTML Strict//",
+    "-//Microsoft//DTD Internet Explorer 3.0 HTML//", "-//Microsoft//DTD Internet Explorer 3.0 Tables//",
+    "-//Netscape Comm. Corp.//DTD HTML//", "-//Netscape Comm. Corp.//DTD Strict HTML//",
+    "-//O'Reilly and Associates//DTD HTML 2.0//", "-//O'Reilly and Associates//DTD HTML Extended 1.0//",
+    "-//O'Reilly and Associates//DTD HTML Extended Relaxed 1.0//",
+    "-//SQ//DTD HTML 2.0 HoTMetaL + extensions//",
+    "-//SoftQuad Software//DTD HoTMetaL PRO 6.0::19990601::extensions to HTML 4.0//",
+    "-//SoftQuad//DTD HoTMetaL PRO 4.0::19971010::extensions to HTML 4.0//", "-//Spyglass//DTD HTML 2.0 Extended//",
+    "-//Sun Microsystems Corp.//DTD HotJava HTML//", "-//Sun Microsystems Corp.//DTD HotJava Strict HTML//",
+    "-//W3C//DTD HTML 3 1995-03-24//", "-//W3C//DTD HTML 3.2 Draft//", "-//W3C//DTD HTML 3.2 Final//",
+    "-//W3C//DTD HTML 3.2//", "-//W3C//DTD HTML 3.2S Draft//", "-//W3C//DTD HTML 4.0 Frameset//",
+    "-//W3C//DTD HTML 4.0 Transitional//", "-//W3C//DTD HTML Experimental 19960712//",
+    "-//W3C//DTD HTML Experimental 970421//", "-//W3C//DTD W3 HTML//", "-//W3O//DTD W3 HTML 3.0//",
+    "-//WebTechs//DTD Mozilla HTML 2.0//", "-//WebTechs//DTD Mozilla HTML//",
+)
+_QUIRKS_PREFIXES_WITHOUT_SYSTEM = ("-//W3C//DTD HTML 4.01 Frameset//", "-//W3C//DTD HTML 4.01 Transitional//")
+
+
+def _words(words: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """(lowercased bytes of the words, one after another; offsets, n + 1)."""
+    data = [w.lower().encode("ascii") for w in words]
+    return (np.frombuffer(b"".join(data), dtype=np.uint8).copy(),
+            np.cumsum([0] + [len(d) for d in data]).astype(np.int64))
+
+
+_QPE_DATA, _QPE_OFFS = _words(_QUIRKS_PUBLIC_EXACT)
+_QSE_DATA, _QSE_OFFS = _words(_QUIRKS_SYSTEM_EXACT)
+_QPP_DATA, _QPP_OFFS = _words(_QUIRKS_PUBLIC_PREFIXES)
+_QPN_DATA, _QPN_OFFS = _words(_QUIRKS_PREFIXES_WITHOUT_SYSTEM)
 
 
 @njit(cache=True, _nrt=False)
@@ -1306,7 +1432,7 @@ def scan(src, flags_by_id, role_names, role_offs, role_vals, role_first, id_name
                 else:
                     while k < e - 1 and _ws(src[k]):
                         k += 1
-                    quirks = 0 if k >= e - 1 else 2  # PUBLIC/SYSTEM ids: not modelled
+                    quirks = 0 if k >= e - 1 else _doctype_quirks(src, k, e - 1)
                 seen = True
                 i = e
                 continue

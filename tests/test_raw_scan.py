@@ -94,3 +94,34 @@ def test_real_pages():
     # 224 of 250 at the time of writing; the rest go to lexbor
     assert outcomes[0] >= 0.85 * sum(outcomes.values()), {raw_scan.BAIL_NAMES.get(k, "ok"): v
                                                         for k, v in outcomes.items()}
+
+
+DOCTYPES = [
+    b'<!DOCTYPE html PUBLIC "-//W3C//DTD XHTML 1.0 Transitional//EN" "http://www.w3.org/TR/xhtml1/DTD/xhtml1-transitional.dtd">',
+    b'<!DOCTYPE html PUBLIC "-//W3C//DTD XHTML 1.0 Strict//EN" "http://www.w3.org/TR/xhtml1/DTD/xhtml1-strict.dtd">',
+    b'<!DOCTYPE HTML PUBLIC "-//W3C//DTD HTML 4.01 Transitional//EN" "http://www.w3.org/TR/html4/loose.dtd">',
+    b'<!DOCTYPE HTML PUBLIC "-//W3C//DTD HTML 4.01 Transitional//EN">',
+    b'<!doctype html public "-//w3c//dtd html 4.01 frameset//en">',
+    b'<!DOCTYPE HTML PUBLIC "-//W3C//DTD HTML 4.0 Transitional//EN" "http://www.w3.org/TR/REC-html40/loose.dtd">',
+    b'<!DOCTYPE HTML PUBLIC "-//W3C//DTD HTML 3.2 Final//EN">',
+    b"<!DOCTYPE html PUBLIC 'HTML'>",
+    b'<!DOCTYPE html PUBLIC "-//W3O//DTD W3 HTML Strict 3.0//EN//">',
+    b'<!DOCTYPE html SYSTEM "http://www.ibm.com/data/dtd/v11/ibmxhtml1-transitional.dtd">',
+    b'<!DOCTYPE html SYSTEM "about:legacy-compat">',
+    b'<!DOCTYPE html PUBLIC "-//W3C//DTD HTML 4.01//EN"\n  "http://www.w3.org/TR/html4/strict.dtd">',
+    b'<!DOCTYPE html PUBLIC "-//WebTechs//DTD Mozilla HTML 2.0//EN">',
+    b'<!DOCTYPE html PUBLIC "">',
+    b'<!DOCTYPE html PUBLIC"-//W3C//DTD HTML 3.2//EN">',  # no space: not read, left to lexbor where it matters
+    b'<!DOCTYPE html PUBLIC "-//W3C//DTD HTML 3.2//EN" x>',
+    b'<!DOCTYPE html PUBLIC "-//W3C//DTD HTML 3.2//EN>',
+]
+
+
+@pytest.mark.parametrize("doctype", DOCTYPES)
+def test_quirks_mode_of_doctypes(doctype):
+    # in quirks mode a <table> stays inside the open <p>; otherwise it closes it
+    for body in (b"<p>a<table><tr><td>b</table>c", b"<p>x<span>a<table><td>b</table></span>c</p>d"):
+        bail = _compare(doctype + body)
+        assert bail in (0, raw_scan.BAIL_QUIRKS_TABLE)
+        if b'PUBLIC"' not in doctype and b" x>" not in doctype and not doctype.endswith(b'EN>'):
+            assert bail == 0, doctype
