@@ -25,7 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from dedup import Fingerprinter  # noqa: E402
 from dedup.text import extract  # noqa: E402
-from dedup.tokens import tokenize  # noqa: E402
+from dedup.features.tokens import tokenize  # noqa: E402
 
 
 def load_aeb(root: Path) -> list[tuple[str, bytes, str]]:

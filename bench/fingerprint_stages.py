@@ -20,7 +20,7 @@ from dedup import text as T  # noqa: E402
 from dedup.features import FeatureParams, hashed_features, page_texts  # noqa: E402
 from dedup.gb_transcode import gb_to_utf8  # noqa: E402
 from dedup.simhash import simhash  # noqa: E402
-from dedup.tokens import _RUNS, SEGMENTER_NAME, normalize, segment_han  # noqa: E402
+from dedup.features.tokens import _RUNS, SEGMENTER_NAME, normalize, segment_han  # noqa: E402
 
 STAGES = ("sniff encoding", "decode", "visible text", "features + hashes", "simhash")
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from dedup.tokens import tokenize
+from dedup.features.tokens import tokenize
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS pages (

@@ -43,7 +43,7 @@ from scrapy.http import Response, TextResponse
 from scrapy.utils.reactor import is_asyncio_reactor_installed
 from w3lib.encoding import http_content_type_encoding
 
-from dedup.jobs import JobResult, fingerprint_job, warm_up
+from dedup.fingerprint.jobs import JobResult, fingerprint_job, warm_up
 from dedup.simhash import to_hex
 from dedup.store import SimhashStore
 

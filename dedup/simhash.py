@@ -24,24 +24,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-import mmh3
 import numpy as np
 from numba import njit
 
-from .murmur import hash64_many
+from . import jit
+from .features.murmur import feature_hashes
 
 FP_BITS = 64
 _MASK64 = (1 << 64) - 1
-
-
-def feature_hash(feature: str, seed: int = 0) -> int:
-    """64-bit MurmurHash3 (x64, first half) of a feature's UTF-8 bytes."""
-    return mmh3.hash64(feature, seed, signed=False)[0]
-
-
-def feature_hashes(features: Iterable[str], seed: int = 0) -> np.ndarray:
-    """uint64 array of ``feature_hash`` for each feature (one compiled call, see ``murmur``)."""
-    return hash64_many(features if isinstance(features, list) else list(features), seed)
 
 
 def _bit_matrix(hashes: np.ndarray, bits: int) -> np.ndarray:
@@ -145,10 +135,17 @@ def _simhash64_weights(hashes, w):
 
 
 def simhash(hashes: Sequence[int] | np.ndarray, weights: Sequence[float] | np.ndarray,
-            bits: int = FP_BITS) -> int:
+            bits: int = FP_BITS, compiled: bool | None = None) -> int:
     """Fingerprint of weighted features given their ``bits``-wide hashes: bit i
-    is 1 where V_i > 0. A function of the multiset of (hash, weight) pairs only."""
-    if bits == 64 and isinstance(hashes, np.ndarray) and hashes.dtype == np.uint64 and hashes.size:
+    is 1 where V_i > 0. A function of the multiset of (hash, weight) pairs only.
+
+    ``compiled``: sum in a numba loop (True) or as a numpy product with the bit
+    matrix (False); None: as ``jit.ready("fingerprint")`` says. Both are exact,
+    so they give the same fingerprint (tested)."""
+    if compiled is None:
+        compiled = jit.ready("fingerprint")
+    if (compiled and bits == 64 and isinstance(hashes, np.ndarray) and hashes.dtype == np.uint64
+            and hashes.size):
         if (isinstance(weights, np.ndarray) and weights.dtype == np.float64 and weights.shape == hashes.shape
                 and hashes.ndim == 1):
             done, fp = _simhash64_weights(hashes, weights)
@@ -161,13 +158,15 @@ def simhash(hashes: Sequence[int] | np.ndarray, weights: Sequence[float] | np.nd
     return int.from_bytes(packed.tobytes(), "big") >> (len(packed) * 8 - bits)
 
 
-def simhash_features(features: dict[str, float] | Iterable[tuple[str, float]], seed: int = 0) -> int:
+def simhash_features(features: dict[str, float] | Iterable[tuple[str, float]], seed: int = 0,
+                     compiled: bool | None = None) -> int:
     """64-bit simhash of ``{feature: weight}`` with mmh3 feature hashes."""
     items = list(features.items()) if isinstance(features, dict) else list(features)
     if not items:
         raise ValueError("no features")
     names, weights = zip(*items)
-    return simhash(feature_hashes(names, seed), np.fromiter(weights, dtype=np.float64, count=len(weights)))
+    return simhash(feature_hashes(names, seed, compiled), np.fromiter(weights, dtype=np.float64, count=len(weights)),
+                   compiled=compiled)
 
 
 def hamming(a: int, b: int) -> int:

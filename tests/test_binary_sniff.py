@@ -9,7 +9,7 @@ import zlib
 import pytest
 
 from dedup import Fingerprinter
-from dedup.binary_sniff import binary_kind
+from dedup.text.binary_sniff import binary_kind
 from tests.conftest import shared_path
 from tests.fixtures.pages import EN_PAGE, ZH_PAGE
 

@@ -8,7 +8,7 @@ from scrapy.http import HtmlResponse, Request
 from scrapy.utils.test import get_crawler
 
 from crawler.middleware import SKIPPED, NearDupMiddleware
-from dedup.jobs import JobResult
+from dedup.fingerprint.jobs import JobResult
 
 
 def _middleware() -> NearDupMiddleware:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dedup.tokens import SEGMENTER_NAME, char_bigrams, segment_han, tokenize
+from dedup.features.tokens import SEGMENTER_NAME, char_bigrams, segment_han, tokenize
 from tests.conftest import shared_path
 
 
@@ -53,7 +53,7 @@ from hypothesis import strategies as st  # noqa: E402
 @given(st.text(max_size=200))
 def test_fast_path_equals_full_pattern(text):
     """The stdlib fast path must cut exactly as the full script-aware pattern."""
-    from dedup import tokens as T
+    from dedup.features import tokens as T
 
     norm = T.normalize(text)
     full = []
@@ -65,7 +65,7 @@ def test_fast_path_equals_full_pattern(text):
 
 def _per_run_reference(text: str) -> list[str]:
     """Tokens with one segmenter call per Han run (what the batched call must equal)."""
-    from dedup import tokens as T
+    from dedup.features import tokens as T
 
     out: list[str] = []
     for m in T._RUNS.finditer(T.normalize(text)):

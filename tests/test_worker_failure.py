@@ -18,7 +18,7 @@ SCRIPT = textwrap.dedent('''
     from scrapy.http import HtmlResponse, Request
     from scrapy.utils.test import get_crawler
     from crawler.middleware import NearDupMiddleware
-    from dedup.jobs import JobResult
+    from dedup.fingerprint.jobs import JobResult
 
     crawler = get_crawler(settings_dict={"NEARDUP_WORKERS": 1})
     crawler.stats.open_spider()

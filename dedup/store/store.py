@@ -59,7 +59,7 @@ class SimhashStore:
     """Permuted-table simhash store over a pluggable backend. Thread-safe."""
 
     def __init__(self, backend: Backend, layout: Layout, *, scheme: str | None, commit_every: int,
-                 commit_interval: float, readonly: bool = False) -> None:
+                 commit_interval: float, readonly: bool = False, compiled: bool | None = None) -> None:
         self.backend = backend
         self.layout = layout
         self.max_distance = layout.k
@@ -70,7 +70,7 @@ class SimhashStore:
         self._lock = threading.RLock()
         self._last_commit = time.monotonic()
         self._since_commit = 0
-        self.tables = PermutedTables(layout)
+        self.tables = PermutedTables(layout, compiled=compiled)
         if backend.durable and not readonly:
             self.tables.on_main_merged = self._snapshot  # type: ignore[method-assign]
         self._load()
@@ -81,7 +81,7 @@ class SimhashStore:
     def open(cls, location: str | os.PathLike[str] | None = None, *, max_distance: int = 3,
              capacity: int = DEFAULT_CAPACITY, scheme: str | None = None, layout: Layout | None = None,
              readonly: bool = False, commit_every: int = 1000, commit_interval: float = 0.2,
-             fsync: bool = False) -> SimhashStore:
+             fsync: bool = False, compiled: bool | None = None) -> SimhashStore:
         """Open or create a store.
 
         ``location``: None for an in-memory store; a directory path for the
@@ -89,6 +89,9 @@ class SimhashStore:
         the table layout when the store is created; an existing store keeps
         its own. ``scheme`` names how fingerprints were made; a store refuses
         to open under another scheme, ``max_distance`` or ``layout``.
+        ``compiled``: use the compiled table kernels always (True), never
+        (False: exhaustive scans, for tests), or once ``dedup.jit`` says they
+        are ready (None, the default; in a plain process, at once).
         """
         if location is None:
             backend: Backend = MemoryBackend()
@@ -101,7 +104,7 @@ class SimhashStore:
             lay = cls._settle_meta(backend, max_distance, capacity, scheme, layout, readonly)
             meta = backend.read_meta()
             return cls(backend, lay, scheme=meta.get("scheme") or scheme, commit_every=commit_every,
-                       commit_interval=commit_interval, readonly=readonly)
+                       commit_interval=commit_interval, readonly=readonly, compiled=compiled)
         except BaseException:
             backend.close()
             raise
@@ -251,7 +254,9 @@ class SimhashStore:
             try:
                 if not self.readonly:
                     self.backend.commit()
-                    if self.backend.durable and len(self.tables) > self.tables.n_main:
+                    # (not while the kernels are not ready: the records are committed,
+                    # and the snapshot is only a cache; the next open rebuilds it)
+                    if self.backend.durable and len(self.tables) > self.tables.n_main and self.tables.use_kernels():
                         self.tables.compact()  # merges main, which snapshots
             finally:
                 self.backend.close()

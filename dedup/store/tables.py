@@ -11,6 +11,12 @@ the one before:
 Table 0's permutation is the identity, and its levels carry the row ids
 (uint32), so a matched fingerprint maps to its rows by binary search there.
 
+Until this process may run the compiled kernels (``dedup.jit``: a crawl
+warms them in the background), nothing is merged: adds stay in the buffer,
+main's directory waits, and a probe is an exhaustive Hamming scan with numpy
+over every level (exact, the tests' oracle; ~1 ms per million fingerprints).
+The first call after the kernels are ready sorts the buffer in.
+
 Costs (n stored, T tables, p-bit prefixes): probe O(T (log n + n / 2**p) +
 B) with B <= ``buffer_size``; insert amortised O(T (B + n / merge_ratio) /
 B) element moves, merges done in compiled code; memory 8 T + 4 bytes per
@@ -29,6 +35,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import jit
 from . import kernels as K
 from .layout import FP_BITS, Layout
 
@@ -40,8 +47,14 @@ class InvariantError(AssertionError):
 
 
 class PermutedTables:
-    def __init__(self, layout: Layout, *, buffer_size: int = DEFAULT_BUFFER, merge_ratio: int = 8) -> None:
+    def __init__(self, layout: Layout, *, buffer_size: int = DEFAULT_BUFFER, merge_ratio: int = 8,
+                 compiled: bool | None = None) -> None:
+        """``compiled``: always use the compiled kernels (True), never (False),
+        or once ``jit.ready("store")`` (None)."""
         self.layout = layout
+        self.compiled = compiled
+        self.directory: np.ndarray | None = None
+        self.dbits = 0
         self.k = layout.k
         self.T = layout.n_tables
         self.src, self.dst, self.mask = layout.shift_arrays()
@@ -80,10 +93,31 @@ class PermutedTables:
             self._args = (levels, sizes, self.directory, self.dbits, self.shifts, self.src, self.dst, self.mask)
         return self._args
 
+    def use_kernels(self) -> bool:
+        """Whether to use the compiled kernels now; on the first call after
+        they became ready, do the work deferred until then."""
+        if self.compiled is False or (self.compiled is None and not jit.ready("store")):
+            return False
+        if self.directory is None:
+            self._index_main()
+        if self.nbuf >= self.buffer_size:
+            start = len(self) - self.nbuf
+            fps = self.buf[: self.nbuf].copy()
+            self.buf = np.empty(self.buffer_size, dtype=np.uint64)
+            self.nbuf = 0
+            self._merge_into_delta(fps, start)
+            self._maybe_merge_main(force=len(fps) > self.n_main)
+        return True
+
     def _index_main(self) -> None:
         """Rebuild main's prefix directory: top ``dbits`` bits -> offsets, about
         n/8 entries (2 bytes per fingerprint for 4 tables), so a probe starts
-        with one lookup instead of a binary search over all of main."""
+        with one lookup instead of a binary search over all of main. Without
+        the kernels, later (``_kernels``)."""
+        self._args = None
+        if self.compiled is False or (self.compiled is None and not jit.ready("store")):
+            self.directory = None
+            return
         n = self.main.shape[1]
         self.dbits = 0 if n < 64 else min(int(np.log2(n)) - 3, self.layout.min_prefix_bits, 28)
         self.directory = K.build_directory(self.main, self.dbits)
@@ -91,9 +125,22 @@ class PermutedTables:
 
     # -- inserts --------------------------------------------------------------
 
+    def _append_to_buffer(self, fps: np.ndarray) -> None:
+        """Append past ``buffer_size`` (only while the kernels are not ready)."""
+        need = self.nbuf + len(fps)
+        if need > len(self.buf):
+            grown = np.empty(max(need, 2 * len(self.buf)), dtype=np.uint64)
+            grown[: self.nbuf] = self.buf[: self.nbuf]
+            self.buf = grown
+        self.buf[self.nbuf : need] = fps
+        self.nbuf = need
+
     def add(self, fp: int) -> int:
         """Insert one fingerprint; returns its row."""
         row = len(self)
+        if not self.use_kernels():
+            self._append_to_buffer(np.array([fp], dtype=np.uint64))
+            return row
         self.buf[self.nbuf] = fp
         self.nbuf += 1
         if self.nbuf == self.buffer_size:
@@ -103,6 +150,9 @@ class PermutedTables:
     def add_many(self, fps: np.ndarray) -> None:
         """Insert many fingerprints (rows continue from ``len(self)``); O(m log m + n T)."""
         fps = np.ascontiguousarray(fps, dtype=np.uint64)
+        if not self.use_kernels():
+            self._append_to_buffer(fps)
+            return
         if len(fps) < self.buffer_size - self.nbuf:
             self.buf[self.nbuf : self.nbuf + len(fps)] = fps
             self.nbuf += len(fps)
@@ -186,13 +236,23 @@ class PermutedTables:
 
     def compact(self) -> None:
         """Everything into main: buffer -> delta -> main."""
+        self.use_kernels()
         self._flush_buffer()
         self.merge_main()
 
     # -- queries --------------------------------------------------------------
 
+    def _scan(self, fp: int) -> tuple[np.ndarray, np.ndarray]:
+        """(every stored value, its distance to ``fp``) by an exhaustive scan,
+        the path without kernels; values in row order but for main and delta."""
+        values = np.concatenate([self.main[0], self.delta[0], self.buf[: self.nbuf]])
+        return values, np.bitwise_count(values ^ np.uint64(fp))
+
     def matches(self, fp: int) -> np.ndarray:
         """Distinct stored fingerprints within k of ``fp`` (uint64 array)."""
+        if not self.use_kernels():
+            values, dist = self._scan(fp)
+            return np.unique(values[dist <= self.k])
         q = np.uint64(fp)
         while True:
             n = K.probe(q, self.k, *self._probe_args(), self.buf, self.nbuf, self._out)
@@ -202,6 +262,12 @@ class PermutedTables:
 
     def nearest(self, fp: int) -> tuple[int, int] | None:
         """(distance, fingerprint) of a nearest stored fingerprint within k, or None."""
+        if not self.use_kernels():
+            values, dist = self._scan(fp)
+            if not len(values) or int(dist.min()) > self.k:
+                return None
+            i = int(np.argmin(dist))
+            return int(dist[i]), int(values[i])
         d, v = K.any_within(np.uint64(fp), self.k, *self._probe_args(), self.buf, self.nbuf)
         return None if d < 0 else (int(d), int(v))
 
@@ -213,6 +279,14 @@ class PermutedTables:
         qs = np.ascontiguousarray(fps, dtype=np.uint64)
         out_d = np.full(len(qs), -1, dtype=np.int64)
         out_v = np.zeros(len(qs), dtype=np.uint64)
+        if not self.use_kernels():
+            for i, q in enumerate(qs.tolist()):
+                found = self.nearest(q)
+                if found is None:
+                    self._append_to_buffer(qs[i : i + 1])
+                else:
+                    out_d[i], out_v[i] = found
+            return out_d, out_v
         i = 0
         while i < len(qs):
             i, self.nbuf = K.check_batch(qs, i, self.k, *self._probe_args(), self.buf, self.nbuf, out_d, out_v)
@@ -353,9 +427,9 @@ class PermutedTables:
         if len(self.delta_ids) and not np.array_equal(
                 np.sort(self.delta_ids), np.arange(n_main, n_main + n_delta, dtype=np.uint32)):
             raise InvariantError("delta rows do not follow main")
-        if not 0 <= self.nbuf < self.buffer_size:
+        if not 0 <= self.nbuf < self.buffer_size and self.use_kernels():
             raise InvariantError(f"buffer holds {self.nbuf} of {self.buffer_size}")
-        if not np.array_equal(self.directory, K.build_directory(self.main, self.dbits)):
+        if self.directory is not None and not np.array_equal(self.directory, K.build_directory(self.main, self.dbits)):
             raise InvariantError("main's prefix directory is stale")
         sample = self.main[0][:16].copy()
         for t in range(self.T):  # permutation round-trips

@@ -1,14 +1,24 @@
-"""A plain-Python reference for ``dedup.html_scan``: the same rules, walked
-over lexbor's DOM node by node (about 5x slower). Tests compare the compiled
-scan with it on real and generated pages."""
+"""The visible text of a parsed page by a plain-Python walk of lexbor's tree.
+
+The same rules as ``html_scan`` (see ``visible``), node by node: about 5x
+slower than the compiled scan of the serialisation, and it needs no
+compilation. It is that scan's oracle (tests compare the two on real and
+generated pages) and the path a process takes while its compiled code is
+not ready (``dedup.jit``).
+
+>>> from dedup.text.visible import parse_document
+>>> reference_page(parse_document(b"<nav><a href=/>Home</a></nav><p>Hello <b>world</b></p>"), "", "utf-8").blocks
+[Block(text='Home', link_chars=4, furniture=True, n_words=1, n_han=0), Block(text='Hello world', link_chars=0, furniture=False, n_words=2, n_han=0)]
+"""
 
 from __future__ import annotations
 
 import re
 
-from selectolax.lexbor import LexborDocumentOptions, LexborHTMLParser, LexborNode
+from selectolax.lexbor import LexborHTMLParser, LexborNode
 
-from dedup.text import HAN, BLOCK_TAGS, DROPPED_TAGS, FURNITURE_ROLES, FURNITURE_TAGS, Block, Page
+from .page import HAN, Block, Page
+from .visible import BLOCK_TAGS, DROPPED_TAGS, FURNITURE_ROLES, FURNITURE_TAGS
 
 _WS = re.compile(r"\s+")
 _HIDDEN_STYLE = re.compile(r"display[ \t\n\r\f\v]*:[ \t\n\r\f\v]*none|visibility[ \t\n\r\f\v]*:[ \t\n\r\f\v]*hidden",
@@ -24,10 +34,8 @@ def _hidden(node: LexborNode) -> bool:
     return bool(_HIDDEN_STYLE.search(attrs.get("style") or ""))
 
 
-def reference_page(text: str) -> Page:
-    doc = LexborHTMLParser(text.encode("utf-8", "surrogatepass"), scripting=True, options=LexborDocumentOptions.WO_EVENTS)
-    title_el = doc.css_first("title")
-    title = _WS.sub(" ", title_el.text()).strip() if title_el is not None else ""
+def reference_page(doc: LexborHTMLParser, title: str, encoding: str) -> Page:
+    """The Page of ``doc`` (made by ``visible.parse_document``) with ``title``."""
     root = doc.body if doc.body is not None else doc.root
     blocks: list[Block] = []
     parts: list[str] = []
@@ -71,4 +79,4 @@ def reference_page(text: str) -> Page:
     if root is not None:
         walk(root, False, False)
     flush(False)
-    return Page(title=title, blocks=blocks)
+    return Page(title=title, blocks=blocks, encoding=encoding)

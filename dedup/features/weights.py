@@ -23,7 +23,15 @@ weight: otherwise one term repeated thousands of times (``html`` in a list of
 file names) sets every bit by itself. The defaults were chosen by
 ``bench/quality.py`` (see BENCHMARKS.md).
 
-Cost: O(tokens); counting is done by ``collections.Counter`` in C, the weights on numpy arrays.
+Two paths give the same features (tested on every real page and on
+generated text): the reference (``feature_vector``: Python strings, jieba's
+words from rjieba, ``collections.Counter``, mmh3) and the compiled one
+(``word_kernel``: tokens cut, hashed and counted over the UTF-8 bytes without
+a Python object per token). ``hashed_features`` takes the compiled path when
+``dedup.jit`` says this process may run it.
+
+Cost: O(tokens); counting is done by ``collections.Counter`` in C or by the
+kernel, the weights on numpy arrays.
 """
 
 from __future__ import annotations
@@ -37,18 +45,16 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
+import regex
 from numba import njit
 
-
-from .stopwords import STOPWORDS
-from .html_scan import ROW_END, ROW_FURNITURE, ROW_HAN, ROW_LINK, ROW_START, ROW_WORDS
-from .text import Page
-from .exact_sum import fsum
-from .simhash import feature_hashes
+from .. import jit
+from ..text.page import ROW_END, ROW_FURNITURE, ROW_HAN, ROW_LINK, ROW_START, ROW_WORDS, Page
 from .han_segmenter import default_dictionary
-from .nfkc import SEPARATORS_NOT_NFKC
-from .tokens import normalize, tokenize, tokenize_normalized
-from .word_kernel import CLASSES, utf8_offsets, word_counts
+from .murmur import feature_hashes
+from .stopwords import STOPWORDS
+from .tokens import normalize, tokenize_normalized
+from .word_kernel import CLASSES, HAN, NOSPACE, WORD, utf8_offsets, word_counts
 
 
 _DIGIT = re.compile(r"\d")
@@ -114,42 +120,33 @@ def _title_parts(page: Page, params: FeatureParams) -> tuple[list[str], list[str
     return ([main] if main else []), rest
 
 
-@njit(cache=True)
-def _block_plan(rows, cutoff, short_block_tokens):
-    """(content block indices, furniture block indices) of ``page_plan``, in one
-    compiled pass (the numpy version cost ~0.05 ms a page in small array calls)."""
-    n = rows.shape[0]
-    kind = np.empty(n, dtype=np.int64)  # 0 long, 1 furniture, 2 short
-    long_tokens = 0
-    short_tokens = 0
-    for i in range(n):
-        length = rows[i, ROW_END] - rows[i, ROW_START]
+def _block_plan(rows: np.ndarray, cutoff: float, short_block_tokens: int) -> tuple[np.ndarray, np.ndarray]:
+    """(content block indices, furniture block indices) of ``page_plan``. One
+    pass over the rows as Python integers: a page has tens to hundreds of
+    blocks, and numpy's per-call overhead on arrays that small costs more."""
+    kinds = []  # 0 long, 1 furniture, 2 short
+    long_tokens = short_tokens = 0
+    for start, end, furniture, link, words, han in rows.tolist():
         # link density > cutoff, without a division: link chars > cutoff x length
-        if rows[i, ROW_FURNITURE] != 0 or rows[i, ROW_LINK] > cutoff * length:
-            kind[i] = 1
+        if furniture or link > cutoff * (end - start):
+            kinds.append(1)
             continue
-        tokens10 = 10 * rows[i, ROW_WORDS] + 6 * rows[i, ROW_HAN]
+        tokens10 = 10 * words + 6 * han
         if short_block_tokens and tokens10 < 10 * short_block_tokens:
-            kind[i] = 2
+            kinds.append(2)
             short_tokens += tokens10
         else:
-            kind[i] = 0
+            kinds.append(0)
             long_tokens += tokens10
     short_to_furniture = short_block_tokens != 0 and long_tokens >= short_tokens
-    content = np.empty(n, dtype=np.int64)
-    furniture = np.empty(n, dtype=np.int64)
-    nc = nf = 0
-    for want in (0, 1, 2):  # long blocks, furniture, then short ones where they go
-        for i in range(n):
-            if kind[i] != want:
-                continue
-            if want == 1 or (want == 2 and short_to_furniture):
-                furniture[nf] = i
-                nf += 1
-            else:
-                content[nc] = i
-                nc += 1
-    return content[:nc], furniture[:nf]
+    content = [i for i, k in enumerate(kinds) if k == 0]
+    furniture_idx = [i for i, k in enumerate(kinds) if k == 1]
+    short = [i for i, k in enumerate(kinds) if k == 2]  # long blocks, furniture, then short ones where they go
+    if short_to_furniture:
+        furniture_idx += short
+    else:
+        content += short
+    return np.array(content, dtype=np.int64), np.array(furniture_idx, dtype=np.int64)
 
 
 @njit(cache=True, inline="always")
@@ -158,15 +155,14 @@ def _moved(moved, offset):
 
 
 @njit(cache=True)
-def _plan_spans(data, ascii, rows, moved, cutoff, short_block_tokens, text_len, title_lens, n_main):
-    """(starts, ends, parts) for ``word_counts``: ``page_plan``'s order of the
-    blocks (their offsets taken through ``moved`` unless it is empty), with the
+def _plan_spans(data, ascii, rows, moved, content, furniture, text_len, title_lens, n_main):
+    """(starts, ends, parts) for ``word_counts``: the blocks in ``page_plan``'s
+    order, ``content`` then ``furniture`` (their offsets taken through ``moved`` unless it is empty), with the
     title parts (lengths ``title_lens``, the first ``n_main`` content) placed
     after the page text of ``text_len`` code points, one newline before each,
     in UTF-8 byte offsets of ``data`` (code point offsets are byte offsets
     when ``ascii``). One compiled call: the numpy steps cost ~0.2 ms a page
     with cold caches."""
-    content, furniture = _block_plan(rows, cutoff, short_block_tokens)
     n_titles = title_lens.shape[0]
     total = n_titles + content.shape[0] + furniture.shape[0]
     starts = np.empty(total, dtype=np.int64)
@@ -213,25 +209,12 @@ def page_texts(page: Page, params: FeatureParams) -> tuple[str, str]:
     return "\n".join(content), "\n".join(furn)
 
 
-def page_tokens(page: Page, params: FeatureParams) -> tuple[list[str], list[str]]:
-    """(content tokens, furniture tokens) of a page."""
-    # One tokenize call per group: tokens never span a newline, so this equals
-    # tokenising block by block, without the per-call overhead.
-    content, furniture = page_texts(page, params)
-    return tokenize(content), tokenize(furniture)
-
-
 def _term_weight(token: str, params: FeatureParams) -> float:
     if token in STOPWORDS:
         return params.stop_weight
     if not token.isalpha() and _DIGIT.search(token):
         return params.number_weight
     return 1.0
-
-
-def weighted_features(page: Page, params: FeatureParams = FeatureParams()) -> dict[str, float]:
-    """``{feature: weight}`` for a page; empty when the page has no tokens."""
-    return page_features(page, params)[0]
 
 
 def page_features(page: Page, params: FeatureParams = FeatureParams()) -> tuple[dict[str, float], int]:
@@ -313,31 +296,6 @@ def _final_weights(counts, term: np.ndarray, params: FeatureParams) -> tuple[np.
     return weights, keep
 
 
-@njit(cache=True)
-def _capped_weights(hashes, counts, term, max_share):
-    """``_final_weights`` for tf power 1, compiled (its numpy steps and the list
-    ``math.fsum`` takes cost ~0.15 ms a page with cold caches): (hashes of the
-    features kept, their weights). The same float operations, and ``fsum`` is
-    exact, so the same values (tested through ``hashed_features``)."""
-    m = hashes.shape[0]
-    kept_hashes = np.empty(m, dtype=np.uint64)
-    weights = np.empty(m, dtype=np.float64)
-    k = 0
-    for i in range(m):
-        w = counts[i] * term[i]
-        if w > 0:
-            kept_hashes[k] = hashes[i]
-            weights[k] = w
-            k += 1
-    weights = weights[:k]
-    if max_share > 0 and k:
-        cap = max_share * fsum(weights)
-        for i in range(k):
-            if weights[i] > cap:
-                weights[i] = cap
-    return kept_hashes[:k], weights
-
-
 _STOP_HASHES: dict[int, np.ndarray] = {}
 
 
@@ -347,20 +305,23 @@ def _stop_hashes(seed: int) -> np.ndarray:
     return _STOP_HASHES[seed]
 
 
-def hashed_features(page: Page, params: FeatureParams = FeatureParams(), seed: int = 0
-                    ) -> tuple[np.ndarray, np.ndarray, int]:
+def hashed_features(page: Page, params: FeatureParams = FeatureParams(), seed: int = 0,
+                    compiled: bool | None = None) -> tuple[np.ndarray, np.ndarray, int]:
     """(feature hashes uint64, weights float64, number of tokens): what simhash takes.
 
-    Tokens are made, hashed and counted by the compiled ``word_kernel`` (no
-    Python object per token): straight from the page's text when casefolding
-    keeps it as long (so block offsets hold) and it is NFKC already, else from
-    the joined content and furniture texts. Lone surrogates, bigram features
-    and unusual parameters take ``feature_vector``. All give the same arrays
-    (tested).
+    Compiled (``compiled`` True, or None and ``jit.ready("fingerprint")``):
+    tokens are made, hashed and counted by ``word_kernel`` (no Python object
+    per token), straight from the page's text when casefolding keeps it as
+    long (so block offsets hold) and it is NFKC already, else from the joined
+    content and furniture texts. Otherwise, and for lone surrogates, bigram
+    features and unusual parameters: ``feature_vector`` and mmh3. All give
+    the same arrays (tested).
     """
-    if params.bigrams or params.furniture_weight <= 0 or not 0 <= seed < 2**32:
+    if compiled is None:
+        compiled = jit.ready("fingerprint")
+    if not compiled or params.bigrams or params.furniture_weight <= 0 or not 0 <= seed < 2**32:
         names, weights, n_tokens = feature_vector(page, params)
-        return feature_hashes(names, seed), weights, n_tokens
+        return feature_hashes(names, seed, compiled=compiled), weights, n_tokens
     spans = _page_spans(page, params)
     if spans is None:
         content, furniture = map(normalize, page_texts(page, params))
@@ -376,13 +337,27 @@ def hashed_features(page: Page, params: FeatureParams = FeatureParams(), seed: i
     hashes, counts, term, n_tokens = word_counts(
         *spans, float(params.furniture_weight), CLASSES, seed, _stop_hashes(seed),
         float(params.stop_weight), float(params.number_weight), *hanzi)
-    if params.tf_power == 1.0:
-        hashes, weights = _capped_weights(hashes, counts, term, float(params.max_share))
-        return hashes, weights, n_tokens
-    weights, keep = _final_weights(counts.tolist(), term, params)
+    weights, keep = _final_weights(counts if params.tf_power == 1.0 else counts.tolist(), term, params)
     return (hashes if keep is None else hashes[keep]), weights, n_tokens
 
 
+@lru_cache(maxsize=1)
+def _separators_not_nfkc() -> re.Pattern:
+    """The BMP characters that NFKC changes, where both the character and what
+    NFKC makes of it are only separators: no word character, Han, combining
+    mark or no-space script (full-width punctuation such as "，", "…"). No
+    mark, so NFKC cannot compose them with a neighbour: NFKC of a text equals
+    the text with each replaced, and a space in their place gives the same
+    tokens. Built at first use (~0.1 s)."""
+    refused = WORD | HAN | NOSPACE
+    mark = regex.compile(r"\p{M}")
+
+    def separator(ch: str) -> bool:
+        return ord(ch) <= 0xFFFF and not (CLASSES[ord(ch)] & refused or mark.match(ch))
+
+    chars = [ch for ch in map(chr, range(0x10000)) if not 0xD800 <= ord(ch) <= 0xDFFF
+             and separator(ch) and (n := unicodedata.normalize("NFKC", ch)) != ch and n and all(map(separator, n))]
+    return re.compile("[" + "".join(map(re.escape, chars)) + "]")
 
 
 @lru_cache(maxsize=1)
@@ -407,13 +382,11 @@ def _page_spans(page: Page, params: FeatureParams) -> tuple[np.ndarray, ...] | N
     length), so the caller joins and normalises instead."""
     text = page.text
     offsets = _NO_MOVES  # where the page text's offsets 0..n lie in the text read, when some moved
-    # (raw_scan tells when the text is NFKC but for separators: then no check is needed,
-    # and the separators may stay, as the kernel reads them as the spaces would be)
-    if not page.nfkc_clean and not unicodedata.is_normalized("NFKC", text):
+    if not unicodedata.is_normalized("NFKC", text):
         # The usual reasons are "…" (NFKC: "...") and full-width punctuation
         # ("，" -> ","): characters that separate tokens before and after NFKC,
         # so a space in their place gives the same tokens and keeps the offsets.
-        text = SEPARATORS_NOT_NFKC.sub(" ", text)
+        text = _separators_not_nfkc().sub(" ", text)
         if not unicodedata.is_normalized("NFKC", text):
             # Full-width letters and digits, circled digits, "º": characters whose
             # NFKD is one other character. Put in its place, the text has the
@@ -447,8 +420,8 @@ def _page_spans(page: Page, params: FeatureParams) -> tuple[np.ndarray, ...] | N
         return None
     buf = np.frombuffer(data, dtype=np.uint8)
     title_lens = np.array([len(t) for t in titles], dtype=np.int64)
-    return (buf, *_plan_spans(buf, len(data) == len(full), page.rows, offsets,
-                              float(params.link_density_cutoff), int(params.short_block_tokens), len(folded),
+    content, furniture = _block_plan(page.rows, float(params.link_density_cutoff), int(params.short_block_tokens))
+    return (buf, *_plan_spans(buf, len(data) == len(full), page.rows, offsets, content, furniture, len(folded),
                               title_lens, len(main)))
 
 

@@ -23,6 +23,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .page import ROW_END, ROW_FURNITURE, ROW_HAN, ROW_LINK, ROW_START, ROW_WORDS
+
 # Tag classes (bit flags).
 BLOCK, FURNITURE, DROPPED, RAW_DROPPED, RAW_KEPT, VOID, ANCHOR = 1, 2, 4, 8, 16, 32, 64
 
@@ -34,9 +36,6 @@ RAW_KEPT_TAGS = ("xmp",)
 #: Void elements: serialised without an end tag.
 VOID_TAGS = ("area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source",
              "track", "wbr", "basefont", "bgsound", "frame", "keygen", "param")
-
-_FURNITURE_ROLE_NAMES = ("navigation", "banner", "contentinfo", "complementary", "menu", "menubar")
-
 
 def _name_table(names: dict[str, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Names packed into one byte array: (bytes, offsets, values, first), sorted,
@@ -194,7 +193,6 @@ def _eq_lower(src, s, e, word):
 # helpers below can update it in place).
 _OUT, _CP, _START, _HAS, _PENDING, _RAW, _LINK, _SPACES, _HAN, _BLOCKS, _NSTATE = range(11)
 # columns of the block rows ``scan`` returns (``text.Page.rows``)
-ROW_START, ROW_END, ROW_FURNITURE, ROW_LINK, ROW_WORDS, ROW_HAN = range(6)
 
 
 @njit(cache=True, inline="always")

@@ -1,8 +1,10 @@
-"""MurmurHash3 x64-128 (its first 64 bits) over many strings in one compiled call.
+"""Feature hashes: MurmurHash3 x64-128 (its first 64 bits) of a feature's UTF-8 bytes.
 
-The same function as ``mmh3.hash64(s, seed, signed=False)[0]`` (tests check
+``feature_hash`` is ``mmh3.hash64(s, seed, signed=False)[0]``. For many
+strings, ``hash64_many`` computes the same in one compiled call (tests check
 them equal); hashing a page's few hundred features one Python call at a time
-cost more than the simhash itself.
+cost more than the simhash itself. The word kernel inlines ``murmur64`` to
+hash tokens it never makes into strings.
 
 Cost: O(total UTF-8 bytes).
 
@@ -13,11 +15,13 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import mmh3
 import numpy as np
 from numba import njit, uint64
+
+from .. import jit
 
 _C1 = uint64(0x87C37B91114253D5)
 _C2 = uint64(0x4CF5AD432745937F)
@@ -117,6 +121,28 @@ def _split_lines(data):
     return starts, ends
 
 
+def feature_hash(feature: str, seed: int = 0) -> int:
+    """64-bit MurmurHash3 (x64, first half) of a feature's UTF-8 bytes."""
+    return mmh3.hash64(feature, seed, signed=False)[0]
+
+
+def feature_hashes(features: Iterable[str], seed: int = 0, compiled: bool | None = None) -> np.ndarray:
+    """uint64 array of ``feature_hash`` for each feature: one compiled call
+    (``hash64_many``), or mmh3 per feature when ``compiled`` is False (None:
+    as ``jit.ready("fingerprint")`` says)."""
+    strings = features if isinstance(features, list) else list(features)
+    if compiled is None:
+        compiled = jit.ready("fingerprint")
+    if not compiled:
+        return _mmh3_many(strings, seed)
+    return hash64_many(strings, seed)
+
+
+def _mmh3_many(strings: Sequence[str], seed: int) -> np.ndarray:
+    h64 = mmh3.hash64
+    return np.fromiter((h64(s, seed, signed=False)[0] for s in strings), dtype=np.uint64, count=len(strings))
+
+
 def hash64_many(strings: Sequence[str], seed: int = 0) -> np.ndarray:
     """uint64 array of ``mmh3.hash64(s, seed, signed=False)[0]`` for each string."""
     if not strings:
@@ -127,8 +153,7 @@ def hash64_many(strings: Sequence[str], seed: int = 0) -> np.ndarray:
     except UnicodeEncodeError:  # lone surrogates: mmh3's own rules decide
         data = None
     if data is None or joined.count("\n") != len(strings) - 1 or not 0 <= seed < 2**32:
-        h64 = mmh3.hash64
-        return np.fromiter((h64(s, seed, signed=False)[0] for s in strings), dtype=np.uint64, count=len(strings))
+        return _mmh3_many(strings, seed)
     buf = np.frombuffer(data, dtype=np.uint8)
     starts, ends = _split_lines(buf)
     return _hash_spans(buf, starts, ends, seed)

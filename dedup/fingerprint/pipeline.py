@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 
-from .binary_sniff import binary_kind
-from .features import FeatureParams, hashed_features
-from .simhash import FP_BITS, simhash, to_hex
-from .text import Page, extract
-from .tokens import SEGMENTER_NAME  # noqa: F401  (re-exported for diagnostics)
+from .. import jit
+from ..features import FeatureParams, hashed_features
+from ..simhash import FP_BITS, simhash, to_hex
+from ..text import Page, extract
+from ..text.binary_sniff import binary_kind
 
 #: Bump when extraction, tokenisation, features or hashing change output.
 SCHEME_VERSION = 6  # v6: undeclared Japanese, Korean and some Western pages decode right
@@ -69,27 +69,35 @@ class Fingerprinter:
         return (f"neardup-v{SCHEME_VERSION};text=lexbor-visible;tok=jieba-dict+bigram-fallback;"
                 f"feat={self.params.tag};hash=mmh3x64s{self.seed};f={FP_BITS}")
 
-    def fingerprint_page(self, page: Page) -> Fingerprint:
-        hashes, weights, n_tokens = hashed_features(page, self.params, self.seed)
+    def fingerprint_page(self, page: Page, compiled: bool | None = None) -> Fingerprint:
+        """``compiled``: the compiled features and simhash (True) or the reference
+        path (False), which give the same fingerprint; None: as ``jit`` says."""
+        if compiled is None:
+            compiled = jit.ready("fingerprint")
+        hashes, weights, n_tokens = hashed_features(page, self.params, self.seed, compiled)
         text = page.text
         if not text.strip():
             return Fingerprint(None, "empty", page.title, text, 0, page)
         if n_tokens < self.min_tokens or not hashes.size:
             return Fingerprint(None, "too_short", page.title, text, n_tokens, page)
-        value = simhash(hashes, weights)
+        value = simhash(hashes, weights, compiled=compiled)
         return Fingerprint(value, None, page.title, text, n_tokens, page)
 
-    def fingerprint_html(self, data: bytes, encoding: str | None = None) -> Fingerprint:
+    def fingerprint_html(self, data: bytes, encoding: str | None = None,
+                         compiled: bool | None = None) -> Fingerprint:
         """Never raises on bad bytes: unparsable input gives reason
-        ``unparsable``, a binary file (PDF, image, archive...) ``binary: KIND``."""
+        ``unparsable``, a binary file (PDF, image, archive...) ``binary: KIND``.
+        ``compiled`` as in ``fingerprint_page``."""
         kind = binary_kind(data)
         if kind is not None:
             return Fingerprint(None, f"binary: {kind}")
+        if compiled is None:
+            compiled = jit.ready("fingerprint")
         try:
-            page = extract(data, encoding)
+            page = extract(data, encoding, compiled)
         except Exception as exc:  # parser/codec failures on hostile input
             return Fingerprint(None, f"unparsable: {type(exc).__name__}")
-        return self.fingerprint_page(page)
+        return self.fingerprint_page(page, compiled)
 
     def fingerprint_file(self, path: str | Path) -> Fingerprint:
         return self.fingerprint_html(read_document(path))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from .fingerprint import Fingerprinter
+from .pipeline import Fingerprinter
 
 _FINGERPRINTERS: dict[int, Fingerprinter] = {}
 

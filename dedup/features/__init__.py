@@ -1,0 +1,14 @@
+"""Stage 2: a page's visible text -> weighted features (hashes and weights for simhash).
+
+``tokens`` cuts language-aware tokens (jieba's dictionary for Han),
+``stopwords`` lists the function words damped, ``weights`` weighs tokens by
+block and term and caps each one's share; ``word_kernel`` (with
+``han_segmenter`` and ``murmur``) does the same tokenising, hashing and
+counting in one compiled pass.
+"""
+
+from .murmur import feature_hash, feature_hashes
+from .weights import FeatureParams, feature_vector, hashed_features, page_features, page_plan, page_texts, split_title
+
+__all__ = ["FeatureParams", "feature_hash", "feature_hashes", "feature_vector", "hashed_features", "page_features",
+           "page_plan", "page_texts", "split_title"]

@@ -1,0 +1,169 @@
+"""Visible text from HTML bytes: ``extract(data) -> Page``.
+
+The page is decoded (``decode``: BOM, declared encoding, ``<meta charset>``,
+detection) and parsed by lexbor (selectolax), which builds the tree a
+browser builds by the HTML Standard's tree construction. What a reader sees
+of that tree is then read one of two ways, with the same result (tested on
+every real page and on generated markup):
+
+* compiled: the tree's serialisation is read in one numba pass
+  (``html_scan``), about 5x faster than walking it;
+* reference: a walk of the tree node by node in Python
+  (``visible_reference``), which needs no compilation. It is the oracle of
+  the compiled scan and the path of a process whose compiled code is not
+  ready yet (``dedup.jit``).
+
+Both keep only what a reader would see:
+
+* dropped whole: ``DROPPED_TAGS`` (``script style noscript template svg head``
+  and the like; the ``<title>`` is kept apart), comments, processing
+  instructions, and hidden elements (``hidden`` attribute, ``aria-hidden="true"``,
+  inline ``display:none`` or ``visibility:hidden``), which count as absent, as
+  ``display: none`` renders;
+* block-level elements start new lines; whitespace is normalised.
+
+Besides the text, they record *blocks* (one per block-level run of text)
+with their link density, words, Han characters and whether they sit in page
+furniture (``nav header footer aside`` or the matching ARIA roles). The
+fingerprint features use this to damp navigation and templates; the visible
+text itself keeps everything a reader sees.
+
+Cost: O(size of the page): one parse, then one serialisation and one
+compiled scan, or one walk.
+
+>>> page = extract(b"<html><title>T</title><body><p>Hello <b>world</b></p>"
+...                b"<script>x()</script><div hidden>secret</div></body></html>")
+>>> page.title, page.text
+('T', 'Hello world')
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+
+import numpy as np
+from selectolax.lexbor import LexborDocumentOptions, LexborHTMLParser
+from w3lib.encoding import to_unicode
+
+from .. import jit
+from . import html_scan
+from .deep_nesting import bound_nesting
+from .decode import sniff_encoding
+from .page import Page
+
+#: Elements whose whole subtree is never visible text.
+DROPPED_TAGS = frozenset(
+    {"script", "style", "noscript", "template", "svg", "head", "math", "iframe",
+     "object", "embed", "canvas", "select", "datalist", "button", "noembed", "noframes"}
+)
+#: Elements that start a new line (a new block) when rendered.
+BLOCK_TAGS = frozenset(
+    {"address", "article", "aside", "blockquote", "body", "br", "caption", "center", "dd",
+     "details", "dialog", "div", "dl", "dt", "fieldset", "figcaption", "figure", "footer",
+     "form", "h1", "h2", "h3", "h4", "h5", "h6", "header", "hgroup", "hr", "html", "li",
+     "main", "menu", "nav", "ol", "p", "pre", "section", "summary", "table", "tbody",
+     "td", "tfoot", "th", "thead", "tr", "ul", "option", "legend", "label",
+     "marquee"}  # (inline-block when rendered; also what deep_nesting renames blocks to)
+)
+#: Page furniture: navigation, banners, footers, sidebars.
+FURNITURE_TAGS = frozenset({"nav", "header", "footer", "aside", "menu"})
+FURNITURE_ROLES = frozenset({"navigation", "banner", "contentinfo", "complementary", "menu", "menubar"})
+
+_WS = re.compile(r"\s+")
+_TAG_TABLE = html_scan.tag_table(BLOCK_TAGS, FURNITURE_TAGS, DROPPED_TAGS)
+_ROLE_TABLE = html_scan.role_table(FURNITURE_ROLES)
+
+
+def _plaintext_as_span(doc: LexborHTMLParser) -> None:
+    """Replace each <plaintext> (obsolete, rare) by a <span> with its attributes
+    and children. Its own text is serialised unescaped, yet it may hold elements
+    too (the parser reconstructs <a>, <b>... inside it), so its serialisation is
+    ambiguous; as a <span> (also inline) its text is escaped like any other."""
+    for node in doc.css("plaintext"):
+        span = doc.create_node("span")
+        for name, value in node.attributes.items():
+            span.attrs[name] = value if value is not None else ""
+        for child in list(node.iter(include_text=True)):
+            span.insert_child(child, move=True)
+        node.replace_with(span, move=True)
+
+
+def parse_document(data: bytes) -> LexborHTMLParser:
+    """lexbor's tree of UTF-8 HTML bytes (invalid sequences read as U+FFFD)."""
+    # scripting=True parses as a browser that runs scripts does: <noscript> is
+    # one raw-text node (never shown), and the head elements after it stay in <head>.
+    # WO_EVENTS skips the DOM mutation callbacks, ~5% faster. They implement
+    # behaviours such as copying a <select>'s option into <selectedcontent>
+    # (and <select> is never shown); a test checks the trees come out the same.
+    # bound_nesting: tree construction is quadratic in the depth of nested
+    # blocks; past MAX_DEPTH they are parsed as <marquee>, a scope boundary.
+    return LexborHTMLParser(bound_nesting(data), scripting=True, options=LexborDocumentOptions.WO_EVENTS)
+
+
+def document_title(doc: LexborHTMLParser) -> str:
+    title_el = doc.css_first("title")
+    return _WS.sub(" ", title_el.text()).strip() if title_el is not None else ""
+
+
+def serialise_for_scan(doc: LexborHTMLParser) -> np.ndarray:
+    """The body's serialisation (UTF-8, uint8) for ``html_scan.scan``; changes ``doc``."""
+    # Never shown, and the only elements whose serialisation can be ambiguous: a
+    # <script>'s text may hold "</script>" (after "<!--<script"), a <template>'s
+    # content may hold a <plaintext>, and inside <svg>/<math> an element named
+    # like a void or raw-text HTML one is neither. Dropping them first also
+    # leaves less to serialise and scan, which pays for it (measured).
+    doc.strip_tags(["script", "style", "template", "svg", "math"])
+    _plaintext_as_span(doc)
+    # <body>, or the whole document for a frameset page (its <head> is dropped by the scan)
+    node = doc.body if doc.body is not None else doc.root
+    html = (node.html or "") if node is not None else ""
+    return np.frombuffer(html.encode("utf-8", "surrogatepass"), dtype=np.uint8)
+
+
+def scan_page(src: np.ndarray, title: str, encoding: str) -> Page:
+    """The Page of a serialisation made by ``serialise_for_scan``."""
+    out, n_out, rows = html_scan.scan(src, *_TAG_TABLE, *_ROLE_TABLE, html_scan.KEYWORDS)
+    return Page(title, encoding=encoding, text=out[:n_out].tobytes().decode("utf-8", "replace"), rows=rows)
+
+
+def page_of_document(doc: LexborHTMLParser, encoding: str, compiled: bool | None = None) -> Page:
+    """The Page of a parsed document (changes ``doc``); ``compiled``: read by
+    ``html_scan`` (True) or by the reference walk (False); None: whichever
+    ``jit`` says this process may run now."""
+    if compiled is None:
+        compiled = jit.ready("fingerprint")
+    title = document_title(doc)
+    if not compiled:
+        from .visible_reference import reference_page
+
+        return reference_page(doc, title, encoding)
+    return scan_page(serialise_for_scan(doc), title, encoding)
+
+
+def _extract_utf8(data: bytes, encoding: str, compiled: bool | None) -> Page:
+    """Visible text of a UTF-8 encoded document."""
+    if not data or data.isspace():  # (isspace does not copy the page, strip would)
+        return Page(title="", blocks=[], encoding=encoding)
+    return page_of_document(parse_document(data), encoding, compiled)
+
+
+def extract_text(text: str, encoding: str = "utf-8", compiled: bool | None = None) -> Page:
+    """Visible text of an already decoded HTML document."""
+    return _extract_utf8(text.encode("utf-8", "surrogatepass"), encoding, compiled)
+
+
+def extract(data: bytes, encoding: str | None = None, compiled: bool | None = None) -> Page:
+    """Visible text of HTML bytes; never raises on malformed markup.
+
+    ``encoding`` is an encoding declared outside the document (HTTP header);
+    ``compiled`` as in ``page_of_document``.
+    """
+    enc, skip = sniff_encoding(data, encoding)
+    if codecs.lookup(enc).name == "utf-8" and b"\x00" not in data:
+        # UTF-8 goes to the parser as it is: lexbor replaces invalid sequences
+        # exactly as Python's "replace" does (tested), without a decode/encode
+        # round trip. Not with NUL bytes: lexbor drops them before decoding,
+        # which joins the bytes around them into other characters.
+        return _extract_utf8(data[skip:] if skip else data, enc, compiled)
+    return extract_text(to_unicode(data[skip:], enc), enc, compiled)
