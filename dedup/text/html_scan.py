@@ -62,12 +62,12 @@ def role_table(roles: frozenset[str]) -> tuple:
     return _name_table({r: 1 for r in roles})
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _lower(b):
     return b + 32 if 65 <= b <= 90 else b
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _lookup(src, s, e, names, offs, vals, first):
     """Value of the lower-cased name src[s:e] in a packed name table, else 0."""
     n = e - s
@@ -88,12 +88,12 @@ def _lookup(src, s, e, names, offs, vals, first):
     return 0
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _is_space(b):
     return b == 32 or 9 <= b <= 13
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _ws_len(src, i, n):
     """Byte length of the Unicode white space character at src[i] (str.isspace), else 0."""
     b = src[i]
@@ -114,7 +114,7 @@ def _ws_len(src, i, n):
     return 0
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _find(src, i, n, pat):
     """Index of the first occurrence of pat in src[i:n], else n."""
     m = pat.shape[0]
@@ -131,7 +131,7 @@ def _find(src, i, n, pat):
     return n
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _end_tag_at(src, i, n, ns, ne):
     """True when ``</name`` (case-insensitive; name = src[ns:ne]) starts at i."""
     m = ne - ns
@@ -143,7 +143,7 @@ def _end_tag_at(src, i, n, ns, ne):
     return True
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _find_end_tag(src, i, n, ns, ne):
     """Index of ``</name`` (case-insensitive; name = src[ns:ne]) at or after i, else n."""
     while i < n:
@@ -153,7 +153,7 @@ def _find_end_tag(src, i, n, ns, ne):
     return n
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _has_word_then(src, s, e, w1, w2):
     """True when lower(src[s:e]) contains w1, ASCII spaces, ':', spaces, w2."""
     m1, m2 = w1.shape[0], w2.shape[0]
@@ -178,7 +178,7 @@ def _has_word_then(src, s, e, w1, w2):
     return False
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _eq_lower(src, s, e, word):
     """True when lower(src[s:e]) == word."""
     if e - s != word.shape[0]:
@@ -195,13 +195,13 @@ _OUT, _CP, _START, _HAS, _PENDING, _RAW, _LINK, _SPACES, _HAN, _BLOCKS, _NSTATE 
 # columns of the block rows ``scan`` returns (``text.Page.rows``)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _is_han(c):
     # the ranges of dedup.features' Han count: CJK unified ideographs, extension A, compatibility, planes 2-3
     return (0x3400 <= c <= 0x4DBF) or (0x4E00 <= c <= 0x9FFF) or (0xF900 <= c <= 0xFAFF) or (0x20000 <= c <= 0x3134F)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _space(st, link):
     """One white space character of the source: folded into a pending space."""
     st[_RAW] += 1
@@ -211,7 +211,7 @@ def _space(st, link):
         st[_PENDING] = 1
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _open_char(out, st):
     """Before a visible character: write the pending space, start the block."""
     if st[_PENDING]:
@@ -229,7 +229,7 @@ def _open_char(out, st):
         st[_HAS] = 1
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _char(out, st, link, value):
     """One visible character given by its code point (< 0x800: entities)."""
     _open_char(out, st)
@@ -247,7 +247,7 @@ def _char(out, st, link, value):
         st[_LINK] += 1
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _text(out, st, link, src, k, e, raw):
     """Visible text from src[k] up to e, or up to the next ``<`` unless ``raw``
     (raw-text elements, whose text is also not entity-decoded). Returns where it stopped."""
@@ -356,7 +356,7 @@ def _text(out, st, link, src, k, e, raw):
     return k
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _end_block(blocks, nb, st, furniture):
     """Close the current block (a row when it has text); returns (blocks, nb)."""
     if st[_HAS]:
