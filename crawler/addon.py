@@ -1,8 +1,16 @@
 """One-line setup: ``ADDONS = {"crawler.addon.NearDupAddon": 0}``.
 
-Adds the filter middleware, the index pipeline and the summary extension,
-and polite defaults; anything the project sets itself wins (the add-on
-writes at "addon" priority, below "project").
+``NearDupAddon`` installs the filter (its spider middleware, the index
+pipeline and the summary extension) and changes nothing else. With
+``NEARDUP_ENABLED = False`` it adds nothing at all, so the crawl is the
+crawl without it.
+
+``PoliteCrawlAddon`` is the opt-in crawl profile for sparing the servers:
+robots.txt, AutoThrottle, 4 requests per domain and breadth-first order (so
+the shallower, usually canonical URL of a pair is met first and kept).
+Add it beside the first: ``ADDONS = {"crawler.addon.NearDupAddon": 0,
+"crawler.addon.PoliteCrawlAddon": 0}``. Anything the project sets itself
+wins over both (they write at "addon" priority, below "project").
 """
 
 from __future__ import annotations
@@ -16,10 +24,10 @@ EXTENSION = "crawler.summary.SummaryExtension"
 #: Close to the spider (high order): it filters the callback's output before
 #: other spider middlewares (depth, offsite) see or count it.
 MIDDLEWARE_ORDER = 950
+PIPELINE_ORDER = 800
+EXTENSION_ORDER = 500
 
-DEFAULT_CONTACT_URL = "https://github.com/scrapy-neardup/scrapy-neardup"
-
-POLITE_DEFAULTS = {
+POLITE_SETTINGS = {
     "ROBOTSTXT_OBEY": True,
     "AUTOTHROTTLE_ENABLED": True,
     "CONCURRENT_REQUESTS_PER_DOMAIN": 4,
@@ -31,12 +39,20 @@ POLITE_DEFAULTS = {
 
 
 class NearDupAddon:
+    """Installs the near-duplicate filter; nothing else."""
+
     def update_settings(self, settings: BaseSettings) -> None:
+        if not settings.getbool("NEARDUP_ENABLED", True):
+            return
         # setdefault: an order the project gave a component wins over ours
         settings.setdefault_in_component_priority_dict("SPIDER_MIDDLEWARES", MIDDLEWARE, MIDDLEWARE_ORDER)
-        settings.setdefault_in_component_priority_dict("ITEM_PIPELINES", PIPELINE, 800)
-        settings.setdefault_in_component_priority_dict("EXTENSIONS", EXTENSION, 500)
-        contact = settings.get("NEARDUP_CONTACT_URL") or DEFAULT_CONTACT_URL
-        settings.set("USER_AGENT", f"scrapy-neardup/0.1 (+{contact})", priority="addon")
-        for name, value in POLITE_DEFAULTS.items():
+        settings.setdefault_in_component_priority_dict("ITEM_PIPELINES", PIPELINE, PIPELINE_ORDER)
+        settings.setdefault_in_component_priority_dict("EXTENSIONS", EXTENSION, EXTENSION_ORDER)
+
+
+class PoliteCrawlAddon:
+    """The polite crawl profile (``POLITE_SETTINGS``), for those who ask for it."""
+
+    def update_settings(self, settings: BaseSettings) -> None:
+        for name, value in POLITE_SETTINGS.items():
             settings.set(name, value, priority="addon")

@@ -1,13 +1,17 @@
-"""``python -m crawler``: the main job behind ``bash run.sh``.
+"""``neardup``: the command line (also ``python -m crawler``).
 
-    python -m crawler                      # serve the demo site on 127.0.0.1 and crawl it
-    python -m crawler URL [URL ...]        # crawl these sites (stays on their hosts)
-    python -m crawler search INDEX QUERY   # search the index of kept pages
+    neardup crawl [URL ...] [--out DIR]   # crawl these sites; no URL: serve the demo site on 127.0.0.1 and crawl it
+    neardup search INDEX WORDS            # search the index of kept pages
+    neardup warmup                        # compile the numba kernels now (else the first crawl does, off its thread)
+    neardup fingerprint PATH... | distance HEX HEX | scheme   # the library's commands (python -m dedup)
 
-Crawls run as a real ``scrapy crawl site`` in this project, writing kept
-pages to ``OUT/pages.jsonl``, the index to ``OUT/index.sqlite3``, the
-fingerprint store to ``OUT/store`` (persistent: a second run skips what the
-first kept) and every drop to ``OUT/store/duplicates.jsonl``.
+``crawl`` runs Scrapy in this process (``CrawlerProcess``) with the ready
+spider (``crawler.spiders.site``), both add-ons (the filter and the polite
+profile) and no Scrapy project, from any directory. It writes kept pages to
+``DIR/pages.jsonl``, the full-text index to ``DIR/index.sqlite3``, the
+fingerprint store to ``DIR/store`` (persistent: a second run skips what the
+first kept) and every drop to ``DIR/store/duplicates.jsonl``. DIR defaults to
+``./out/crawl`` (``./out/demo`` for the demo, which starts from nothing each time).
 """
 
 from __future__ import annotations
@@ -15,21 +19,36 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+USAGE = __doc__.split("\n\n")[1]
 
 
-def crawl(urls: list[str], out: Path, extra: Sequence[str] = ()) -> int:
+def crawl(urls: list[str], out: Path, settings: dict[str, str], spider_args: dict[str, str]) -> int:
+    """Crawl ``urls`` into ``out``; returns 0, or 1 when the crawl failed to run."""
+    from scrapy.crawler import CrawlerProcess
+    from scrapy.settings import Settings
+
+    from .spiders.site import SiteSpider
+
     out.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, "-m", "scrapy", "crawl", "site", "-a", "start_url=" + ",".join(urls),
-           "-O", str(out / "pages.jsonl"), "-s", f"NEARDUP_STORE={out / 'store'}",
-           "-s", f"NEARDUP_INDEX={out / 'index.sqlite3'}", *extra]
-    print("running:", " ".join(cmd), flush=True)
-    return subprocess.run(cmd, cwd=ROOT).returncode
+    s = Settings()
+    s.setdict({
+        "ADDONS": {"crawler.addon.NearDupAddon": 0, "crawler.addon.PoliteCrawlAddon": 0},
+        "FEEDS": {str(out / "pages.jsonl"): {"format": "jsonlines", "overwrite": True, "encoding": "utf-8"}},
+        "NEARDUP_STORE": str(out / "store"),
+        "NEARDUP_INDEX": str(out / "index.sqlite3"),
+        "TELNETCONSOLE_ENABLED": False,
+        "LOG_LEVEL": "INFO",
+    }, priority="project")
+    s.setdict(settings, priority="cmdline")
+    process = CrawlerProcess(s)
+    crawler = process.create_crawler(SiteSpider)
+    process.crawl(crawler, start_url=",".join(urls), **spider_args)
+    process.start()
+    return 0 if crawler.stats.get_value("finish_reason") else 1
 
 
 def report(out: Path) -> None:
@@ -41,10 +60,7 @@ def report(out: Path) -> None:
     print(f"dropped {len(dropped)} near-duplicates -> {dups}")
     for d in dropped:
         print(f"  {d['url']}\n    duplicates {d['duplicate_of']} (distance {d['distance']})")
-    python = Path(sys.executable)
-    if python.is_relative_to(ROOT):  # .venv/bin/python, as the user would type it from the project
-        python = python.relative_to(ROOT)
-    print(f"search the index: {python} -m crawler search {out / 'index.sqlite3'} WORDS")
+    print(f"search the index: neardup search {out / 'index.sqlite3'} WORDS")
 
 
 def search(index: str, query: str, limit: int) -> int:
@@ -60,33 +76,57 @@ def search(index: str, query: str, limit: int) -> int:
     return 0
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["search"]:
-        p = argparse.ArgumentParser(prog="python -m crawler search")
-        p.add_argument("index")
-        p.add_argument("query", nargs="+")
-        p.add_argument("--limit", type=int, default=10)
-        a = p.parse_args(argv[1:])
-        return search(a.index, " ".join(a.query), a.limit)
-    p = argparse.ArgumentParser(prog="python -m crawler", description=__doc__.split("\n")[0])
+def _pairs(values: list[str], flag: str) -> dict[str, str]:
+    out = {}
+    for v in values:
+        name, sep, value = v.partition("=")
+        if not sep or not name:
+            raise SystemExit(f"neardup crawl: {flag} takes NAME=VALUE, got {v!r}")
+        out[name] = value
+    return out
+
+
+def _cmd_crawl(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(prog="neardup crawl", description="crawl sites with the near-duplicate filter")
     p.add_argument("urls", nargs="*", help="start URLs; none: the built-in demo site")
-    p.add_argument("--out", default=None, help="output directory (default out/crawl, or out/demo)")
+    p.add_argument("--out", default=None, help="output directory (default ./out/crawl, or ./out/demo)")
     p.add_argument("-s", "--set", action="append", default=[], metavar="NAME=VALUE",
                    help="a Scrapy setting for the crawl (repeatable)")
+    p.add_argument("-a", "--arg", action="append", default=[], metavar="NAME=VALUE",
+                   help="a spider argument: allow, deny, max_depth, max_pages, stay_on_host (repeatable)")
     a = p.parse_args(argv)
-    extra = [x for s in a.set for x in ("-s", s)]
+    settings, spider_args = _pairs(a.set, "-s"), _pairs(a.arg, "-a")
     if a.urls:
-        out = Path(a.out or ROOT / "out" / "crawl")
-        rc = crawl(a.urls, out, extra)
+        out = Path(a.out or Path("out") / "crawl")
+        rc = crawl(a.urls, out, settings, spider_args)
         report(out)
         return rc
     from .demo_site import DemoSite
 
-    out = Path(a.out or ROOT / "out" / "demo")
+    out = Path(a.out or Path("out") / "demo")
     shutil.rmtree(out, ignore_errors=True)  # the demo starts from nothing each time
     with DemoSite().serve() as server:
         print(f"demo site serving on {server.url}", flush=True)
-        rc = crawl([server.url], out, ["-s", "AUTOTHROTTLE_ENABLED=False", *extra])
+        rc = crawl([server.url], out, {"AUTOTHROTTLE_ENABLED": "False", **settings}, spider_args)
     report(out)
     return rc
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    cmd, rest = (argv[0], argv[1:]) if argv else ("", [])
+    if cmd == "crawl":
+        return _cmd_crawl(rest)
+    if cmd == "search":
+        p = argparse.ArgumentParser(prog="neardup search", description="search the index of kept pages")
+        p.add_argument("index")
+        p.add_argument("query", nargs="+")
+        p.add_argument("--limit", type=int, default=10)
+        a = p.parse_args(rest)
+        return search(a.index, " ".join(a.query), a.limit)
+    if cmd in ("warmup", "fingerprint", "distance", "scheme"):
+        from dedup.cli import main as dedup_main
+
+        return dedup_main(argv)
+    print(USAGE, file=sys.stderr if cmd not in ("-h", "--help") else sys.stdout)
+    return 0 if cmd in ("-h", "--help") else 2

@@ -1,14 +1,19 @@
 """Every ``NEARDUP_*`` setting, parsed once into a validated ``NearDupConfig``.
 
-A bad value stops the crawl at start with a message naming the setting.
+``NearDupConfig.of(crawler)`` parses a crawler's settings on the first call
+and hands every later caller (the middleware, the pipeline, the extension,
+the spider) the same object. A bad value stops the crawl at start with a
+message naming the setting.
 """
 
 from __future__ import annotations
 
 import os
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 
+from scrapy.crawler import Crawler
 from scrapy.settings import BaseSettings
 
 from dedup.fingerprint import DEFAULT_MIN_TOKENS
@@ -25,13 +30,21 @@ class NearDupConfig:
     max_distance: int = 3
     store: str | None = None  # directory path, or None for an in-memory store
     capacity: int = 1_000_000
-    duplicates_file: str | None = "neardup-duplicates.jsonl"
+    duplicates_file: str | None = None  # JSON lines explaining each drop
     min_text: int = DEFAULT_MIN_TOKENS
     debug: bool = False
     emit_unchanged: bool = False
-    index: str | None = "neardup-index.sqlite3"
+    index: str | None = None  # SQLite FTS5 index of kept pages
     skip_meta_key: str = "neardup_skip"
     workers: int = 0  # fingerprinting processes; 0: in the crawl's thread
+
+    @classmethod
+    def of(cls, crawler: Crawler) -> NearDupConfig:
+        """The config of ``crawler``, parsed from its settings once."""
+        config = _BY_CRAWLER.get(crawler)
+        if config is None:
+            config = _BY_CRAWLER[crawler] = cls.from_settings(crawler.settings)
+        return config
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> NearDupConfig:
@@ -70,21 +83,27 @@ class NearDupConfig:
             raise ConfigError("NEARDUP_STORE: redis:// stores are not available in this version; use a directory")
         base = Path(store) if store else None
 
-        def output(name: str, filename: str, fallback: str) -> str | None:
-            if name in settings:  # set by the user: "" or None switches it off
+        def output(name: str, filename: str) -> str | None:
+            # Set by the user: that path ("" or None: off). Else beside a persistent
+            # store, and nothing at all for an in-memory one: the filter writes no
+            # file the user did not ask for.
+            if name in settings:
                 return path(name)
-            return str(base / filename) if base else fallback
+            return str(base / filename) if base else None
 
         return cls(
             enabled=boolean("NEARDUP_ENABLED", True),
             max_distance=integer("NEARDUP_MAX_DISTANCE", 3, 0, MAX_DISTANCE),
             store=store,
             capacity=integer("NEARDUP_CAPACITY", 1_000_000, 1),
-            duplicates_file=output("NEARDUP_DUPLICATES_FILE", "duplicates.jsonl", "neardup-duplicates.jsonl"),
+            duplicates_file=output("NEARDUP_DUPLICATES_FILE", "duplicates.jsonl"),
             min_text=integer("NEARDUP_MIN_TEXT", DEFAULT_MIN_TOKENS, 1),
             debug=boolean("NEARDUP_DEBUG", False),
             emit_unchanged=boolean("NEARDUP_EMIT_UNCHANGED", False),
-            index=output("NEARDUP_INDEX", "index.sqlite3", "neardup-index.sqlite3"),
+            index=output("NEARDUP_INDEX", "index.sqlite3"),
             # one worker process by default where there is a second core for it
             workers=integer("NEARDUP_WORKERS", 1 if (os.cpu_count() or 1) >= 2 else 0, 0, 64),
         )
+
+
+_BY_CRAWLER: weakref.WeakKeyDictionary[Crawler, NearDupConfig] = weakref.WeakKeyDictionary()

@@ -34,12 +34,17 @@ class PageIndex:
         self.db.executescript(_SCHEMA)
 
     def add(self, url: str, title: str, text: str, fingerprint: str, fetched_at: str, status: int) -> None:
+        self.add_many([(url, title, text, fingerprint, fetched_at, status)])
+
+    def add_many(self, pages: list[tuple[str, str, str, str, str, int]]) -> None:
+        """Upsert ``(url, title, text, fingerprint, fetched_at, status)`` rows in one transaction."""
         with self.db:
-            self.db.execute("INSERT OR REPLACE INTO pages VALUES (?, ?, ?, ?, ?, ?)",
-                            (url, title, text, fingerprint, fetched_at, status))
-            self.db.execute("DELETE FROM pages_fts WHERE url = ?", (url,))
-            self.db.execute("INSERT INTO pages_fts (url, title, body) VALUES (?, ?, ?)",
-                            (url, _index_text(title), _index_text(text)))
+            for url, title, text, fingerprint, fetched_at, status in pages:
+                self.db.execute("INSERT OR REPLACE INTO pages VALUES (?, ?, ?, ?, ?, ?)",
+                                (url, title, text, fingerprint, fetched_at, status))
+                self.db.execute("DELETE FROM pages_fts WHERE url = ?", (url,))
+                self.db.execute("INSERT INTO pages_fts (url, title, body) VALUES (?, ?, ?)",
+                                (url, _index_text(title), _index_text(text)))
 
     def search(self, query: str, limit: int = 10) -> list[tuple[str, str, float]]:
         """(url, title, score) of the best matches; lower BM25 score is better."""

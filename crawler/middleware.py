@@ -17,7 +17,14 @@ Spider middlewares see responses after the downloader middlewares, so after
 Items whose ``fingerprint`` field is None get the page's fingerprint, title
 and visible text filled in, so nothing is extracted twice.
 
-Every drop is explained: a JSON line in the duplicates file and a DEBUG log line.
+Every drop is explained: a JSON line in the duplicates file (written in
+blocks, flushed at least every second and at the end) and a DEBUG log line.
+
+Nothing compiles in the crawl's thread: the filter marks the compiled
+kernels not ready (``dedup.jit``) and warms them elsewhere: the
+fingerprinting ones in the worker process, the store's in a background
+thread. Until then pages are fingerprinted by the reference path and the
+store answers by exhaustive scans, with the same results.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ import asyncio
 import json
 import logging
 import multiprocessing
+import time
 import weakref
 from collections.abc import AsyncIterator
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -43,6 +51,8 @@ from scrapy.http import Response, TextResponse
 from scrapy.utils.reactor import is_asyncio_reactor_installed
 from w3lib.encoding import http_content_type_encoding
 
+from dedup import jit
+from dedup.fingerprint import Fingerprinter
 from dedup.fingerprint.jobs import JobResult, fingerprint_job, warm_up
 from dedup.simhash import to_hex
 from dedup.store import SimhashStore
@@ -75,27 +85,32 @@ class NearDupMiddleware:
         self.crawler = crawler
         self.stats = crawler.stats
         self.config = config
-        from dedup.fingerprint import Fingerprinter
-
         self.scheme = Fingerprinter(min_tokens=config.min_text).scheme
+        workers = config.workers
+        if workers and not is_asyncio_reactor_installed():
+            logger.warning("NEARDUP_WORKERS needs the asyncio reactor; fingerprinting in the crawl's thread")
+            workers = 0
+        # The crawl's thread never compiles: the reference paths serve until the
+        # kernels are warm (the store's here, in a thread; the fingerprinting ones
+        # in the worker, or here too without one).
+        jit.defer()
+        jit.warm_in_background(("store",) if workers else ("store", "fingerprint"), reference_first=True)
         self.store = SimhashStore.open(config.store, max_distance=config.max_distance,
                                        capacity=config.capacity, scheme=self.scheme)
         # response -> pending fingerprint (a Future) or a skip reason (str)
         self._pending: weakref.WeakKeyDictionary[Response, Future | JobResult | str] = weakref.WeakKeyDictionary()
         self._pool: ProcessPoolExecutor | None = None
-        workers = config.workers
-        if workers and not is_asyncio_reactor_installed():
-            logger.warning("NEARDUP_WORKERS needs the asyncio reactor; fingerprinting in the crawl's thread")
-            workers = 0
         self._pool_ready: Future | None = None
         if workers:
             self._pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
                                              initializer=warm_up, initargs=(config.min_text,))
             # Start the workers now (the pool spawns them on the first submit). A worker
-            # takes about a second to import and warm up; pages that arrive before it
-            # is ready are fingerprinted here rather than waiting for it.
+            # takes a second to import, and with a cold compiled-code cache about a minute
+            # to compile; pages that arrive before it is ready are fingerprinted here,
+            # by the reference path, rather than waiting for it.
             self._pool_ready = self._pool.submit(int)
         self._dup_fh = None
+        self._dup_flushed = time.monotonic()
         if config.duplicates_file:
             Path(config.duplicates_file).parent.mkdir(parents=True, exist_ok=True)
             self._dup_fh = open(config.duplicates_file, "a", encoding="utf-8")  # noqa: SIM115
@@ -106,7 +121,7 @@ class NearDupMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> NearDupMiddleware:
-        config = NearDupConfig.from_settings(crawler.settings)
+        config = NearDupConfig.of(crawler)
         if not config.enabled:
             raise NotConfigured("NEARDUP_ENABLED is off")
         return cls(crawler, config)
@@ -149,6 +164,7 @@ class NearDupMiddleware:
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
         self._pool = self._pool_ready = None
+        jit.warm_in_background(("fingerprint",))  # from the cache the worker filled, if it got that far
 
     def _skip_reason(self, response: Response) -> str | None:
         if response.meta.get(self.config.skip_meta_key):
@@ -227,7 +243,10 @@ class NearDupMiddleware:
         }
         if self._dup_fh:
             self._dup_fh.write(json.dumps(record, ensure_ascii=False) + "\n")
-            self._dup_fh.flush()
+            now = time.monotonic()
+            if now - self._dup_flushed >= 1.0:  # a flush per drop is a syscall per page on a mirror
+                self._dup_fh.flush()
+                self._dup_flushed = now
         logger.debug("near-duplicate dropped: %s duplicates %s (distance %d)", url, match.key, match.distance)
         return DROPPED
 
@@ -272,6 +291,12 @@ class NearDupMiddleware:
 
     def spider_closed(self, reason: str) -> None:
         if self._pool is not None:
+            if self._pool_ready is not None and not self._pool_ready.done():
+                # Still starting (compiling, with a cold cache): the crawl's end does not
+                # wait for it. numba writes each cache file whole (a temporary file, then a
+                # rename), so what it finished compiling stays cached for the next crawl.
+                for proc in list(getattr(self._pool, "_processes", {}).values()):
+                    proc.terminate()
             self._pool.shutdown(wait=True, cancel_futures=True)
         self.store.close()
         if self._dup_fh:

@@ -8,6 +8,8 @@ from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 
+from .config import NearDupConfig
+
 logger = logging.getLogger(__name__)
 
 
@@ -18,7 +20,7 @@ class SummaryExtension:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SummaryExtension:
-        if not crawler.settings.getbool("NEARDUP_ENABLED", True):
+        if not NearDupConfig.of(crawler).enabled:
             raise NotConfigured("NEARDUP_ENABLED is off")
         return cls(crawler)
 

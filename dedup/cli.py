@@ -1,4 +1,4 @@
-"""Command line: ``python -m dedup fingerprint PATH...`` and ``python -m dedup distance HEX HEX``.
+"""Command line: ``python -m dedup fingerprint PATH...``, ``distance HEX HEX``, ``scheme``, ``warmup``.
 
 ``fingerprint`` prints one line per file, ``<16 hex digits>\\t<PATH>``, or
 ``-\\t<PATH>\\t<reason>`` when the file gets no fingerprint (too short, empty,
@@ -47,6 +47,13 @@ def _cmd_scheme(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_warmup(args: argparse.Namespace) -> int:
+    from .jit import warm_all
+
+    print(f"dedup: compiled kernels in {warm_all():.1f} s")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m dedup", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="cmd", required=True)
@@ -61,6 +68,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.set_defaults(func=_cmd_distance)
     p = sub.add_parser("scheme", help="print the fingerprint scheme identity")
     p.set_defaults(func=_cmd_scheme)
+    p = sub.add_parser("warmup", help="compile the numba kernels now (see NUMBA_CACHE_DIR in the README)")
+    p.set_defaults(func=_cmd_warmup)
     args = parser.parse_args(argv)
     try:
         return args.func(args)

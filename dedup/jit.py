@@ -14,7 +14,7 @@ Groups: ``fingerprint`` (the visible-text scan, the word kernel with jieba's
 segmenter, MurmurHash3 over many strings, the simhash sums) and ``store``
 (the permuted tables' probes, merges and self-join).
 
-``python -m dedup warmup`` compiles both, each group in a process of its
+``python -m dedup warmup`` (or ``neardup warmup``) compiles both, each group in a process of its
 own so that two cores share the work.
 
 >>> ready("store")
@@ -107,12 +107,28 @@ def warm(group: str) -> float:
         return time.perf_counter() - t
 
 
-def warm_in_background(groups: Iterable[str] = GROUPS) -> threading.Thread:
-    """``warm`` each group in a daemon thread; a failure is logged, and the
-    group stays on its reference path."""
+def warm_reference() -> None:
+    """Load what the reference paths load on first use (jieba's dictionary in
+    rjieba, the decoders' tables), so the first pages do not pay for it."""
+    from .fingerprint import Fingerprinter
+
+    fper = Fingerprinter()
+    for page in _PAGES:
+        fper.fingerprint_html(page, compiled=False)
+
+
+def warm_in_background(groups: Iterable[str] = GROUPS, *, reference_first: bool = False) -> threading.Thread:
+    """``warm`` each group in a daemon thread (after ``warm_reference`` when
+    ``reference_first``); a failure is logged, and the group stays on its
+    reference path."""
     groups = tuple(groups)
 
     def run() -> None:
+        if reference_first:
+            try:
+                warm_reference()
+            except Exception:
+                logger.exception("could not warm up the reference path")
         for g in groups:
             try:
                 seconds = warm(g)
@@ -135,6 +151,3 @@ def warm_all() -> float:
         raise RuntimeError(f"compiling the kernels failed (exit codes {codes})")
     return time.perf_counter() - t
 
-
-if __name__ == "__main__":
-    print(f"dedup: compiled kernels in {warm_all():.1f} s")

@@ -37,8 +37,9 @@ if [ ! -f "$stamp" ]; then
     exit 1
   fi
   rm -f "$VENV"/.installed-*
-  # numba compiles its kernels on first use (~25 s on 2 cores) and caches them: do it now, once
-  "$VENV/bin/python" -m dedup.warmup >&2
+  # numba compiles its kernels on first use and caches them: do it now, once
+  # (a crawl would not wait for it, but would run the slower reference path meanwhile)
+  "$VENV/bin/neardup" warmup >&2
   touch "$stamp"
 fi
 export PATH="$VENV/bin:$PATH"

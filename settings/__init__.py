@@ -1,14 +1,11 @@
-"""The Scrapy project settings that scrapy.cfg names."""
+"""The repository's own Scrapy project settings (for the tests; not installed)."""
 
 BOT_NAME = "scrapy-neardup"
 SPIDER_MODULES = ["crawler.spiders"]
 NEWSPIDER_MODULE = "crawler.spiders"
 
-# The near-duplicate filter, its index and polite crawling defaults, in one line.
-ADDONS = {"crawler.addon.NearDupAddon": 0}
-
-# Where the contact URL in the User-Agent points; set it to your own page.
-NEARDUP_CONTACT_URL = "https://github.com/scrapy-neardup/scrapy-neardup"
+# The near-duplicate filter, and the polite crawl profile.
+ADDONS = {"crawler.addon.NearDupAddon": 0, "crawler.addon.PoliteCrawlAddon": 0}
 
 FEED_EXPORT_ENCODING = "utf-8"
 TELNETCONSOLE_ENABLED = False

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from scrapy.settings import Settings
+from scrapy.settings import BaseSettings, Settings
 
-from crawler.addon import MIDDLEWARE, NearDupAddon
+from crawler.addon import EXTENSION, MIDDLEWARE, PIPELINE, NearDupAddon, PoliteCrawlAddon
 from crawler.config import ConfigError, NearDupConfig
 
 
@@ -13,9 +13,15 @@ def cfg(**values) -> NearDupConfig:
     return NearDupConfig.from_settings(Settings(values))
 
 
-def test_defaults_in_memory():
+def test_defaults_in_memory_write_no_file():
     c = cfg()
     assert (c.enabled, c.max_distance, c.store, c.emit_unchanged) == (True, 3, None, False)
+    assert (c.duplicates_file, c.index) == (None, None)
+
+
+def test_named_paths_are_written_without_a_store(tmp_path):
+    c = cfg(NEARDUP_INDEX=str(tmp_path / "i.sqlite3"), NEARDUP_DUPLICATES_FILE=str(tmp_path / "d.jsonl"))
+    assert (c.index, c.duplicates_file) == (str(tmp_path / "i.sqlite3"), str(tmp_path / "d.jsonl"))
 
 
 def test_jobdir_gives_the_store_and_files_beside_it(tmp_path):
@@ -43,10 +49,34 @@ def test_errors_name_the_setting(name, value, message):
         cfg(**{name: value})
 
 
-def test_addon_adds_components_and_project_settings_win():
-    s = Settings({"ROBOTSTXT_OBEY": False}, priority="project")
+def _values(s: Settings) -> dict:
+    return {k: a.value.copy_to_dict() if isinstance(a.value, BaseSettings) else a.value
+            for k, a in s.attributes.items()}
+
+
+def _changed(before: Settings, after: Settings) -> set[str]:
+    b, a = _values(before), _values(after)
+    return {name for name in set(b) | set(a) if b.get(name) != a.get(name)}
+
+
+def test_addon_adds_its_components_and_nothing_else():
+    before, s = Settings(), Settings()
     NearDupAddon().update_settings(s)
+    assert _changed(before, s) == {"SPIDER_MIDDLEWARES", "ITEM_PIPELINES", "EXTENSIONS"}
     assert s.getdict("SPIDER_MIDDLEWARES")[MIDDLEWARE] == 950
+    assert PIPELINE in s.getdict("ITEM_PIPELINES") and EXTENSION in s.getdict("EXTENSIONS")
+    assert s["USER_AGENT"] == before["USER_AGENT"]
+
+
+def test_addon_switched_off_changes_nothing():
+    before, s = Settings({"NEARDUP_ENABLED": False}), Settings({"NEARDUP_ENABLED": False})
+    NearDupAddon().update_settings(s)
+    assert _changed(before, s) == set()
+
+
+def test_polite_profile_is_opt_in_and_project_settings_win():
+    s = Settings({"ROBOTSTXT_OBEY": False}, priority="project")
+    PoliteCrawlAddon().update_settings(s)
     assert s.getbool("ROBOTSTXT_OBEY") is False
     assert s.getbool("AUTOTHROTTLE_ENABLED") is True
-    assert s["USER_AGENT"].startswith("scrapy-neardup/")
+    assert s.getint("DEPTH_PRIORITY") == 1

@@ -18,7 +18,11 @@ from scrapy.exceptions import CloseSpider
 from scrapy.http import Response, TextResponse
 from scrapy.linkextractors import LinkExtractor
 
+from dedup import jit
 from dedup.text import extract
+
+from ..config import NearDupConfig
+from ..middleware import declared_encoding
 
 
 def _bool(value: str | bool) -> bool:
@@ -50,7 +54,10 @@ class SiteSpider(scrapy.Spider):
     def from_crawler(cls, crawler, *args: Any, **kwargs: Any):  # noqa: ANN001, ANN206 - Scrapy's signature
         spider = super().from_crawler(crawler, *args, **kwargs)
         # Without the filter nobody fills title/text in: do it here.
-        spider.extract_text = not crawler.settings.getbool("NEARDUP_ENABLED", True)
+        spider.extract_text = not NearDupConfig.of(crawler).enabled
+        if spider.extract_text:  # the reference path until the compiled scan is warm: no stall
+            jit.defer("fingerprint")
+            jit.warm_in_background(("fingerprint",))
         return spider
 
     async def parse(self, response: Response) -> AsyncIterator[Any]:
@@ -60,7 +67,7 @@ class SiteSpider(scrapy.Spider):
         if b"html" in response.headers.get("Content-Type", b"text/html").lower():
             # title, text and fingerprint are filled in by the near-duplicate
             # filter, which extracts them anyway (see crawler.middleware)
-            page = extract(response.body, response.encoding) if self.extract_text else None
+            page = extract(response.body, declared_encoding(response)) if self.extract_text else None
             yield {
                 "url": response.url,
                 "title": page.title if page else None,

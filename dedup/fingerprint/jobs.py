@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from .. import jit
 from .pipeline import Fingerprinter
 
 _FINGERPRINTERS: dict[int, Fingerprinter] = {}
@@ -31,5 +32,7 @@ def fingerprint_job(body: bytes, encoding: str | None, min_tokens: int) -> JobRe
 
 
 def warm_up(min_tokens: int) -> None:
-    """Pool initializer: load the segmenter and compile regexes before the first page."""
+    """Pool initializer: compile (or load from the cache) the fingerprinting
+    kernels and load the segmenter before the first page."""
+    jit.warm("fingerprint")
     fingerprint_job("<p>预热 warm up</p>".encode(), "utf-8", min_tokens)

@@ -1,0 +1,112 @@
+"""The add-on as a Scrapy user adopts it: a new ``scrapy startproject``, the one
+``ADDONS`` line, a crawl of a local site with an empty compiled-code cache.
+
+It checks that the crawl never stalls while the kernels compile (no gap of
+more than 2 s between requests the server sees), that the filter works, and
+that the project directory gains no file.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+SPIDER = '''
+import scrapy
+
+
+class PagesSpider(scrapy.Spider):
+    name = "pages"
+
+    def __init__(self, start="", **kwargs):
+        super().__init__(**kwargs)
+        self.start_urls = [start]
+
+    def parse(self, response):
+        yield {"url": response.url, "title": None, "text": None, "fingerprint": None}
+        yield from response.follow_all(css="a", callback=self.parse)
+'''
+
+WORDS = ("crawler fingerprint simhash table permuted hamming distance page text index store frontier request "
+         "response spider middleware pipeline scheduler queue bandwidth mirror duplicate near copy").split()
+
+
+class _Site:
+    """``n`` distinct pages (``/p/<i>.html``, each linking to the next few),
+    and an exact copy of every tenth under ``/copy/``; records request times."""
+
+    def __init__(self, n: int) -> None:
+        rng = random.Random(3)
+        self.pages = {}
+        for i in range(n):
+            body = " ".join(rng.choice(WORDS) + str(rng.randrange(50)) for _ in range(120))
+            links = "".join(f'<a href="/p/{j}.html">next {j}</a> ' for j in range(i + 1, min(n, i + 4)))
+            if i % 10 == 0:
+                links += f'<a href="/copy/{i}.html">copy</a>'
+            self.pages[f"/p/{i}.html"] = f"<html><title>Page {i}</title><body><p>{body}</p>{links}</body></html>"
+        for i in range(0, n, 10):
+            self.pages[f"/copy/{i}.html"] = self.pages[f"/p/{i}.html"]
+        self.times: list[float] = []
+
+    def serve(self) -> ThreadingHTTPServer:
+        site = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802
+                site.times.append(time.monotonic())
+                page = site.pages.get(self.path)
+                self.send_response(200 if page else 404)
+                self.send_header("Content-Type", "text/html; charset=utf-8")
+                data = (page or "not found").encode()
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        return server
+
+
+def _files(root: Path) -> set[str]:
+    return {str(p.relative_to(root)) for p in root.rglob("*") if "__pycache__" not in p.parts}
+
+
+def test_new_project_with_the_addon_and_a_cold_cache(tmp_path):
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba-cache"), "PYTHONDONTWRITEBYTECODE": "1"}
+    subprocess.run([sys.executable, "-m", "scrapy", "startproject", "myproject"], cwd=tmp_path, env=env,
+                   check=True, capture_output=True)
+    project = tmp_path / "myproject"
+    settings = project / "myproject" / "settings.py"
+    settings.write_text(settings.read_text() + '\nADDONS = {"crawler.addon.NearDupAddon": 0}\n')
+    (project / "myproject" / "spiders" / "pages.py").write_text(SPIDER)
+    before = _files(project)
+    site = _Site(400)
+    server = site.serve()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/p/0.html"
+        r = subprocess.run([sys.executable, "-m", "scrapy", "crawl", "pages", "-a", f"start={url}",
+                            "-s", "DOWNLOAD_DELAY=0", "-s", "CONCURRENT_REQUESTS_PER_DOMAIN=8",
+                            "-s", "LOG_LEVEL=INFO", "-s", "STATS_DUMP=True"],
+                           cwd=project, env=env, capture_output=True, text=True, timeout=600)
+    finally:
+        server.shutdown()
+    assert r.returncode == 0, r.stderr[-3000:]
+    log = r.stderr
+    assert "'neardup/kept': 400" in log, log[-3000:]
+    assert "'neardup/dropped': 40" in log
+    # with a cold cache every page was fingerprinted before the worker was ready: no wait for it
+    assert "neardup/fingerprinted_while_workers_start" in log
+    times = sorted(site.times)
+    assert len(times) >= 440
+    gaps = [b - a for a, b in zip(times, times[1:])]
+    assert max(gaps) <= 2.0, f"the crawl stalled for {max(gaps):.1f} s"
+    assert _files(project) == before, "the crawl wrote into the project directory"
