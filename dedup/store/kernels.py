@@ -9,7 +9,6 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, uint64
 
-_ONE = np.uint64(1)
 
 
 @njit(cache=True, inline="always")
