@@ -7,7 +7,8 @@ line, a spider that follows every link) in a temporary directory, serves
 ``../shared/data/sites/sqlite3-doc.tar.gz`` with nginx on 127.0.0.1, and
 crawls the whole site alternately with an empty ``NUMBA_CACHE_DIR`` (cold:
 the kernels compile during the crawl) and with the cache that run filled
-(warm). Reports each run's wall time, the longest gap between two requests
+(warm: after ``neardup warmup`` has completed that cache, since a cold
+crawl shorter than the compiling leaves it partly filled). Reports each run's wall time, the longest gap between two requests
 nginx served (a stall of the crawl's thread shows there), and the pages kept
 and dropped, which must be the same.
 """
@@ -32,10 +33,12 @@ from crawl_bench import free_port, start_nginx  # noqa: E402
 
 SPIDER = '''
 import scrapy
+from scrapy.linkextractors import LinkExtractor
 
 
 class SiteSpider(scrapy.Spider):
     name = "site"
+    allowed_domains = ["127.0.0.1"]  # the served site only: no request leaves loopback
 
     def __init__(self, start="", **kwargs):
         super().__init__(**kwargs)
@@ -45,7 +48,8 @@ class SiteSpider(scrapy.Spider):
         if b"html" not in response.headers.get("Content-Type", b""):
             return
         yield {"url": response.url, "title": None, "text": None, "fingerprint": None}
-        yield from response.follow_all(css="a", callback=self.parse)
+        for link in LinkExtractor().extract_links(response):
+            yield response.follow(link, callback=self.parse)
 '''
 
 
@@ -104,7 +108,10 @@ def main() -> None:
     try:
         for i in range(a.rounds):
             cache = work / f"cache-{i}"
-            for mode in ("cold", "warm"):  # warm: the cache the cold run filled
+            for mode in ("cold", "warm"):
+                if mode == "warm":  # complete the cache the cold run began
+                    subprocess.run([sys.executable, "-m", "dedup", "warmup"], check=True, capture_output=True,
+                                   env={**os.environ, "NUMBA_CACHE_DIR": str(cache)})
                 runs[mode].append(run(project, url, cache, access, a.concurrency))
                 print(mode, json.dumps(runs[mode][-1]), flush=True)
     finally:

@@ -91,10 +91,13 @@ class NearDupMiddleware:
             logger.warning("NEARDUP_WORKERS needs the asyncio reactor; fingerprinting in the crawl's thread")
             workers = 0
         # The crawl's thread never compiles: the reference paths serve until the
-        # kernels are warm (the store's here, in a thread; the fingerprinting ones
-        # in the worker, or here too without one).
+        # kernels are warm. With a worker, the worker compiles them all (the store's
+        # first, into the cache) while it fingerprints by the reference path, and a
+        # thread here loads the store's from the cache once they are there; without
+        # one, a thread here compiles both.
         jit.defer()
-        jit.warm_in_background(("store",) if workers else ("store", "fingerprint"), reference_first=True)
+        mp = multiprocessing.get_context("spawn")
+        self._store_cached = mp.Event() if workers else None
         self.store = SimhashStore.open(config.store, max_distance=config.max_distance,
                                        capacity=config.capacity, scheme=self.scheme)
         # response -> pending fingerprint (a Future) or a skip reason (str)
@@ -102,13 +105,15 @@ class NearDupMiddleware:
         self._pool: ProcessPoolExecutor | None = None
         self._pool_ready: Future | None = None
         if workers:
-            self._pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
-                                             initializer=warm_up, initargs=(config.min_text,))
+            self._pool = ProcessPoolExecutor(workers, mp_context=mp, initializer=warm_up,
+                                             initargs=(config.min_text, self._store_cached))
             # Start the workers now (the pool spawns them on the first submit). A worker
-            # takes a second to import, and with a cold compiled-code cache about a minute
-            # to compile; pages that arrive before it is ready are fingerprinted here,
-            # by the reference path, rather than waiting for it.
+            # takes a second or two to import and load rjieba's dictionary; pages that
+            # arrive before it is ready are fingerprinted here, by the reference path,
+            # rather than waiting for it.
             self._pool_ready = self._pool.submit(int)
+        jit.warm_in_background(("store",) if workers else ("store", "fingerprint"), reference_first=True,
+                               wait=self._wait_for_store_cache if workers else None)
         self._dup_fh = None
         self._dup_flushed = time.monotonic()
         if config.duplicates_file:
@@ -156,6 +161,14 @@ class NearDupMiddleware:
             self._give_up_pool(f"the worker process did not start: {ready.exception()!r}")
             return None
         return self._pool
+
+    def _wait_for_store_cache(self) -> None:
+        """Until the worker has the store's kernels in the cache (or is gone, or
+        ten minutes have passed: then this process compiles them itself)."""
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline and self._store_cached is not None:
+            if self._store_cached.wait(1.0) or self._pool is None:
+                return
 
     def _give_up_pool(self, why: str) -> None:
         """Fingerprint in the crawl's thread from now on; the crawl goes on."""
@@ -291,12 +304,9 @@ class NearDupMiddleware:
 
     def spider_closed(self, reason: str) -> None:
         if self._pool is not None:
-            if self._pool_ready is not None and not self._pool_ready.done():
-                # Still starting (compiling, with a cold cache): the crawl's end does not
-                # wait for it. numba writes each cache file whole (a temporary file, then a
-                # rename), so what it finished compiling stays cached for the next crawl.
-                for proc in list(getattr(self._pool, "_processes", {}).values()):
-                    proc.terminate()
+            # (A worker still compiling does so in a daemon thread: it does not hold up
+            # the crawl's end. numba writes each cache file whole, a temporary file then a
+            # rename, so what it finished compiling stays cached for the next crawl.)
             self._pool.shutdown(wait=True, cancel_futures=True)
         self.store.close()
         if self._dup_fh:

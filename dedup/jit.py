@@ -125,10 +125,12 @@ def warm_reference() -> None:
         fper.fingerprint_html(page, compiled=False)
 
 
-def warm_in_background(groups: Iterable[str] = GROUPS, *, reference_first: bool = False) -> threading.Thread:
+def warm_in_background(groups: Iterable[str] = GROUPS, *, reference_first: bool = False,
+                       wait: Callable[[], object] | None = None) -> threading.Thread:
     """``warm`` each group in a daemon thread (after ``warm_reference`` when
-    ``reference_first``); a failure is logged, and the group stays on its
-    reference path."""
+    ``reference_first``, and after ``wait()`` returns, e.g. until another
+    process has filled the cache); a failure is logged, and the group stays
+    on its reference path."""
     groups = tuple(groups)
 
     def run() -> None:
@@ -137,6 +139,8 @@ def warm_in_background(groups: Iterable[str] = GROUPS, *, reference_first: bool 
                 warm_reference()
             except Exception:
                 logger.exception("could not warm up the reference path")
+        if wait is not None:
+            wait()
         for g in groups:
             try:
                 seconds = warm(g)

@@ -23,6 +23,7 @@ import scrapy
 
 class PagesSpider(scrapy.Spider):
     name = "pages"
+    allowed_domains = ["127.0.0.1"]
 
     def __init__(self, start="", **kwargs):
         super().__init__(**kwargs)

@@ -1,4 +1,4 @@
-"""Fingerprinting as a picklable job, for worker processes.
+"""Fingerprinting as a picklable job, for worker processes, and their warm-up.
 
 A crawl's reactor thread is busy with Scrapy itself; fingerprinting in a
 worker process uses another core. The job returns a small tuple, not the
@@ -7,6 +7,8 @@ parsed page, so little crosses the process boundary.
 
 from __future__ import annotations
 
+import threading
+from multiprocessing.synchronize import Event
 from typing import NamedTuple
 
 from .. import jit
@@ -31,8 +33,21 @@ def fingerprint_job(body: bytes, encoding: str | None, min_tokens: int) -> JobRe
     return JobResult(r.value, r.reason, r.title, r.text)
 
 
-def warm_up(min_tokens: int) -> None:
-    """Pool initializer: compile (or load from the cache) the fingerprinting
-    kernels and load the segmenter before the first page."""
-    jit.warm("fingerprint")
-    fingerprint_job("<p>预热 warm up</p>".encode(), "utf-8", min_tokens)
+def warm_up(min_tokens: int, store_cached: Event | None = None) -> None:
+    """Pool initializer. The worker answers at once, by the reference path,
+    while a thread of its own compiles (or loads from the cache) the kernels:
+    the store's first (then ``store_cached`` is set, and the crawl's process
+    loads them from the cache instead of compiling them beside the crawl),
+    then the fingerprinting ones, which jobs use from then on."""
+    jit.defer("fingerprint")
+    jit.warm_reference()  # rjieba's dictionary and the decoders' tables, before the first page
+
+    def compile_all() -> None:
+        try:
+            jit.warm("store")
+        finally:
+            if store_cached is not None:
+                store_cached.set()
+        jit.warm("fingerprint")
+
+    threading.Thread(target=compile_all, name="neardup-warmup", daemon=True).start()
