@@ -100,20 +100,33 @@ def crawl(url: str, out: Path, filtered: bool, concurrency: int) -> dict:
     return stats
 
 
-def main() -> None:
+def crawl_args(out: str) -> argparse.Namespace:
+    """The crawl benchmarks' command line: --data, --rounds, --concurrency, --out."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data"))
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--concurrency", type=int, default=16)
-    ap.add_argument("--out", default="bench/results/crawl.json")
-    a = ap.parse_args()
-    work = Path(tempfile.mkdtemp(prefix="neardup-crawl-"))
+    ap.add_argument("--out", default=out)
+    return ap.parse_args()
+
+
+def serve_sqlite_doc(data: str, prefix: str, access_log: bool = False
+                     ) -> tuple[Path, Path, int, subprocess.Popen]:
+    """(work directory, site root, port, nginx) with sqlite3-doc unpacked in a
+    new temporary directory and served on 127.0.0.1; with ``access_log``, to
+    ``work/access.log``."""
+    work = Path(tempfile.mkdtemp(prefix=prefix))
     work.chmod(0o755)  # nginx's workers run unprivileged and must read the site
-    with tarfile.open(Path(a.data) / "sites" / "sqlite3-doc.tar.gz") as tf:
+    with tarfile.open(Path(data) / "sites" / "sqlite3-doc.tar.gz") as tf:
         tf.extractall(work / "site", filter="data")
     site = work / "site" / "sqlite3-doc" / "site"
     port = free_port()
-    nginx = start_nginx(site, port, work)
+    return work, site, port, start_nginx(site, port, work, work / "access.log" if access_log else None)
+
+
+def main() -> None:
+    a = crawl_args("bench/results/crawl.json")
+    work, site, port, nginx = serve_sqlite_doc(a.data, "neardup-crawl-")
     url = f"http://127.0.0.1:{port}/index.html"
     runs: dict[str, list[dict]] = {"plain": [], "filtered": []}
     try:

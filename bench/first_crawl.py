@@ -15,21 +15,18 @@ and dropped, which must be the same.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
 import statistics
 import subprocess
 import sys
-import tarfile
-import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
-from crawl_bench import free_port, start_nginx  # noqa: E402
+from crawl_bench import crawl_args, serve_sqlite_doc  # noqa: E402
 
 SPIDER = '''
 import scrapy
@@ -89,19 +86,9 @@ def run(project: Path, url: str, cache: Path, log: Path, concurrency: int) -> di
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data"))
-    ap.add_argument("--rounds", type=int, default=2)
-    ap.add_argument("--concurrency", type=int, default=16)
-    ap.add_argument("--out", default="bench/results/first_crawl.json")
-    a = ap.parse_args()
-    work = Path(tempfile.mkdtemp(prefix="neardup-first-"))
-    work.chmod(0o755)  # nginx's workers run unprivileged and must read the site
-    with tarfile.open(Path(a.data) / "sites" / "sqlite3-doc.tar.gz") as tf:
-        tf.extractall(work / "site", filter="data")
-    port = free_port()
+    a = crawl_args("bench/results/first_crawl.json")
+    work, _, port, nginx = serve_sqlite_doc(a.data, "neardup-first-", access_log=True)
     access = work / "access.log"
-    nginx = start_nginx(work / "site" / "sqlite3-doc" / "site", port, work, access)
     project = new_project(work)
     url = f"http://127.0.0.1:{port}/index.html"
     runs: dict[str, list[dict]] = {"cold": [], "warm": []}
