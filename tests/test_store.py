@@ -240,3 +240,35 @@ def test_check_and_add_many_equals_one_by_one(k):
         [None if m is None else (m.distance, m.key) for m in expected]
     batch.check_invariants()
     assert np.array_equal(batch.fingerprints(), one.fingerprints())
+
+
+@pytest.mark.parametrize("k,blocks", [(0, 1), (3, 4), (5, 7)])
+def test_without_kernels_equals_brute_force_and_hands_over(k, blocks):
+    """The path a crawl takes while the store's kernels compile (exhaustive
+    scans, adds kept in the buffer) gives the brute-force answers, and the
+    first calls after the kernels are ready sort its buffer in, mid-batch too."""
+    rng = np.random.default_rng(500 + k)
+    layout = make_layout(k, blocks)
+    fps, planted = planted_set(rng, 1200, k, layout)
+    rng.shuffle(fps)
+    keys = [f"u{i}" for i in range(len(fps))]
+    ref = SimhashStore.open(None, max_distance=k, layout=layout, compiled=True)
+    store = SimhashStore.open(None, max_distance=k, layout=layout, compiled=False)
+    store.tables.buffer_size = 64
+    for phase, (lo, hi) in enumerate([(0, 300), (300, 700), (700, len(fps))]):
+        if phase == 1:
+            store.tables.compiled = True  # the kernels became ready: the grown buffer is sorted in
+        if phase == 2:
+            store.tables.compiled = None  # and follows dedup.jit from here on (ready in tests)
+        expected = ref.check_and_add_many(fps[lo:hi], keys[lo:hi])
+        got = [store.check_and_add(int(x), key) for x, key in zip(fps[lo:hi].tolist(), keys[lo:hi])] \
+            if phase == 0 else store.check_and_add_many(fps[lo:hi], keys[lo:hi])
+        assert [None if m is None else m.distance for m in got] == \
+            [None if m is None else m.distance for m in expected]
+        stored = store.fingerprints()
+        for q in np.concatenate([fps[lo:lo + 50], np.array(planted[:30], dtype=np.uint64)]).tolist():
+            got_q = store.query(q)
+            assert {m.key for m in got_q} == {m.key for m in ref.query(q)}
+            assert len(got_q) == len(brute(stored, q, k))
+        store.check_invariants()
+    assert np.array_equal(store.fingerprints(), ref.fingerprints())

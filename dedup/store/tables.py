@@ -100,20 +100,23 @@ class PermutedTables:
             return False
         if self.directory is None:
             self._index_main()
-        if self.nbuf >= self.buffer_size:
-            start = len(self) - self.nbuf
+        if len(self.buf) != self.buffer_size:  # grown while deferred: back to its size
             fps = self.buf[: self.nbuf].copy()
             self.buf = np.empty(self.buffer_size, dtype=np.uint64)
-            self.nbuf = 0
-            self._merge_into_delta(fps, start)
-            self._maybe_merge_main(force=len(fps) > self.n_main)
+            if len(fps) >= self.buffer_size:
+                start = len(self) - self.nbuf
+                self.nbuf = 0
+                self._merge_into_delta(fps, start)
+                self._maybe_merge_main(force=len(fps) > self.n_main)
+            else:
+                self.buf[: len(fps)] = fps
         return True
 
     def _index_main(self) -> None:
         """Rebuild main's prefix directory: top ``dbits`` bits -> offsets, about
         n/8 entries (2 bytes per fingerprint for 4 tables), so a probe starts
         with one lookup instead of a binary search over all of main. Without
-        the kernels, later (``_kernels``)."""
+        the kernels, later (``use_kernels``)."""
         self._args = None
         if self.compiled is False or (self.compiled is None and not jit.ready("store")):
             self.directory = None
@@ -427,7 +430,7 @@ class PermutedTables:
         if len(self.delta_ids) and not np.array_equal(
                 np.sort(self.delta_ids), np.arange(n_main, n_main + n_delta, dtype=np.uint32)):
             raise InvariantError("delta rows do not follow main")
-        if not 0 <= self.nbuf < self.buffer_size and self.use_kernels():
+        if self.use_kernels() and not 0 <= self.nbuf < self.buffer_size:
             raise InvariantError(f"buffer holds {self.nbuf} of {self.buffer_size}")
         if self.directory is not None and not np.array_equal(self.directory, K.build_directory(self.main, self.dbits)):
             raise InvariantError("main's prefix directory is stale")
