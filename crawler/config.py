@@ -37,6 +37,7 @@ class NearDupConfig:
     index: str | None = None  # SQLite FTS5 index of kept pages
     skip_meta_key: str = "neardup_skip"
     workers: int = 0  # fingerprinting processes; 0: in the crawl's thread
+    check_error_pages: bool = False  # fingerprint 4xx/5xx bodies too
 
     @classmethod
     def of(cls, crawler: Crawler) -> NearDupConfig:
@@ -103,6 +104,7 @@ class NearDupConfig:
             index=output("NEARDUP_INDEX", "index.sqlite3"),
             # one worker process by default where there is a second core for it
             workers=integer("NEARDUP_WORKERS", 1 if (os.cpu_count() or 1) >= 2 else 0, 0, 64),
+            check_error_pages=boolean("NEARDUP_CHECK_ERROR_PAGES", False),
         )
 
 

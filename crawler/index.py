@@ -12,6 +12,7 @@ import sqlite3
 from pathlib import Path
 
 from dedup.features.tokens import tokenize
+from dedup.store.backends import private_file
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS pages (
@@ -29,6 +30,7 @@ class PageIndex:
 
     def __init__(self, path: str | Path) -> None:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
+        private_file(path)
         self.db = sqlite3.connect(path)
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.executescript(_SCHEMA)

@@ -56,6 +56,7 @@ from dedup.fingerprint import Fingerprinter
 from dedup.fingerprint.jobs import JobResult, fingerprint_job, warm_up
 from dedup.simhash import to_hex
 from dedup.store import SimhashStore
+from dedup.store.backends import private_file
 
 from .config import NearDupConfig
 
@@ -118,6 +119,7 @@ class NearDupMiddleware:
         self._dup_flushed = time.monotonic()
         if config.duplicates_file:
             Path(config.duplicates_file).parent.mkdir(parents=True, exist_ok=True)
+            private_file(config.duplicates_file)
             self._dup_fh = open(config.duplicates_file, "a", encoding="utf-8")  # noqa: SIM115
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
         logger.info("near-duplicate filter on: k=%d, store %s (%d fingerprints), %s, %d worker process(es)",
@@ -182,6 +184,11 @@ class NearDupMiddleware:
     def _skip_reason(self, response: Response) -> str | None:
         if response.meta.get(self.config.skip_meta_key):
             return "meta"
+        # An error page (a spider that handles 404s sees them) is no page of the site:
+        # one soft-404 template would otherwise make every later 404 a "duplicate", and
+        # a 404 stored first would make the real page at another URL one.
+        if response.status >= 400 and not self.config.check_error_pages:
+            return "error_status"
         if not isinstance(response, TextResponse) or not self._is_html(response):
             return "non_html"
         return None

@@ -78,6 +78,9 @@ def test_crawl_drops_planted_duplicates_and_their_outlinks(site, tmp_path):
     assert stat(log, "neardup/skipped/too_short") == 1
     assert stat(log, "neardup/outlinks_dropped") >= 5
     assert "near-duplicate dropped:" in log and "neardup summary:" in log
+    # what the filter writes is the user's only: the store, the drops, the index
+    for written in (store / "store.sqlite3", store / "duplicates.jsonl", tmp_path / "index.sqlite3"):
+        assert written.stat().st_mode & 0o077 == 0, written
     # the index holds the kept pages and finds them
     db = sqlite3.connect(tmp_path / "index.sqlite3")
     indexed = [u for (u,) in db.execute("SELECT url FROM pages")]

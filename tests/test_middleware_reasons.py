@@ -29,3 +29,27 @@ def test_an_error_caught_by_the_library_is_a_warning_and_counted(caplog):
     stats = mw.stats.get_stats()
     assert (stats["neardup/skipped/unparsable"], stats["neardup/skipped/binary"], stats["neardup/skipped/too_short"]) == (1, 1, 1)
     mw.spider_closed("finished")
+
+
+def test_error_pages_pass_unchecked_unless_asked():
+    body = ("<html><body><p>" + "this page could not be found on the server, sorry " * 10 + "</p></body></html>").encode()
+
+    def page(i: int, status: int) -> HtmlResponse:
+        url = f"http://127.0.0.1/{i}.html"
+        return HtmlResponse(url, status=status, body=body, request=Request(url))
+
+    mw = _middleware()
+    for i, status in enumerate((404, 410, 500)):
+        response = page(i, status)
+        mw.process_spider_input(response)
+        assert mw._pending[response] == "error_status"
+    assert mw.stats.get_value("neardup/skipped/error_status") == 3
+    mw.spider_closed("finished")
+
+    crawler = get_crawler(settings_dict={"NEARDUP_WORKERS": 0, "NEARDUP_CHECK_ERROR_PAGES": True})
+    crawler.stats.open_spider()
+    mw = NearDupMiddleware.from_crawler(crawler)
+    response = page(9, 404)
+    mw.process_spider_input(response)
+    assert isinstance(mw._pending[response], JobResult) and mw._pending[response].value is not None
+    mw.spider_closed("finished")

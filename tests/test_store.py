@@ -272,3 +272,15 @@ def test_without_kernels_equals_brute_force_and_hands_over(k, blocks):
             assert len(got_q) == len(brute(stored, q, k))
         store.check_invariants()
     assert np.array_equal(store.fingerprints(), ref.fingerprints())
+
+
+def test_store_files_are_the_owners_only(tmp_path):
+    where = tmp_path / "store"
+    with SimhashStore.open(where) as store:
+        store.add_many(np.arange(2000, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15), [f"k{i}" for i in range(2000)])
+        store.flush()
+    assert where.stat().st_mode & 0o777 == 0o700
+    files = [p for p in where.iterdir()]
+    assert any(p.suffix == ".npy" for p in files) and any(p.name == "store.sqlite3" for p in files)
+    for p in files:
+        assert p.stat().st_mode & 0o077 == 0, p.name

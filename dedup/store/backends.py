@@ -24,6 +24,15 @@ from pathlib import Path
 import numpy as np
 
 
+def private_file(path: str | os.PathLike[str]) -> None:
+    """Create ``path`` readable and writable by its owner only, unless it exists:
+    a store holds the URLs of a crawl, which are nobody else's business."""
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except FileExistsError:
+        pass
+
+
 class StoreError(RuntimeError):
     """A store cannot be opened or used as asked."""
 
@@ -126,8 +135,8 @@ class SQLiteBackend(Backend):
             uri = f"file:{(self.path / self.DB).as_posix()}?mode=ro"
             self.db = sqlite3.connect(uri, uri=True, check_same_thread=False)
         else:
-            self.path.mkdir(parents=True, exist_ok=True)
-            self._lock_fd = os.open(self.path / "writer.lock", os.O_RDWR | os.O_CREAT, 0o644)
+            self.path.mkdir(mode=0o700, parents=True, exist_ok=True)
+            self._lock_fd = os.open(self.path / "writer.lock", os.O_RDWR | os.O_CREAT, 0o600)
             try:
                 fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -137,6 +146,7 @@ class SQLiteBackend(Backend):
                     f"the store at {self.path} is open for writing by another process; "
                     "open it with readonly=True, or share one store between processes with a redis:// URL"
                 ) from None
+            private_file(self.path / self.DB)  # (SQLite gives its -wal and -shm files the same mode)
             self.db = sqlite3.connect(self.path / self.DB, check_same_thread=False, isolation_level=None)
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute(f"PRAGMA synchronous={'FULL' if fsync else 'NORMAL'}")
@@ -249,7 +259,7 @@ class SQLiteBackend(Backend):
             return
         for name, arr in ((f"tables-{n}.npy", main), (f"rows-{n}.npy", ids)):
             tmp = self.path / (name + ".tmp")
-            with open(tmp, "wb") as fh:
+            with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as fh:
                 np.save(fh, np.ascontiguousarray(arr))
                 fh.flush()
                 os.fsync(fh.fileno())
