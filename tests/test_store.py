@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 import multiprocessing as mp
 
 import numpy as np
@@ -284,3 +285,20 @@ def test_store_files_are_the_owners_only(tmp_path):
     assert any(p.suffix == ".npy" for p in files) and any(p.name == "store.sqlite3" for p in files)
     for p in files:
         assert p.stat().st_mode & 0o077 == 0, p.name
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated"])
+def test_a_damaged_store_is_a_clear_error(tmp_path, damage):
+    where = tmp_path / "store"
+    with SimhashStore.open(where) as store:
+        store.add_many(np.arange(5000, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15), [f"k{i}" for i in range(5000)])
+    db = where / "store.sqlite3"
+    if damage == "garbage":
+        db.write_bytes(b"this is not a database" * 100)
+    else:
+        os.truncate(db, db.stat().st_size // 3)
+    with pytest.raises(StoreError, match=f"the store at {where} is damaged"):
+        SimhashStore.open(where)
+    # and the lock is released: once the damage is repaired, it opens
+    db.unlink()
+    SimhashStore.open(where).close()

@@ -148,11 +148,16 @@ class SQLiteBackend(Backend):
                 ) from None
             private_file(self.path / self.DB)  # (SQLite gives its -wal and -shm files the same mode)
             self.db = sqlite3.connect(self.path / self.DB, check_same_thread=False, isolation_level=None)
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute(f"PRAGMA synchronous={'FULL' if fsync else 'NORMAL'}")
-            self.db.executescript(_SCHEMA)
         self._pending: list[tuple[int, int, str]] = []
-        self._count = self.db.execute("SELECT COALESCE(MAX(row) + 1, 0) FROM records").fetchone()[0]
+        try:
+            if not readonly:
+                self.db.execute("PRAGMA journal_mode=WAL")
+                self.db.execute(f"PRAGMA synchronous={'FULL' if fsync else 'NORMAL'}")
+                self.db.executescript(_SCHEMA)
+            self._count = self.db.execute("SELECT COALESCE(MAX(row) + 1, 0) FROM records").fetchone()[0]
+        except BaseException:  # (a damaged file): let go of the lock and the connection
+            self.close()
+            raise
 
     def read_meta(self) -> dict[str, str]:
         try:

@@ -23,6 +23,7 @@ cache: a missing or stale one is rebuilt from the records.
 from __future__ import annotations
 
 import os
+import sqlite3
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -53,6 +54,11 @@ def _as_u64(fp: int) -> int:
     if not 0 <= fp < 1 << 64:
         raise ValueError(f"fingerprint must be an unsigned 64-bit integer, got {fp}")
     return fp
+
+
+def _damaged(location: str, exc: Exception) -> StoreError:
+    return StoreError(f"the store at {location} is damaged and cannot be read ({exc}); "
+                      "restore it from a copy, or move it away to start a new one")
 
 
 class SimhashStore:
@@ -99,12 +105,18 @@ class SimhashStore:
             loc = os.fspath(location)
             if loc.startswith(("redis://", "rediss://", "unix://")):
                 raise StoreError("redis:// stores are not available in this version")
-            backend = SQLiteBackend(loc, readonly=readonly, fsync=fsync)
+            try:
+                backend = SQLiteBackend(loc, readonly=readonly, fsync=fsync)
+            except sqlite3.DatabaseError as exc:
+                raise _damaged(loc, exc) from exc
         try:
             lay = cls._settle_meta(backend, max_distance, capacity, scheme, layout, readonly)
             meta = backend.read_meta()
             return cls(backend, lay, scheme=meta.get("scheme") or scheme, commit_every=commit_every,
                        commit_interval=commit_interval, readonly=readonly, compiled=compiled)
+        except sqlite3.DatabaseError as exc:
+            backend.close()
+            raise _damaged(os.fspath(location), exc) from exc
         except BaseException:
             backend.close()
             raise
