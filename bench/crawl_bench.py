@@ -124,6 +124,14 @@ def serve_sqlite_doc(data: str, prefix: str, access_log: bool = False
     return work, site, port, start_nginx(site, port, work, work / "access.log" if access_log else None)
 
 
+def finish(result: dict, out: str, work: Path) -> None:
+    """Print the result (without its runs), write it all to ``out``, remove ``work``."""
+    print(json.dumps({k: v for k, v in result.items() if k != "runs"}, indent=1))
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    Path(out).write_text(json.dumps(result, indent=1))
+    shutil.rmtree(work, ignore_errors=True)
+
+
 def main() -> None:
     a = crawl_args("bench/results/crawl.json")
     work, site, port, nginx = serve_sqlite_doc(a.data, "neardup-crawl-")
@@ -159,10 +167,7 @@ def main() -> None:
         "dropped_below_0.5": sum(j < 0.5 for *_, j in pairs),
     }
     result["ratio"] = result["filtered_pages_per_s"] / result["plain_pages_per_s"]
-    print(json.dumps({k: v for k, v in result.items() if k != "runs"}, indent=1))
-    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(a.out).write_text(json.dumps(result, indent=1))
-    shutil.rmtree(work, ignore_errors=True)
+    finish(result, a.out, work)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -26,7 +25,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
-from crawl_bench import crawl_args, serve_sqlite_doc  # noqa: E402
+from crawl_bench import crawl_args, finish, serve_sqlite_doc  # noqa: E402
 
 SPIDER = '''
 import scrapy
@@ -111,10 +110,7 @@ def main() -> None:
         "runs": runs,
     }
     result["cold_over_warm"] = result["cold_wall_s"] / result["warm_wall_s"]
-    print(json.dumps({k: v for k, v in result.items() if k != "runs"}, indent=1))
-    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(a.out).write_text(json.dumps(result, indent=1))
-    shutil.rmtree(work, ignore_errors=True)
+    finish(result, a.out, work)
 
 
 if __name__ == "__main__":
