@@ -21,10 +21,12 @@ Every drop is explained: a JSON line in the duplicates file (written in
 blocks, flushed at least every second and at the end) and a DEBUG log line.
 
 Nothing compiles in the crawl's thread: the filter marks the compiled
-kernels not ready (``dedup.jit``) and warms them elsewhere: the
-fingerprinting ones in the worker process, the store's in a background
-thread. Until then pages are fingerprinted by the reference path and the
-store answers by exhaustive scans, with the same results.
+kernels not ready (``dedup.jit``) and warms them elsewhere: the worker
+process compiles them all (answering by the reference path meanwhile), and
+a background thread here loads the store's from the cache once the worker
+has put them there (without a worker, that thread compiles both groups).
+Until then pages are fingerprinted by the reference path and the store
+answers by exhaustive scans, with the same results.
 """
 
 from __future__ import annotations
@@ -168,7 +170,7 @@ class NearDupMiddleware:
         """Until the worker has the store's kernels in the cache (or is gone, or
         ten minutes have passed: then this process compiles them itself)."""
         deadline = time.monotonic() + 600
-        while time.monotonic() < deadline and self._store_cached is not None:
+        while time.monotonic() < deadline:
             if self._store_cached.wait(1.0) or self._pool is None:
                 return
 

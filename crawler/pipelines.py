@@ -32,10 +32,8 @@ class IndexPipeline:
         self.stats = crawler.stats
         self.path = path
         self._queue: queue.Queue[Any] = queue.Queue()
-        self._count = 0
-        # opened here so that a bad path fails the crawl at start, with the path in the error
-        self._index = PageIndex(path)
-        self._index.close()
+        self._total = 0  # pages in the index when the writer stops
+        PageIndex(path).close()  # here, so that a bad path fails the crawl at start, naming it
         self._writer = threading.Thread(target=self._write, name="neardup-index", daemon=True)
         self._writer.start()
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
@@ -79,7 +77,6 @@ class IndexPipeline:
                         logger.exception("index: could not write %d pages to %s", len(batch), self.path)
                         self.stats.inc_value("neardup/index_errors", len(batch))
                         continue
-                    self._count += len(batch)
                     self.stats.inc_value("neardup/indexed", len(batch))
         finally:
             self._total = len(index)
@@ -88,4 +85,4 @@ class IndexPipeline:
     def spider_closed(self, reason: str) -> None:
         self._queue.put(_DONE)
         self._writer.join()
-        logger.info("index: %d pages in %s", getattr(self, "_total", self._count), self.path)
+        logger.info("index: %d pages in %s", self._total, self.path)
