@@ -1,7 +1,10 @@
 """One-line setup: ``ADDONS = {"crawler.addon.NearDupAddon": 0}``.
 
 ``NearDupAddon`` installs the filter (its spider middleware, the index
-pipeline and the summary extension) and changes nothing else. With
+pipeline and the summary extension) and, when the crawl persists (``JOBDIR``),
+the durable frontier (``crawler.frontier``: a scheduler, a dupe filter and
+two middlewares that say when a request is done) in place of Scrapy's
+``JOBDIR`` queues, which a kill leaves empty. It changes nothing else. With
 ``NEARDUP_ENABLED = False`` it adds nothing at all, so the crawl is the
 crawl without it.
 
@@ -15,10 +18,14 @@ wins over both (they write at "addon" priority, below "project").
 
 from __future__ import annotations
 
-from scrapy.settings import BaseSettings
+from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
 
 MIDDLEWARE = "crawler.middleware.NearDupMiddleware"
 PIPELINE = "crawler.pipelines.IndexPipeline"
+SCHEDULER = "crawler.frontier.scheduler.DurableScheduler"
+DUPEFILTER = "crawler.frontier.dupefilter.DurableDupeFilter"
+ACK_SPIDER_MIDDLEWARE = "crawler.frontier.ack_middlewares.AckSpiderMiddleware"
+ACK_DOWNLOADER_MIDDLEWARE = "crawler.frontier.ack_middlewares.AckDownloaderMiddleware"
 EXTENSION = "crawler.summary.SummaryExtension"
 
 #: Close to the spider (high order): it filters the callback's output before
@@ -26,6 +33,8 @@ EXTENSION = "crawler.summary.SummaryExtension"
 MIDDLEWARE_ORDER = 950
 PIPELINE_ORDER = 800
 EXTENSION_ORDER = 500
+#: Outermost (lowest order) among spider and downloader middlewares: see crawler.frontier.ack_middlewares
+ACK_ORDER = 5
 
 POLITE_SETTINGS = {
     "ROBOTSTXT_OBEY": True,
@@ -48,6 +57,21 @@ class NearDupAddon:
         settings.setdefault_in_component_priority_dict("SPIDER_MIDDLEWARES", MIDDLEWARE, MIDDLEWARE_ORDER)
         settings.setdefault_in_component_priority_dict("ITEM_PIPELINES", PIPELINE, PIPELINE_ORDER)
         settings.setdefault_in_component_priority_dict("EXTENSIONS", EXTENSION, EXTENSION_ORDER)
+        if settings.get("JOBDIR") and settings.getbool("NEARDUP_FRONTIER", True):
+            self._durable_frontier(settings)
+
+    @staticmethod
+    def _durable_frontier(settings: BaseSettings) -> None:
+        """A crawl that persists (JOBDIR) gets the durable frontier, unless the
+        project chose its own scheduler (scrapy-redis, say)."""
+        if settings.getpriority("SCHEDULER") > SETTINGS_PRIORITIES["default"]:
+            return
+        settings.set("SCHEDULER", SCHEDULER, priority="addon")
+        if settings.getpriority("DUPEFILTER_CLASS") <= SETTINGS_PRIORITIES["default"]:
+            settings.set("DUPEFILTER_CLASS", DUPEFILTER, priority="addon")
+        settings.setdefault_in_component_priority_dict("SPIDER_MIDDLEWARES", ACK_SPIDER_MIDDLEWARE, ACK_ORDER)
+        settings.setdefault_in_component_priority_dict("DOWNLOADER_MIDDLEWARES", ACK_DOWNLOADER_MIDDLEWARE,
+                                                       ACK_ORDER)
 
 
 class PoliteCrawlAddon:

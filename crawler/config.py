@@ -20,6 +20,9 @@ from dedup.fingerprint import DEFAULT_MIN_TOKENS
 from dedup.store.layout import MAX_DISTANCE
 
 
+SCOPES = ("all", "host", "domain")
+
+
 class ConfigError(ValueError):
     """A NEARDUP_* setting has a bad value; the message names it."""
 
@@ -38,6 +41,9 @@ class NearDupConfig:
     skip_meta_key: str = "neardup_skip"
     workers: int = 0  # fingerprinting processes; 0: in the crawl's thread
     check_error_pages: bool = False  # fingerprint 4xx/5xx bodies too
+    frontier: bool = True  # the durable frontier whenever JOBDIR is set
+    frontier_max_redeliveries: int = 3  # a request in flight at that many kills in a row is given up
+    scope: str = "all"  # compare a page with pages of: "all" sites, its "host", its registered "domain"
 
     @classmethod
     def of(cls, crawler: Crawler) -> NearDupConfig:
@@ -76,6 +82,12 @@ class NearDupConfig:
                 raise ConfigError(f"{name} must be a path, got {raw!r}")
             return os.fspath(raw)
 
+        def choice(name: str, default: str, allowed: tuple[str, ...]) -> str:
+            raw = settings.get(name, default)
+            if raw not in allowed:
+                raise ConfigError(f"{name} must be one of {', '.join(map(repr, allowed))}, got {raw!r}")
+            return raw
+
         store = path("NEARDUP_STORE")
         jobdir = settings.get("JOBDIR")
         if store is None and jobdir:
@@ -105,6 +117,9 @@ class NearDupConfig:
             # one worker process by default where there is a second core for it
             workers=integer("NEARDUP_WORKERS", 1 if (os.cpu_count() or 1) >= 2 else 0, 0, 64),
             check_error_pages=boolean("NEARDUP_CHECK_ERROR_PAGES", False),
+            frontier=boolean("NEARDUP_FRONTIER", True),
+            frontier_max_redeliveries=integer("NEARDUP_FRONTIER_MAX_REDELIVERIES", 3, 0),
+            scope=choice("NEARDUP_SCOPE", "all", SCOPES),
         )
 
 

@@ -61,6 +61,9 @@ from dedup.store import SimhashStore
 from dedup.store.backends import private_file
 
 from .config import NearDupConfig
+from .frontier.acks import REDELIVERED_KEY
+from .frontier.scheduler import add_gate
+from .scope import scope_of
 
 logger = logging.getLogger(__name__)
 
@@ -101,8 +104,11 @@ class NearDupMiddleware:
         jit.defer()
         mp = multiprocessing.get_context("spawn")
         self._store_cached = mp.Event() if workers else None
+        # commit_every=1: a kept page's fingerprint is committed before its item goes
+        # anywhere (the index, a feed), so the index never holds a page the store lost
         self.store = SimhashStore.open(config.store, max_distance=config.max_distance,
-                                       capacity=config.capacity, scheme=self.scheme)
+                                       capacity=config.capacity, scheme=self.scheme, commit_every=1)
+        self._scope = scope_of(config.scope)
         # response -> pending fingerprint (a Future) or a skip reason (str)
         self._pending: weakref.WeakKeyDictionary[Response, Future | JobResult | str] = weakref.WeakKeyDictionary()
         self._pool: ProcessPoolExecutor | None = None
@@ -119,10 +125,12 @@ class NearDupMiddleware:
                                wait=self._wait_for_store_cache if workers else None)
         self._dup_fh = None
         self._dup_flushed = time.monotonic()
+        self._dup_written = self._dup_synced = 0
         if config.duplicates_file:
             Path(config.duplicates_file).parent.mkdir(parents=True, exist_ok=True)
             private_file(config.duplicates_file)
             self._dup_fh = open(config.duplicates_file, "a", encoding="utf-8")  # noqa: SIM115
+            add_gate(crawler, self)  # a drop is acknowledged only once its line is written
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
         logger.info("near-duplicate filter on: k=%d, store %s (%d fingerprints), %s, %d worker process(es)",
                     config.max_distance, config.store or "in memory", len(self.store),
@@ -240,15 +248,27 @@ class NearDupMiddleware:
         fp = result.value
         self.stats.inc_value("neardup/checked")
         url = urldefrag(response.url)[0]  # a #fragment names the same document
-        # The same URL again with near-identical text (a later run, a re-fetch) is unchanged.
-        for match in self.store.query(fp):
+        matches = self.store.query(fp)
+        # The same URL again with near-identical text (a later run, a re-fetch) is
+        # unchanged, unless the frontier hands it out again because it was in flight
+        # at a crash: then what it produced may not all have been committed, so it is
+        # emitted again (the index keeps one row per URL; feeds are at-least-once).
+        for match in matches:
             if match.key == url:
+                if response.meta.get(REDELIVERED_KEY):
+                    self.stats.inc_value("neardup/kept_again")
+                    return KEPT
                 self.stats.inc_value("neardup/unchanged")
                 if self.config.debug:
                     logger.debug("unchanged (distance %d): %s", match.distance, url)
                 return UNCHANGED
-        match = self.store.check_and_add(fp, url)
+        if self._scope is not None:  # NEARDUP_SCOPE: only pages of the same host or domain count
+            mine = self._scope(url)
+            matches = [m for m in matches if self._scope(m.key) == mine]
+        # (only the crawl's thread touches the store: this check and add are one step)
+        match = matches[0] if matches else None  # nearest; ties: the oldest
         if match is None:
+            self.store.add(fp, url)
             self.stats.inc_value("neardup/kept")
             return KEPT
         self.stats.inc_value("neardup/dropped")
@@ -265,12 +285,27 @@ class NearDupMiddleware:
         }
         if self._dup_fh:
             self._dup_fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+            self._dup_written += 1
             now = time.monotonic()
             if now - self._dup_flushed >= 1.0:  # a flush per drop is a syscall per page on a mirror
-                self._dup_fh.flush()
-                self._dup_flushed = now
+                self._flush_duplicates()
         logger.debug("near-duplicate dropped: %s duplicates %s (distance %d)", url, match.key, match.distance)
         return DROPPED
+
+    def _flush_duplicates(self) -> None:
+        if self._dup_fh and self._dup_synced < self._dup_written:
+            self._dup_fh.flush()
+            self._dup_synced = self._dup_written
+        self._dup_flushed = time.monotonic()
+
+    # the duplicates file as a gate of the durable frontier (crawler.frontier.acks)
+    def mark(self) -> int:
+        return self._dup_written
+
+    def settled(self, token: int) -> bool:
+        if self._dup_synced < token:
+            self._flush_duplicates()
+        return True
 
     def _keep(self, verdict: str, item: Any) -> bool:
         if verdict == DROPPED:

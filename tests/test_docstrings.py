@@ -1,4 +1,4 @@
-"""The examples in the library's docstrings run as written."""
+"""The examples in the docstrings of both packages run as written."""
 
 from __future__ import annotations
 
@@ -8,9 +8,11 @@ import pkgutil
 
 import pytest
 
+import crawler
 import dedup
 
-MODULES = sorted(m.name for m in pkgutil.walk_packages(dedup.__path__, "dedup.") if not m.name.endswith("__main__"))
+MODULES = sorted(m.name for pkg in (dedup, crawler) for m in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + ".")
+                 if not m.name.endswith("__main__"))
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -60,6 +60,13 @@ class SiteSpider(scrapy.Spider):
             jit.warm_in_background(("fingerprint",))
         return spider
 
+    async def start(self) -> AsyncIterator[Any]:
+        # Filtered like any link (Scrapy's default start requests are dont_filter):
+        # a link back to the start page does not fetch it again, nor does a
+        # resumed crawl (JOBDIR) that has seen it.
+        for url in self.start_urls:
+            yield scrapy.Request(url, callback=self.parse)
+
     async def parse(self, response: Response) -> AsyncIterator[Any]:
         if not isinstance(response, TextResponse):
             return

@@ -7,6 +7,9 @@ parsed page, so little crosses the process boundary.
 
 from __future__ import annotations
 
+import multiprocessing
+import multiprocessing.connection
+import os
 import threading
 from multiprocessing.synchronize import Event
 from typing import NamedTuple
@@ -33,12 +36,28 @@ def fingerprint_job(body: bytes, encoding: str | None, min_tokens: int) -> JobRe
     return JobResult(r.value, r.reason, r.title, r.text)
 
 
+def _exit_with_parent() -> None:
+    """End this worker when the process that started it dies, however it dies.
+    (A pool worker waits on a queue whose write end it holds itself, so it
+    never sees the end of a parent killed with SIGKILL; it would live on.)"""
+    parent = multiprocessing.parent_process()
+    if parent is None:
+        return
+
+    def watch() -> None:
+        multiprocessing.connection.wait([parent.sentinel])
+        os._exit(0)
+
+    threading.Thread(target=watch, name="neardup-parent-watch", daemon=True).start()
+
+
 def warm_up(min_tokens: int, store_cached: Event | None = None) -> None:
     """Pool initializer. The worker answers at once, by the reference path,
     while a thread of its own compiles (or loads from the cache) the kernels:
     the store's first (then ``store_cached`` is set, and the crawl's process
     loads them from the cache instead of compiling them beside the crawl),
     then the fingerprinting ones, which jobs use from then on."""
+    _exit_with_parent()
     jit.defer("fingerprint")
     jit.warm_reference()  # rjieba's dictionary and the decoders' tables, before the first page
 

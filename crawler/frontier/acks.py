@@ -1,0 +1,163 @@
+"""When a request is done: the acknowledgement side of the durable frontier.
+
+A request leaves the frontier only after everything it produced is
+committed. The tracker follows each request the scheduler hands out (by the
+frontier row id in ``request.meta[ID_KEY]``) until one of:
+
+* its response went through the spider: the outermost spider middleware saw
+  the callback's output end, and every item it let out has left the item
+  pipelines (``item_scraped`` / ``item_dropped`` / ``item_error``);
+* a downloader middleware replaced it (a redirect, a retry): the scheduler
+  saw the new request, which carries the id, arrive before any response;
+* its download failed for good (the outermost downloader middleware saw the
+  exception): done one checkpoint later, so that an errback's requests are
+  queued first.
+
+Then the outputs' commits are *gated*: each ``Gate`` (the index writer, the
+duplicates file, the feed files) is marked, and the acknowledgement is
+written in the first frontier commit after every gate has settled past its
+mark. So when a request is gone from the frontier its pages are in the
+index and its outlinks are queued; a crash before that makes the crawl fetch
+it again (``request.meta["neardup_redelivered"]``), which the filter treats
+as a page to emit again rather than as unchanged.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections import deque
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from scrapy.crawler import Crawler
+
+ID_KEY = "neardup_frontier_id"
+REDELIVERED_KEY = "neardup_redelivered"
+
+
+class Gate(Protocol):
+    """Something a request's outputs are committed through, in order."""
+
+    def mark(self) -> int:
+        """A token for "everything handed over so far"."""
+
+    def settled(self, token: int) -> bool:
+        """Whether everything up to ``token`` is committed (may flush, must not block)."""
+
+
+@dataclass
+class _Entry:
+    responded: bool = False
+    items: int = 0
+    output_done: bool = False
+
+
+class AckTracker:
+    """Per crawler (``AckTracker.of(crawler)``); used by the crawl's thread only."""
+
+    def __init__(self) -> None:
+        self.active = False  # set by the durable scheduler when it opens
+        self.gates: list[Gate] = []
+        self._inflight: dict[int, _Entry] = {}
+        self._ready: deque[tuple[int, list[int]]] = deque()
+        self._failed: list[int] = []
+        self._failed_waiting: list[int] = []
+
+    @classmethod
+    def of(cls, crawler: Crawler) -> AckTracker:
+        tracker = _BY_CRAWLER.get(crawler)
+        if tracker is None:
+            tracker = _BY_CRAWLER[crawler] = cls()
+        return tracker
+
+    def add_gate(self, gate: Gate) -> None:
+        self.gates.append(gate)
+
+    # -- events -----------------------------------------------------------------
+
+    def started(self, rid: int) -> None:
+        self._inflight[rid] = _Entry()
+
+    def responded(self, rid: int | None) -> None:
+        if (e := self._inflight.get(rid)) is not None:  # type: ignore[arg-type]
+            e.responded = True
+
+    def item_out(self, rid: int | None) -> None:
+        if (e := self._inflight.get(rid)) is not None:  # type: ignore[arg-type]
+            e.items += 1
+
+    def item_done(self, rid: int | None) -> None:
+        if (e := self._inflight.get(rid)) is not None:  # type: ignore[arg-type]
+            e.items -= 1
+            if e.output_done and e.items <= 0:
+                self.finish(rid)  # type: ignore[arg-type]
+
+    def output_done(self, rid: int | None) -> None:
+        if (e := self._inflight.get(rid)) is not None:  # type: ignore[arg-type]
+            e.output_done = True
+            if e.items <= 0:
+                self.finish(rid)  # type: ignore[arg-type]
+
+    def failed(self, rid: int | None) -> None:
+        if rid in self._inflight and not self._inflight[rid].responded:  # type: ignore[index]
+            self._failed.append(rid)  # type: ignore[arg-type]
+
+    def is_replacement(self, rid: int | None) -> bool:
+        """A request carrying ``rid`` that arrives before ``rid`` had a response
+        replaces it (a redirect or a retry)."""
+        e = self._inflight.get(rid)  # type: ignore[arg-type]
+        return e is not None and not e.responded
+
+    def finish(self, rid: int) -> None:
+        """``rid`` produced all it will; acknowledge once the gates pass."""
+        if self._inflight.pop(rid, None) is not None:
+            self._ready.append((rid, [g.mark() for g in self.gates]))
+
+    def finish_all(self) -> None:
+        """The crawl finished: nothing is in flight any more."""
+        for rid in list(self._inflight):
+            self.finish(rid)
+        self._ready.extend((rid, [g.mark() for g in self.gates]) for rid in self._failed + self._failed_waiting)
+        self._failed, self._failed_waiting = [], []
+
+    # -- at a commit ------------------------------------------------------------
+
+    def tick(self) -> None:
+        """A checkpoint passed: failures seen before the previous one are done."""
+        for rid in self._failed_waiting:
+            if self._inflight.pop(rid, None) is not None:
+                self._ready.append((rid, [g.mark() for g in self.gates]))
+        self._failed_waiting, self._failed = self._failed, []
+
+    def acknowledgeable(self) -> list[int]:
+        """Take the requests whose gates have all settled (in order: tokens only grow)."""
+        out = []
+        settled_cache: dict[int, int] = {}  # gate index -> highest token seen settled
+        while self._ready:
+            rid, tokens = self._ready[0]
+            for i, (gate, token) in enumerate(zip(self.gates, tokens)):
+                if settled_cache.get(i, -1) >= token:
+                    continue
+                if not gate.settled(token):
+                    return out
+                settled_cache[i] = token
+            self._ready.popleft()
+            out.append(rid)
+        return out
+
+    def in_flight(self) -> int:
+        return len(self._inflight) + len(self._ready)
+
+
+def request_id(request: Any) -> int | None:
+    """The frontier id a request carries (None if it did not come from the frontier)."""
+    meta = getattr(request, "meta", None)
+    return meta.get(ID_KEY) if isinstance(meta, dict) else None
+
+
+def response_id(response: Any) -> int | None:
+    """The frontier id of the request a response answers."""
+    return request_id(getattr(response, "request", None))
+
+
+_BY_CRAWLER: weakref.WeakKeyDictionary[Crawler, AckTracker] = weakref.WeakKeyDictionary()

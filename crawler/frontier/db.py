@@ -1,0 +1,184 @@
+"""The durable frontier's file: the request queue and the seen set in one SQLite database.
+
+``JOBDIR/frontier.sqlite3`` (WAL), written only by the crawl's thread. Rows of
+``requests`` are queued (state 0) or in flight (state 1: handed to the
+engine, not yet acknowledged); ``seen`` holds the request fingerprints of
+every URL ever queued. One transaction is always open; ``commit()`` makes
+everything so far durable at once, so the queue, the seen set and the
+acknowledgements never disagree after a crash. On open, requests that were
+in flight go back to the queue with their ``redelivered`` count raised.
+
+Costs: ``push`` and ``seen_add`` one B-tree insert each, ``pop`` one indexed
+lookup and update, ``commit`` one WAL append (no fsync unless asked).
+Memory: SQLite's page cache (a few MB) and a count of queued requests per
+download slot; nothing per request.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import sqlite3
+from collections import Counter
+from pathlib import Path
+from typing import NamedTuple
+
+from dedup.store.backends import private_file
+
+FORMAT = "1"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS requests (
+    id INTEGER PRIMARY KEY, slot TEXT NOT NULL, priority INTEGER NOT NULL, ord INTEGER NOT NULL,
+    state INTEGER NOT NULL DEFAULT 0, redelivered INTEGER NOT NULL DEFAULT 0, data TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS requests_next ON requests (slot, state, priority DESC, ord);
+CREATE TABLE IF NOT EXISTS seen (fp BLOB PRIMARY KEY) WITHOUT ROWID;
+"""
+
+
+class FrontierError(RuntimeError):
+    """The frontier file cannot be opened or written; the message names it and why."""
+
+
+class Row(NamedTuple):
+    id: int
+    redelivered: int
+    data: str
+
+
+def _explain(path: Path, exc: BaseException) -> FrontierError:
+    text = str(exc)
+    low = text.lower()
+    if "readonly" in low or "read-only" in low or isinstance(exc, PermissionError):
+        why = "the file or its directory is read-only"
+    elif "disk is full" in low or "no space" in low:
+        why = "the disk is full"
+    elif "not a database" in low or "malformed" in low or "corrupt" in low:
+        why = "the file is damaged (restore JOBDIR from a copy, or start a new JOBDIR)"
+    else:
+        why = text
+    return FrontierError(f"frontier {path}: {why} ({type(exc).__name__}: {text})")
+
+
+class FrontierDB:
+    """See the module docstring. ``lifo``: newest first within a priority (Scrapy's
+    default depth-first order); else oldest first (breadth-first with ``DEPTH_PRIORITY``)."""
+
+    FILE = "frontier.sqlite3"
+
+    def __init__(self, jobdir: str | os.PathLike[str], *, lifo: bool = True, fsync: bool = False) -> None:
+        self.dir = Path(jobdir)
+        self.path = self.dir / self.FILE
+        self.lifo = lifo
+        self._lock_fd: int | None = None
+        self.db: sqlite3.Connection | None = None
+        try:
+            self.dir.mkdir(parents=True, exist_ok=True)
+            self._lock_fd = os.open(self.dir / "frontier.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as exc:
+            raise _explain(self.path, exc) from exc
+        try:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+            raise FrontierError(f"frontier {self.path}: another crawl is running on this JOBDIR; "
+                                "a JOBDIR belongs to one crawl at a time") from None
+        try:
+            private_file(self.path)
+            self.db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute(f"PRAGMA synchronous={'FULL' if fsync else 'NORMAL'}")
+            self.db.executescript(_SCHEMA)
+            meta = dict(self.db.execute("SELECT name, value FROM meta").fetchall())
+            if meta.get("format", FORMAT) != FORMAT:
+                raise FrontierError(f"frontier {self.path} has format {meta['format']}, this version reads {FORMAT}")
+            self.db.execute("INSERT OR IGNORE INTO meta VALUES ('format', ?)", (FORMAT,))
+            self.db.execute("BEGIN IMMEDIATE")
+            self.redelivered = self.db.execute(
+                "UPDATE requests SET state = 0, redelivered = redelivered + 1 WHERE state = 1").rowcount
+            self.db.execute("COMMIT")
+            self._seq = self.db.execute("SELECT COALESCE(MAX(ABS(ord)), 0) FROM requests").fetchone()[0]
+            self.queued: Counter[str] = Counter(dict(self.db.execute(
+                "SELECT slot, COUNT(*) FROM requests GROUP BY slot").fetchall()))
+            self.seen_count = self.db.execute("SELECT COUNT(*) FROM seen").fetchone()[0]
+            self.db.execute("BEGIN IMMEDIATE")
+        except FrontierError:
+            self.close()
+            raise
+        except (sqlite3.Error, OSError) as exc:
+            self.close()
+            raise _explain(self.path, exc) from exc
+
+    def __len__(self) -> int:
+        """Requests queued (not in flight)."""
+        return self.queued.total()
+
+    def seen_add(self, fp: bytes) -> bool:
+        """Record ``fp``; True if it was new."""
+        try:
+            new = self.db.execute("INSERT OR IGNORE INTO seen VALUES (?)", (fp,)).rowcount == 1
+        except sqlite3.Error as exc:
+            raise _explain(self.path, exc) from exc
+        self.seen_count += new
+        return new
+
+    def push(self, slot: str, priority: int, data: str) -> int:
+        self._seq += 1
+        try:
+            cur = self.db.execute("INSERT INTO requests (slot, priority, ord, data) VALUES (?, ?, ?, ?)",
+                                  (slot, priority, -self._seq if self.lifo else self._seq, data))
+        except sqlite3.Error as exc:
+            raise _explain(self.path, exc) from exc
+        self.queued[slot] += 1
+        return cur.lastrowid
+
+    def pop(self, slot: str) -> Row | None:
+        """The next queued request of ``slot`` (highest priority, then by ``lifo``), now in flight."""
+        try:
+            row = self.db.execute("SELECT id, redelivered, data FROM requests WHERE slot = ? AND state = 0 "
+                                  "ORDER BY priority DESC, ord LIMIT 1", (slot,)).fetchone()
+            if row is None:
+                self.queued.pop(slot, None)
+                return None
+            self.db.execute("UPDATE requests SET state = 1 WHERE id = ?", (row[0],))
+        except sqlite3.Error as exc:
+            raise _explain(self.path, exc) from exc
+        self.queued[slot] -= 1
+        if self.queued[slot] <= 0:
+            del self.queued[slot]
+        return Row(*row)
+
+    def ack(self, ids: list[int]) -> None:
+        """Forget requests that are done."""
+        try:
+            self.db.executemany("DELETE FROM requests WHERE id = ?", [(i,) for i in ids])
+        except sqlite3.Error as exc:
+            raise _explain(self.path, exc) from exc
+
+    def commit(self) -> None:
+        try:
+            self.db.execute("COMMIT")
+            self.db.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            raise _explain(self.path, exc) from exc
+
+    def in_flight(self) -> int:
+        return self.db.execute("SELECT COUNT(*) FROM requests WHERE state = 1").fetchone()[0]
+
+    def close(self) -> None:
+        """Commit and let go of the file (and the JOBDIR's lock)."""
+        try:
+            if self.db is not None:
+                try:
+                    if self.db.in_transaction:
+                        self.db.execute("COMMIT")
+                finally:
+                    self.db.close()
+                    self.db = None
+        finally:
+            if self._lock_fd is not None:
+                fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+                os.close(self._lock_fd)
+                self._lock_fd = None

@@ -1,0 +1,291 @@
+"""``DurableScheduler``: Scrapy's scheduler with the queue and seen set in SQLite.
+
+Installed by the add-on when a crawl persists (``JOBDIR``), in place of
+Scrapy's ``JOBDIR`` queues, whose state is written only at a clean close (a
+killed crawl resumes with every URL seen and none queued). Through Scrapy's
+documented interfaces (``SCHEDULER``, ``DUPEFILTER_CLASS``), the way
+scrapy-redis plugs in.
+
+Order: Scrapy's ``DownloaderAwarePriorityQueue``: the download slot with the
+fewest active downloads goes first, and within a slot the highest
+``priority`` (so ``DEPTH_PRIORITY`` works), then newest first
+(``SCHEDULER_DISK_QUEUE`` a LIFO queue, Scrapy's default) or oldest first
+(a FIFO one).
+
+Commits: one transaction per request handed to the engine (it holds the
+outlinks queued since the last one and the acknowledgements whose outputs
+are committed, see ``acks``), and one a second while idle. A request that
+cannot be stored as JSON is kept in memory, logged and counted
+(``neardup/frontier/unserializable``), as Scrapy's scheduler does with what
+its disk queue refuses; it would be lost to a crash.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from typing import Any
+
+from scrapy import Request, Spider
+from scrapy.core.scheduler import BaseScheduler
+from scrapy.crawler import Crawler
+from scrapy.exceptions import NotConfigured
+from scrapy.utils.misc import build_from_crawler, load_object
+from twisted.internet import task
+
+from .acks import ID_KEY, REDELIVERED_KEY, AckTracker, Gate
+from .codec import CorruptRequest, UnserializableRequest, decode_request, encode_request
+from .db import FrontierDB, FrontierError
+from .dupefilter import DurableDupeFilter
+
+logger = logging.getLogger(__name__)
+
+CHECKPOINT_INTERVAL = 1.0
+
+
+class _FeedGate:
+    """Flushes the feed exports' files before a request is acknowledged, so a
+    kill loses no item a feed was handed (feeds are at-least-once: the last
+    items may be written again after a resume). Reads FeedExporter's slots;
+    if a future Scrapy hides them, the feeds lose that guarantee (logged once)."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+        self._warned = False
+
+    def mark(self) -> int:
+        return 0
+
+    def settled(self, token: int) -> bool:
+        try:
+            from scrapy.extensions.feedexport import FeedExporter
+
+            for ext in self.crawler.extensions.middlewares:
+                if isinstance(ext, FeedExporter):
+                    for slot in ext.slots:
+                        fh = getattr(slot, "file", None)
+                        if fh is not None and not getattr(fh, "closed", False):
+                            fh.flush()
+        except Exception as exc:  # never stop the crawl over it
+            if not self._warned:
+                logger.warning("frontier: could not flush the feed files before acknowledging (%r); "
+                               "a kill may lose the last items of a feed", exc)
+                self._warned = True
+        return True
+
+
+class DurableScheduler(BaseScheduler):
+    def __init__(self, crawler: Crawler, jobdir: str, dupefilter: Any, max_redeliveries: int) -> None:
+        self.crawler = crawler
+        self.stats = crawler.stats
+        self.jobdir = jobdir
+        self.df = dupefilter
+        self.max_redeliveries = max_redeliveries
+        self.lifo = "lifo" in str(crawler.settings.get("SCHEDULER_DISK_QUEUE", "lifo")).lower()
+        self.tracker = AckTracker.of(crawler)
+        self.tracker.add_gate(_FeedGate(crawler))
+        self.db: FrontierDB | None = None
+        self.spider: Spider | None = None
+        self._memory: deque[Request] = deque()  # requests JSON cannot hold
+        self._loop: task.LoopingCall | None = None
+        self._failed = False
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> DurableScheduler:
+        from ..config import NearDupConfig
+
+        config = NearDupConfig.of(crawler)
+        jobdir = crawler.settings.get("JOBDIR")
+        if not jobdir:
+            raise NotConfigured("the durable frontier needs JOBDIR")
+        df = build_from_crawler(load_object(crawler.settings["DUPEFILTER_CLASS"]), crawler)
+        return cls(crawler, jobdir, df, config.frontier_max_redeliveries)
+
+    # -- opening and closing ----------------------------------------------------
+
+    def open(self, spider: Spider) -> None:
+        self.spider = spider
+        self.db = FrontierDB(self.jobdir, lifo=self.lifo)  # FrontierError: the crawl stops, naming the file
+        if isinstance(self.df, DurableDupeFilter):
+            self.df.attach(self.db)
+        else:
+            logger.warning("frontier: DUPEFILTER_CLASS is %s, whose seen set is not in the frontier; "
+                           "after a crash it may disagree with the queue", type(self.df).__name__)
+        self.tracker.active = True
+        if self.db.redelivered:
+            self.stats.inc_value("neardup/frontier/redelivered", self.db.redelivered)
+        logger.info("frontier %s: %d requests queued, %d in flight at the last stop fetched again, %d URLs seen",
+                    self.db.path, len(self.db), self.db.redelivered, self.db.seen_count)
+        self._loop = task.LoopingCall(self._checkpoint)
+        self._loop.start(CHECKPOINT_INTERVAL, now=False)
+        return self.df.open()
+
+    def close(self, reason: str) -> None:
+        if self._loop is not None and self._loop.running:
+            self._loop.stop()
+        if self.db is None:
+            return
+        try:
+            if reason == "finished":  # the engine was idle: everything handed out is done
+                self.tracker.finish_all()
+            self._commit()
+            left = self.tracker.in_flight()
+            logger.info("frontier %s: %d requests queued, %d to fetch again on resume%s", self.db.path,
+                        len(self.db) + len(self._memory), left,
+                        f" ({len(self._memory)} unserializable ones lost)" if self._memory else "")
+        finally:
+            self.tracker.active = False
+            self.db.close()
+            self.db = None
+        self.df.close(reason)
+
+    # -- the scheduler interface --------------------------------------------------
+
+    def has_pending_requests(self) -> bool:
+        return bool(self._memory) or (self.db is not None and len(self.db) > 0)
+
+    def __len__(self) -> int:
+        return len(self._memory) + (len(self.db) if self.db is not None else 0)
+
+    def enqueue_request(self, request: Request) -> bool:
+        # A request carrying a frontier id is an output of that request: a redirect
+        # or retry that replaces it (before any response), or a spider output that
+        # copied response.meta. The id and redelivery mark are the frontier row's, not its.
+        parent = request.meta.pop(ID_KEY, None)
+        request.meta.pop(REDELIVERED_KEY, None)
+        replaces = parent is not None and self.tracker.is_replacement(parent)
+        try:
+            if not request.dont_filter and self.df.request_seen(request):
+                self.df.log(request, self.spider)
+                return False
+            try:
+                data = encode_request(request, self.spider)
+            except UnserializableRequest as exc:
+                self._unserializable(request, exc)
+                return True
+            self.db.push(self._slot(request), request.priority, data)
+            self.stats.inc_value("scheduler/enqueued/disk")
+            self.stats.inc_value("scheduler/enqueued")
+            return True
+        except FrontierError as exc:
+            self._fail(exc)
+            return False
+        finally:
+            if replaces:
+                self.tracker.finish(parent)
+
+    def next_request(self) -> Request | None:
+        if self._failed:
+            return None
+        if self._memory:
+            self.stats.inc_value("scheduler/dequeued/memory")
+            self.stats.inc_value("scheduler/dequeued")
+            return self._memory.popleft()
+        try:
+            while len(self.db):
+                slot = self._next_slot()
+                row = self.db.pop(slot)
+                if row is None:
+                    continue
+                request = self._restore(row)
+                if request is None:
+                    continue
+                self.tracker.started(row.id)
+                self._commit()  # the request is durably in flight before anything it causes is stored
+                self.stats.inc_value("scheduler/dequeued/disk")
+                self.stats.inc_value("scheduler/dequeued")
+                return request
+            self._commit()
+        except FrontierError as exc:
+            self._fail(exc)
+        return None
+
+    # -- helpers --------------------------------------------------------------------
+
+    def _restore(self, row: Any) -> Request | None:
+        if row.redelivered > self.max_redeliveries:
+            # fetched and never finished that often: the page likely kills the crawler
+            logger.error("frontier: giving up a request that was in flight at %d crashes or kills in a row "
+                         "(NEARDUP_FRONTIER_MAX_REDELIVERIES=%d): %s", row.redelivered, self.max_redeliveries,
+                         row.data[:300])
+            self.stats.inc_value("neardup/frontier/given_up")
+            self.db.ack([row.id])
+            return None
+        try:
+            request = decode_request(row.data, self.spider)
+        except CorruptRequest as exc:
+            logger.error("frontier %s: skipping request row %d: %s", self.db.path, row.id, exc)
+            self.stats.inc_value("neardup/frontier/unreadable")
+            self.db.ack([row.id])
+            return None
+        request.meta[ID_KEY] = row.id
+        if row.redelivered:
+            request.meta[REDELIVERED_KEY] = row.redelivered
+        return request
+
+    def _slot(self, request: Request) -> str:
+        engine = self.crawler.engine
+        downloader = getattr(engine, "downloader", None) if engine else None
+        if downloader is not None:
+            return downloader.get_slot_key(request)
+        from scrapy.utils.httpobj import urlparse_cached
+
+        return urlparse_cached(request).hostname or ""
+
+    def _next_slot(self) -> str:
+        """The slot with queued requests and the fewest active downloads (ties: by name)."""
+        engine = self.crawler.engine
+        slots = getattr(getattr(engine, "downloader", None), "slots", {}) if engine else {}
+        best = None
+        for key in self.db.queued:
+            s = slots.get(key)
+            cand = (len(s.active) if s is not None else 0, key)
+            if best is None or cand < best:
+                best = cand
+        return best[1]
+
+    def _commit(self) -> None:
+        done = self.tracker.acknowledgeable()
+        if done:
+            self.db.ack(done)
+            self.stats.inc_value("neardup/frontier/acknowledged", len(done))
+        self.db.commit()
+
+    def _checkpoint(self) -> None:
+        if self.db is None or self._failed:
+            return
+        try:
+            self.tracker.tick()
+            self._commit()
+        except FrontierError as exc:
+            self._fail(exc)
+
+    def _unserializable(self, request: Request, exc: Exception) -> None:
+        n = self.stats.get_value("neardup/frontier/unserializable", 0)
+        if n == 0 or self.crawler.settings.getbool("SCHEDULER_DEBUG"):
+            logger.error("frontier: cannot store %s (%s); kept in memory only, so a crash loses it "
+                         "(reported once; SCHEDULER_DEBUG=True reports every one)", request, exc)
+        self.stats.inc_value("neardup/frontier/unserializable")
+        self._memory.append(request)
+        self.stats.inc_value("scheduler/enqueued/memory")
+        self.stats.inc_value("scheduler/enqueued")
+
+    def _fail(self, exc: FrontierError) -> None:
+        """The frontier cannot be written (disk full, removed, damaged): stop the
+        crawl with a clear error; what was committed stays for a resume."""
+        if self._failed:
+            return
+        self._failed = True
+        logger.error("%s; stopping the crawl (what was committed is kept: resume with the same JOBDIR)", exc)
+        self.stats.set_value("neardup/frontier/error", str(exc)[:200])
+        engine = self.crawler.engine
+        if engine is not None:
+            from scrapy.utils.defer import deferred_from_coro
+            from twisted.internet import reactor
+
+            reactor.callLater(0, lambda: deferred_from_coro(engine.close_spider_async(reason="frontier_error")))
+
+
+def add_gate(crawler: Crawler, gate: Gate) -> None:
+    """Register a commit gate with the crawler's frontier (a no-op without one)."""
+    AckTracker.of(crawler).add_gate(gate)

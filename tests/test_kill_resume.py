@@ -1,0 +1,147 @@
+"""Kill -9 a real ``scrapy crawl`` at random moments, resume it until it finishes,
+and check that nothing was lost and nothing indexed twice (issue 14).
+
+Each trial has a recorded seed (in the test id and the failure message); set
+``NEARDUP_KILL_TRIALS`` for more trials than the default three.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import random
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+from tests.fixtures.dup_site import DupSite
+
+K = 3
+KILLS = 3
+TRIALS = int(os.environ.get("NEARDUP_KILL_TRIALS", "3"))
+
+
+def crawl_cmd(url: str, jobdir: Path, feed: Path) -> list[str]:
+    return [sys.executable, "-W", "error::DeprecationWarning", "-m", "scrapy", "crawl", "site",
+            "-a", f"start_url={url}/a/0.html", "-o", str(feed),
+            "-s", f"JOBDIR={jobdir}", "-s", "AUTOTHROTTLE_ENABLED=False", "-s", "ROBOTSTXT_OBEY=False",
+            "-s", "CONCURRENT_REQUESTS=8", "-s", "CONCURRENT_REQUESTS_PER_DOMAIN=4",
+            "-s", "LOG_LEVEL=INFO", "-s", "STATS_DUMP=True"]
+
+
+def index_rows(jobdir: Path) -> tuple[list[tuple[str, str]], list[str]]:
+    db = sqlite3.connect(jobdir / "neardup" / "index.sqlite3")
+    try:
+        pages = db.execute("SELECT url, fingerprint FROM pages").fetchall()
+        fts = [u for (u,) in db.execute("SELECT url FROM pages_fts")]
+    finally:
+        db.close()
+    return pages, fts
+
+
+def feed_urls(feed: Path) -> set[str]:
+    urls = set()
+    for line in feed.read_text(errors="replace").splitlines() if feed.exists() else []:
+        try:
+            urls.add(json.loads(line)["url"])
+        except ValueError:  # a line cut by the kill
+            pass
+    return urls
+
+
+def run_until_done(url: str, jobdir: Path, feed: Path, server, rng: random.Random, kills: int) -> tuple[int, str]:
+    """Start the crawl; kill it ``kills`` times at random moments (after a random
+    number of new requests reached the server); then let it finish."""
+    done_kills = 0
+    log = jobdir.parent / f"{jobdir.name}.log"
+    while True:
+        before = sum(server.hits.values())
+        with open(log, "w") as err:
+            proc = subprocess.Popen(crawl_cmd(url, jobdir, feed), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=err)
+        if done_kills < kills:
+            target = before + rng.randint(1, 40)
+            deadline = time.monotonic() + 60
+            while sum(server.hits.values()) < target and proc.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.005)
+            time.sleep(rng.uniform(0, 0.05))
+            if proc.poll() is None:
+                workers = children(proc.pid)
+                proc.send_signal(signal.SIGKILL)
+                proc.wait(timeout=60)
+                done_kills += 1
+                assert_gone(workers)
+                continue
+        proc.wait(timeout=300)
+        text = log.read_text()
+        assert proc.returncode == 0, text[-3000:]
+        if "'finish_reason': 'finished'" in text:
+            return done_kills, text
+
+
+def children(pid: int) -> list[int]:
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            out.append(int(stat.parent.name))
+    return out
+
+
+def assert_gone(pids: list[int], timeout: float = 10.0) -> None:
+    """The crawl's worker processes end with it, even when it is killed."""
+    deadline = time.monotonic() + timeout
+    alive = pids
+    while alive and time.monotonic() < deadline:
+        alive = [p for p in alive if Path(f"/proc/{p}").exists()
+                 and "zombie" not in Path(f"/proc/{p}/status").read_text(errors="replace").lower()]
+        time.sleep(0.05)
+    assert not alive, f"processes outlived the killed crawl: {alive}"
+
+
+def check(site: DupSite, jobdir: Path, feed: Path, hits, kills: int, what: str) -> set[int]:
+    pages, fts = index_rows(jobdir)
+    urls = [u for u, _ in pages]
+    base = urls[0].split("/a/")[0] if urls else ""
+    paths = [u[len(base):] for u in urls]
+    assert len(fts) == len(set(fts)) == len(urls), f"{what}: a page twice in the full-text index"
+    group_of = {p: gi for gi, g in enumerate(site.groups()) for p in g}
+    stray = [p for p in paths if p not in group_of]
+    assert not stray, f"{what}: pages that are no article in the index: {stray}"
+    count = {gi: 0 for gi in range(len(site.groups()))}
+    for p in paths:
+        count[group_of[p]] += 1
+    assert all(c == 1 for c in count.values()), \
+        f"{what}: groups not kept exactly once: {[(gi, c) for gi, c in count.items() if c != 1]}"
+    fps = [int(fp, 16) for _, fp in pages]
+    close = [(a, b) for (a, fa), (b, fb) in itertools.combinations(zip(paths, fps), 2) if (fa ^ fb).bit_count() <= K]
+    assert not close, f"{what}: kept pages within {K} bits: {close}"
+    over = {p: n for p, n in hits.items() if n > kills + 1}
+    assert not over, f"{what}: requested more than kills + 1 = {kills + 1} times: {over}"
+    missing = set(urls) - feed_urls(feed)
+    assert not missing, f"{what}: kept pages missing from the feed (at-least-once): {sorted(missing)[:5]}"
+    return set(count)
+
+
+@pytest.mark.parametrize("seed", list(range(1, TRIALS + 1)))
+def test_kill_and_resume_loses_nothing(seed, tmp_path):
+    site = DupSite()
+    with site.serve() as clean_server:
+        kills, _ = run_until_done(clean_server.url, tmp_path / "clean", tmp_path / "clean.jsonl", clean_server,
+                                  random.Random(0), 0)
+        clean_groups = check(site, tmp_path / "clean", tmp_path / "clean.jsonl", clean_server.hits, 0, "clean run")
+    with site.serve() as server:
+        rng = random.Random(seed)
+        kills, log = run_until_done(server.url, tmp_path / "job", tmp_path / "feed.jsonl", server, rng, KILLS)
+        what = f"seed {seed}, {kills} kills"
+        groups = check(site, tmp_path / "job", tmp_path / "feed.jsonl", server.hits, kills, what)
+        assert groups == clean_groups, what
