@@ -35,6 +35,7 @@ import asyncio
 import json
 import logging
 import multiprocessing
+import sqlite3
 import time
 import weakref
 from collections.abc import AsyncIterator
@@ -58,11 +59,11 @@ from dedup.fingerprint import Fingerprinter
 from dedup.fingerprint.jobs import JobResult, fingerprint_job, warm_up
 from dedup.simhash import to_hex
 from dedup.store import SimhashStore
-from dedup.store.backends import private_file
+from dedup.store.backends import StoreError, private_file
 
 from .config import NearDupConfig
-from .frontier.acks import REDELIVERED_KEY
-from .frontier.scheduler import add_gate
+from .frontier.acks import REDELIVERED_KEY, AckTracker, response_id
+from .frontier.scheduler import add_gate, stop_crawl
 from .scope import scope_of
 
 logger = logging.getLogger(__name__)
@@ -109,6 +110,7 @@ class NearDupMiddleware:
         self.store = SimhashStore.open(config.store, max_distance=config.max_distance,
                                        capacity=config.capacity, scheme=self.scheme, commit_every=1)
         self._scope = scope_of(config.scope)
+        self._store_failure: BaseException | None = None
         # response -> pending fingerprint (a Future) or a skip reason (str)
         self._pending: weakref.WeakKeyDictionary[Response, Future | JobResult | str] = weakref.WeakKeyDictionary()
         self._pool: ProcessPoolExecutor | None = None
@@ -338,7 +340,16 @@ class NearDupMiddleware:
         except Exception as exc:  # e.g. CloseSpider after the page's item: deliver what came first
             error = exc
         fp_result = await self._result(response)
-        verdict = self._decide(response, fp_result)
+        if self._store_failure is None:
+            try:
+                verdict = self._decide(response, fp_result)
+            except (StoreError, sqlite3.Error, OSError) as exc:
+                self._store_failed(exc)
+        if self._store_failure is not None:
+            # Nothing of this page leaves: it goes back to the frontier for the resume.
+            AckTracker.of(self.crawler).keep_for_resume(response_id(response))
+            self.stats.inc_value("neardup/held_for_resume")
+            return
         for item in outputs:
             if self._keep(verdict, item):
                 self._fill(item, fp_result)
@@ -346,16 +357,30 @@ class NearDupMiddleware:
         if error is not None:
             raise error
 
+    def _store_failed(self, exc: BaseException) -> None:
+        """The store cannot be written (disk full, read-only, removed): stop the
+        crawl; every record committed so far stays, and a resume goes on from there."""
+        self._store_failure = exc
+        logger.error("near-duplicate filter: its files (store %s) cannot be written (%s: %s); stopping the "
+                     "crawl. What was committed is kept: fix the cause and resume with the same JOBDIR",
+                     self.config.store or "in memory", type(exc).__name__, exc)
+        self.stats.set_value("neardup/store_error", f"{type(exc).__name__}: {exc}"[:200])
+        stop_crawl(self.crawler, "store_error")
+
     def spider_closed(self, reason: str) -> None:
         if self._pool is not None:
             # (A worker still compiling does so in a daemon thread: it does not hold up
             # the crawl's end. numba writes each cache file whole, a temporary file then a
             # rename, so what it finished compiling stays cached for the next crawl.)
             self._pool.shutdown(wait=True, cancel_futures=True)
-        self.store.close()
-        if self._dup_fh:
-            self._dup_fh.close()
-            self._dup_fh = None
+        try:
+            self.store.close()  # (what is committed stays, whatever fails here)
+            if self._dup_fh:
+                self._dup_fh.close()
+        except (StoreError, sqlite3.Error, OSError) as exc:
+            logger.error("near-duplicate filter: could not close its files cleanly (%s: %s); the committed "
+                         "records are kept", type(exc).__name__, exc)
+        self._dup_fh = None
         if self.config.store:
             size = sum(f.stat().st_size for f in Path(self.config.store).glob("*") if f.is_file())
             self.stats.set_value("neardup/store_bytes", size)

@@ -102,6 +102,11 @@ class AckTracker:
         if rid in self._inflight and not self._inflight[rid].responded:  # type: ignore[index]
             self._failed.append(rid)  # type: ignore[arg-type]
 
+    def keep_for_resume(self, rid: int | None) -> None:
+        """Never acknowledge ``rid`` in this run: a resume fetches it again (its
+        outputs could not be committed)."""
+        self._inflight.pop(rid, None)  # type: ignore[arg-type]
+
     def is_replacement(self, rid: int | None) -> bool:
         """A request carrying ``rid`` that arrives before ``rid`` had a response
         replaces it (a redirect or a retry)."""

@@ -126,9 +126,12 @@ class DurableScheduler(BaseScheduler):
         if self.db is None:
             return
         try:
-            if reason == "finished":  # the engine was idle: everything handed out is done
-                self.tracker.finish_all()
-            self._commit()
+            if self._failed:  # (the file took no more writes: what was committed stays)
+                pass
+            else:
+                if reason == "finished":  # the engine was idle: everything handed out is done
+                    self.tracker.finish_all()
+                self._commit()
             left = self.tracker.in_flight()
             logger.info("frontier %s: %d requests queued, %d to fetch again on resume%s", self.db.path,
                         len(self.db) + len(self._memory), left,
@@ -223,9 +226,14 @@ class DurableScheduler(BaseScheduler):
             request.meta[REDELIVERED_KEY] = row.redelivered
         return request
 
+    def _downloader(self) -> Any:
+        try:
+            return self.crawler.engine.downloader
+        except (RuntimeError, AttributeError):  # (no engine: a scheduler used on its own)
+            return None
+
     def _slot(self, request: Request) -> str:
-        engine = self.crawler.engine
-        downloader = getattr(engine, "downloader", None) if engine else None
+        downloader = self._downloader()
         if downloader is not None:
             return downloader.get_slot_key(request)
         from scrapy.utils.httpobj import urlparse_cached
@@ -234,8 +242,7 @@ class DurableScheduler(BaseScheduler):
 
     def _next_slot(self) -> str:
         """The slot with queued requests and the fewest active downloads (ties: by name)."""
-        engine = self.crawler.engine
-        slots = getattr(getattr(engine, "downloader", None), "slots", {}) if engine else {}
+        slots = getattr(self._downloader(), "slots", {})
         best = None
         for key in self.db.queued:
             s = slots.get(key)
@@ -278,12 +285,19 @@ class DurableScheduler(BaseScheduler):
         self._failed = True
         logger.error("%s; stopping the crawl (what was committed is kept: resume with the same JOBDIR)", exc)
         self.stats.set_value("neardup/frontier/error", str(exc)[:200])
-        engine = self.crawler.engine
-        if engine is not None:
-            from scrapy.utils.defer import deferred_from_coro
-            from twisted.internet import reactor
+        stop_crawl(self.crawler, "frontier_error")
 
-            reactor.callLater(0, lambda: deferred_from_coro(engine.close_spider_async(reason="frontier_error")))
+
+def stop_crawl(crawler: Crawler, reason: str) -> None:
+    """Close the spider soon (from the reactor), with ``reason`` as its finish reason."""
+    try:
+        engine = crawler.engine
+    except RuntimeError:  # not crawling
+        return
+    from scrapy.utils.defer import deferred_from_coro
+    from twisted.internet import reactor
+
+    reactor.callLater(0, lambda: deferred_from_coro(engine.close_spider_async(reason=reason)))
 
 
 def add_gate(crawler: Crawler, gate: Gate) -> None:

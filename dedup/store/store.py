@@ -57,6 +57,11 @@ def _as_u64(fp: int) -> int:
 
 
 def _damaged(location: str, exc: Exception) -> StoreError:
+    text = str(exc).lower()
+    if "readonly" in text or "read-only" in text:
+        return StoreError(f"the store at {location} cannot be written: it is read-only ({exc})")
+    if "disk is full" in text:
+        return StoreError(f"the store at {location} cannot be written: the disk is full ({exc})")
     return StoreError(f"the store at {location} is damaged and cannot be read ({exc}); "
                       "restore it from a copy, or move it away to start a new one")
 
@@ -109,6 +114,8 @@ class SimhashStore:
                 backend = SQLiteBackend(loc, readonly=readonly, fsync=fsync)
             except sqlite3.DatabaseError as exc:
                 raise _damaged(loc, exc) from exc
+            except OSError as exc:  # read-only, no space, no permission: say which and where
+                raise StoreError(f"cannot open the store at {loc}: {exc.strerror or exc}") from exc
         try:
             lay = cls._settle_meta(backend, max_distance, capacity, scheme, layout, readonly)
             meta = backend.read_meta()

@@ -1,0 +1,193 @@
+"""The durable frontier's parts: the JSON codec, the SQLite file and the scheduler's order."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+
+import pytest
+from scrapy import Request, Spider
+from scrapy.http import FormRequest
+from scrapy.utils.test import get_crawler
+
+from crawler.frontier.codec import CorruptRequest, UnserializableRequest, decode_request, encode_request
+from crawler.frontier.db import FrontierDB, FrontierError
+from crawler.frontier.scheduler import DurableScheduler
+
+
+class S(Spider):
+    name = "s"
+
+    def parse_item(self, response):  # noqa: ANN001, ANN201
+        pass
+
+    def on_error(self, failure):  # noqa: ANN001, ANN201
+        pass
+
+
+# -- codec -------------------------------------------------------------------------
+
+
+def test_codec_round_trips_what_scrapy_requests_carry():
+    spider = S()
+    r = Request("http://a.test/p?q=1", method="POST", body=b"\x00\xffbin", headers={"X-A": ["1", "2"]},
+                cookies={"c": "v"}, meta={"depth": 3, "t": (1, "x"), "b": b"\x01", "d": {1: "int key"},
+                                          "$odd": "dollar key", "nested": [{"k": (2,)}]},
+                priority=-4, dont_filter=True, callback=spider.parse_item, errback=spider.on_error,
+                cb_kwargs={"page": 2}, flags=["f"], encoding="latin-1")
+    back = decode_request(encode_request(r, spider), spider)
+    assert back.url == r.url and back.method == "POST" and back.body == r.body
+    assert back.headers.getlist("X-A") == [b"1", b"2"]
+    assert back.meta == r.meta
+    assert (back.priority, back.dont_filter, back.cb_kwargs, back.flags, back.encoding) == (-4, True, {"page": 2},
+                                                                                           ["f"], "latin-1")
+    assert back.callback == spider.parse_item and back.errback == spider.on_error
+
+
+def test_codec_keeps_request_subclasses_of_loaded_modules():
+    r = FormRequest("http://a.test/", formdata={"a": "1"})
+    assert type(decode_request(encode_request(r))) is FormRequest
+
+
+def test_codec_refuses_what_json_cannot_hold_naming_it():
+    with pytest.raises(UnserializableRequest, match=r"meta.*'obj'.*object"):
+        encode_request(Request("http://a.test/", meta={"obj": object()}))
+    with pytest.raises(UnserializableRequest):  # a callback that is no method of the spider
+        encode_request(Request("http://a.test/", callback=lambda r: None), S())
+
+
+def test_codec_never_imports_a_module_a_stored_request_names():
+    data = encode_request(Request("http://a.test/")).replace('"url"', '"_class":"antigravity.Request","url"', 1)
+    with pytest.raises(CorruptRequest, match="has not imported"):
+        decode_request(data)
+    assert "antigravity" not in sys.modules
+    with pytest.raises(CorruptRequest):
+        decode_request("{not json")
+
+
+# -- the SQLite file -------------------------------------------------------------------
+
+
+def test_in_flight_requests_are_queued_again_after_a_crash(tmp_path):
+    db = FrontierDB(tmp_path)
+    for i in range(3):
+        db.push("h", 0, f"r{i}")
+    db.commit()
+    taken = db.pop("h")
+    db.commit()
+    # the process dies here: no close
+    db.db.close()
+    os.close(db._lock_fd)
+    db2 = FrontierDB(tmp_path)
+    assert db2.redelivered == 1 and len(db2) == 3
+    rows = [db2.pop("h") for _ in range(3)]
+    assert [r.redelivered for r in rows if r.data == taken.data] == [1]
+    db2.close()
+
+
+def test_uncommitted_work_is_not_half_kept(tmp_path):
+    db = FrontierDB(tmp_path)
+    db.push("h", 0, "committed")
+    assert db.seen_add(b"a" * 20)
+    db.commit()
+    db.push("h", 0, "lost")
+    db.seen_add(b"b" * 20)
+    db.db.close()  # a crash: the open transaction is rolled back
+    os.close(db._lock_fd)
+    db2 = FrontierDB(tmp_path)
+    assert len(db2) == 1 and db2.seen_count == 1
+    assert not db2.seen_add(b"a" * 20) and db2.seen_add(b"b" * 20)
+    db2.close()
+
+
+@pytest.mark.parametrize("lifo", [True, False])
+def test_priority_first_then_lifo_or_fifo(tmp_path, lifo):
+    db = FrontierDB(tmp_path, lifo=lifo)
+    for name, prio in [("a", 0), ("b", 5), ("c", 0), ("d", 5), ("e", -1)]:
+        db.push("h", prio, name)
+    order = [db.pop("h").data for _ in range(5)]
+    assert order == (["d", "b", "c", "a", "e"] if lifo else ["b", "d", "a", "c", "e"])
+    assert db.pop("h") is None
+    db.close()
+
+
+def test_a_second_crawl_on_the_same_jobdir_is_refused(tmp_path):
+    db = FrontierDB(tmp_path)
+    code = ("import sys; from crawler.frontier.db import FrontierDB, FrontierError\n"
+            "try:\n    FrontierDB(sys.argv[1])\nexcept FrontierError as e:\n    print(e)\n")
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True).stdout
+    assert "another crawl is running on this JOBDIR" in out
+    db.close()
+
+
+def test_a_damaged_frontier_is_a_clear_error(tmp_path):
+    (tmp_path / FrontierDB.FILE).write_bytes(b"this is not a database" * 100)
+    with pytest.raises(FrontierError, match="damaged"):
+        FrontierDB(tmp_path)
+    FrontierDB(tmp_path / "fresh").close()  # (the lock was let go: no leak of the failed open)
+
+
+def test_a_truncated_frontier_is_a_clear_error(tmp_path):
+    db = FrontierDB(tmp_path)
+    for i in range(2000):
+        db.push(f"h{i % 7}", i % 3, "x" * 200)
+    db.close()
+    path = tmp_path / FrontierDB.FILE
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 3])
+    with pytest.raises(FrontierError, match=str(path)):
+        db2 = FrontierDB(tmp_path)
+        while len(db2):  # (damage may only show when the pages are read)
+            db2.pop(next(iter(db2.queued)))
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes to read-only directories")
+def test_a_read_only_jobdir_is_a_clear_error(tmp_path):
+    tmp_path.chmod(0o500)
+    try:
+        with pytest.raises(FrontierError, match="read-only"):
+            FrontierDB(tmp_path / "job")
+    finally:
+        tmp_path.chmod(0o700)
+
+
+def test_files_are_for_their_owner_only(tmp_path):
+    FrontierDB(tmp_path).close()
+    assert (tmp_path / FrontierDB.FILE).stat().st_mode & 0o077 == 0
+    assert (tmp_path / "frontier.lock").stat().st_mode & 0o077 == 0
+
+
+def test_nothing_is_pickled(tmp_path):
+    db = FrontierDB(tmp_path)
+    db.push("h", 0, encode_request(Request("http://a.test/", meta={"k": [1, b"2"]})))
+    db.close()
+    rows = sqlite3.connect(tmp_path / FrontierDB.FILE).execute("SELECT data FROM requests").fetchall()
+    assert rows[0][0].startswith("{") and b"\x80" not in rows[0][0].encode()
+
+
+# -- the scheduler ------------------------------------------------------------------------
+
+
+def test_scheduler_orders_by_priority_and_spreads_over_slots(tmp_path):
+    crawler = get_crawler(S, {"JOBDIR": str(tmp_path), "SCHEDULER": "crawler.frontier.scheduler.DurableScheduler",
+                              "DUPEFILTER_CLASS": "crawler.frontier.dupefilter.DurableDupeFilter",
+                              "SCHEDULER_DISK_QUEUE": "scrapy.squeues.PickleFifoDiskQueue"})
+    crawler.spider = S()
+    sched = DurableScheduler.from_crawler(crawler)
+    sched.open(crawler.spider)
+    try:
+        for url, prio in [("http://a.test/1", 0), ("http://a.test/2", 1), ("http://b.test/1", 0),
+                          ("http://a.test/1", 9)]:  # (the last one: already seen)
+            sched.enqueue_request(Request(url, priority=prio))
+        assert len(sched) == 3
+        assert not sched.enqueue_request(Request("http://a.test/2"))
+        assert sched.enqueue_request(Request("http://a.test/2", dont_filter=True))
+        got = []
+        while (r := sched.next_request()) is not None:
+            got.append((r.url, r.priority))
+        # without an engine no slot has active downloads: ties go by slot name, then priority, then FIFO
+        assert got == [("http://a.test/2", 1), ("http://a.test/1", 0), ("http://a.test/2", 0), ("http://b.test/1", 0)]
+    finally:
+        sched.close("finished")
+    assert crawler.stats.get_value("scheduler/enqueued") == 4
