@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from scrapy.settings import BaseSettings, Settings
 
-from crawler.addon import EXTENSION, MIDDLEWARE, PIPELINE, NearDupAddon, PoliteCrawlAddon
+from crawler.addon import (ACK_DOWNLOADER_MIDDLEWARE, ACK_SPIDER_MIDDLEWARE, DUPEFILTER, EXTENSION, MIDDLEWARE, PIPELINE,
+                           SCHEDULER, NearDupAddon, PoliteCrawlAddon)
 from crawler.config import ConfigError, NearDupConfig
 
 
@@ -43,6 +44,9 @@ def test_jobdir_gives_the_store_and_files_beside_it(tmp_path):
     ("NEARDUP_STORE", "redis://127.0.0.1/0", "NEARDUP_STORE: redis://"),
     ("NEARDUP_WORKERS", -1, "NEARDUP_WORKERS must be 0..64"),
     ("NEARDUP_CAPACITY", "lots", "NEARDUP_CAPACITY must be an integer"),
+    ("NEARDUP_SCOPE", "site", "NEARDUP_SCOPE must be one of 'all', 'host', 'domain'"),
+    ("NEARDUP_FRONTIER", "maybe", "NEARDUP_FRONTIER must be a boolean"),
+    ("NEARDUP_FRONTIER_MAX_REDELIVERIES", -1, "NEARDUP_FRONTIER_MAX_REDELIVERIES must be >= 0"),
 ])
 def test_errors_name_the_setting(name, value, message):
     with pytest.raises(ConfigError, match=message):
@@ -66,6 +70,23 @@ def test_addon_adds_its_components_and_nothing_else():
     assert s.getdict("SPIDER_MIDDLEWARES")[MIDDLEWARE] == 950
     assert PIPELINE in s.getdict("ITEM_PIPELINES") and EXTENSION in s.getdict("EXTENSIONS")
     assert s["USER_AGENT"] == before["USER_AGENT"]
+
+
+def test_addon_with_jobdir_installs_the_durable_frontier_unless_told_otherwise():
+    s = Settings({"JOBDIR": "/tmp/j"})
+    NearDupAddon().update_settings(s)
+    assert s["SCHEDULER"] == SCHEDULER and s["DUPEFILTER_CLASS"] == DUPEFILTER
+    assert ACK_SPIDER_MIDDLEWARE in s.getdict("SPIDER_MIDDLEWARES")
+    assert ACK_DOWNLOADER_MIDDLEWARE in s.getdict("DOWNLOADER_MIDDLEWARES")
+    # the project's own scheduler (scrapy-redis, say) wins; so does NEARDUP_FRONTIER=False
+    s = Settings({"JOBDIR": "/tmp/j", "SCHEDULER": "scrapy_redis.scheduler.Scheduler"}, priority="project")
+    NearDupAddon().update_settings(s)
+    assert s["SCHEDULER"] == "scrapy_redis.scheduler.Scheduler" and ACK_SPIDER_MIDDLEWARE not in s.getdict(
+        "SPIDER_MIDDLEWARES")
+    before = Settings({"JOBDIR": "/tmp/j", "NEARDUP_FRONTIER": False})
+    s = Settings({"JOBDIR": "/tmp/j", "NEARDUP_FRONTIER": False})
+    NearDupAddon().update_settings(s)
+    assert _changed(before, s) == {"SPIDER_MIDDLEWARES", "ITEM_PIPELINES", "EXTENSIONS"}
 
 
 def test_addon_switched_off_changes_nothing():

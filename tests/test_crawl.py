@@ -197,3 +197,16 @@ def test_undeclared_encodings_fingerprint_as_the_library_does(tmp_path):
     assert set(dups) == {f"/{lang}/{codec}.html" for lang, codec in LEGACY_ENCODINGS}
     for path, d in dups.items():
         assert d["distance"] == 0 and d["duplicate_of"].endswith(path.rsplit("/", 1)[0] + "/utf-8.html"), d
+
+
+@pytest.mark.parametrize("scope, dropped", [("all", 1), ("host", 0), ("domain", 0)])
+def test_scope_limits_comparison_to_the_same_host(site, tmp_path, scope, dropped):
+    """Store poisoning: a copy on another host (here localhost vs 127.0.0.1) is no
+    duplicate under NEARDUP_SCOPE=host or domain (an IP address is its own domain)."""
+    s, server = site
+    other = server.url.replace("127.0.0.1", "localhost")
+    r = scrapy_crawl(f"{server.url}about.html,{other}about.html", tmp_path, f"NEARDUP_SCOPE={scope}",
+                     "DEPTH_LIMIT=0", args=("-a", "max_depth=0"))
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert (stat(r.stderr, "neardup/dropped") or 0) == dropped
+    assert (stat(r.stderr, "neardup/kept") or 0) == 2 - dropped
