@@ -43,6 +43,7 @@ class NearDupConfig:
     check_error_pages: bool = False  # fingerprint 4xx/5xx bodies too
     frontier: bool = True  # the durable frontier whenever JOBDIR is set
     frontier_max_redeliveries: int = 3  # a request in flight at that many kills in a row is given up
+    max_page_bytes: int = 10 * 1024 * 1024  # larger pages pass unchecked (neardup/skipped/too_large)
     scope: str = "all"  # compare a page with pages of: "all" sites, its "host", its registered "domain"
 
     @classmethod
@@ -120,6 +121,7 @@ class NearDupConfig:
             frontier=boolean("NEARDUP_FRONTIER", True),
             frontier_max_redeliveries=integer("NEARDUP_FRONTIER_MAX_REDELIVERIES", 3, 0),
             scope=choice("NEARDUP_SCOPE", "all", SCOPES),
+            max_page_bytes=integer("NEARDUP_MAX_PAGE_BYTES", 10 * 1024 * 1024, 1),
         )
 
 

@@ -44,6 +44,7 @@ def test_jobdir_gives_the_store_and_files_beside_it(tmp_path):
     ("NEARDUP_STORE", "redis://127.0.0.1/0", "NEARDUP_STORE: redis://"),
     ("NEARDUP_WORKERS", -1, "NEARDUP_WORKERS must be 0..64"),
     ("NEARDUP_CAPACITY", "lots", "NEARDUP_CAPACITY must be an integer"),
+    ("NEARDUP_MAX_PAGE_BYTES", 0, "NEARDUP_MAX_PAGE_BYTES must be >= 1"),
     ("NEARDUP_SCOPE", "site", "NEARDUP_SCOPE must be one of 'all', 'host', 'domain'"),
     ("NEARDUP_FRONTIER", "maybe", "NEARDUP_FRONTIER must be a boolean"),
     ("NEARDUP_FRONTIER_MAX_REDELIVERIES", -1, "NEARDUP_FRONTIER_MAX_REDELIVERIES must be >= 0"),

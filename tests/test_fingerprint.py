@@ -88,3 +88,15 @@ def test_title_split_keeps_the_article_title():
         "Markets slide as investors weigh the rate outlook", ["Daily Chronicle"])
     assert split_title("标题很长的一篇新闻报道__商贸_新浪网") == ("标题很长的一篇新闻报道", ["商贸", "新浪网"])
     assert split_title("SQLite: The Virtual Table Mechanism") == ("SQLite: The Virtual Table Mechanism", [])
+
+
+def test_both_paths_agree_on_every_hostile_page():
+    """The reference path (used while kernels compile) and the compiled one give the
+    same fingerprint or the same reason on the hostile corpus, deep nesting included."""
+    from tests.fixtures.hostile import hostile_pages
+
+    fper = Fingerprinter()
+    for path, (ctype, body, _) in hostile_pages(big=False).items():
+        enc = ctype.split("charset=")[1] if "charset=" in ctype else None
+        ref, fast = fper.fingerprint_html(body, enc, compiled=False), fper.fingerprint_html(body, enc, compiled=True)
+        assert (ref.value, ref.reason) == (fast.value, fast.reason), path

@@ -51,11 +51,11 @@ def reference_page(doc: LexborHTMLParser, title: str, encoding: str) -> Page:
                                 len(folded.split()), len(HAN.findall(folded))))
         link_chars = 0
 
-    def walk(el: LexborNode, furniture: bool, in_link: bool) -> None:
-        nonlocal link_chars
+    def enter(el: LexborNode, furniture: bool, in_link: bool) -> list | None:
+        """Open an element: the frame to walk its children in, or None if it is dropped."""
         tag = el.tag
         if tag in DROPPED_TAGS or _hidden(el):
-            return
+            return None
         is_block = tag in BLOCK_TAGS
         role = (el.attributes.get("role") or "").lower()
         if not furniture and (tag in FURNITURE_TAGS or role in FURNITURE_ROLES):
@@ -65,18 +65,24 @@ def reference_page(doc: LexborHTMLParser, title: str, encoding: str) -> Page:
         elif is_block:
             flush(furniture)
         link = in_link or (tag == "a" and "href" in el.attributes)
-        for child in el.iter(include_text=True):
-            if child.is_text_node:
-                t = child.text_content or ""
-                parts.append(t)
-                if link:
-                    link_chars += len(t)
-            elif child.is_element_node:
-                walk(child, furniture, link)
-        if is_block:
-            flush(furniture)
+        return [el.iter(include_text=True), furniture, link, is_block]
 
-    if root is not None:
-        walk(root, False, False)
+    # An explicit stack, not recursion: pages nest up to deep_nesting's bound
+    # (2,048), deeper than Python's recursion limit.
+    stack = [f] if root is not None and (f := enter(root, False, False)) is not None else []
+    while stack:
+        children, furniture, link, is_block = stack[-1]
+        child = next(children, None)
+        if child is None:
+            stack.pop()
+            if is_block:
+                flush(furniture)
+        elif child.is_text_node:
+            t = child.text_content or ""
+            parts.append(t)
+            if link:
+                link_chars += len(t)
+        elif child.is_element_node and (f := enter(child, furniture, link)) is not None:
+            stack.append(f)
     flush(False)
     return Page(title=title, blocks=blocks, encoding=encoding)
