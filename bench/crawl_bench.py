@@ -100,13 +100,16 @@ def crawl(url: str, out: Path, filtered: bool, concurrency: int) -> dict:
     return stats
 
 
-def crawl_args(out: str) -> argparse.Namespace:
-    """The crawl benchmarks' command line: --data, --rounds, --concurrency, --out."""
+def crawl_args(out: str, **more: int) -> argparse.Namespace:
+    """The crawl benchmarks' command line: --data, --rounds, --concurrency, --out,
+    and an integer option for each of ``more`` (name=default)."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data"))
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--concurrency", type=int, default=16)
     ap.add_argument("--out", default=out)
+    for name, default in more.items():
+        ap.add_argument(f"--{name}", type=int, default=default)
     return ap.parse_args()
 
 

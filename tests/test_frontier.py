@@ -15,6 +15,7 @@ from scrapy.utils.test import get_crawler
 from crawler.frontier.codec import CorruptRequest, UnserializableRequest, decode_request, encode_request
 from crawler.frontier.db import FrontierDB, FrontierError
 from crawler.frontier.scheduler import DurableScheduler
+from tests.conftest import ROOT
 
 
 class S(Spider):
@@ -191,3 +192,36 @@ def test_scheduler_orders_by_priority_and_spreads_over_slots(tmp_path):
     finally:
         sched.close("finished")
     assert crawler.stats.get_value("scheduler/enqueued") == 4
+
+
+def test_unserializable_requests_stay_in_memory_and_are_counted(tmp_path, caplog):
+    crawler = get_crawler(S, {"JOBDIR": str(tmp_path), "SCHEDULER": "crawler.frontier.scheduler.DurableScheduler",
+                              "DUPEFILTER_CLASS": "crawler.frontier.dupefilter.DurableDupeFilter"})
+    crawler.spider = S()
+    sched = DurableScheduler.from_crawler(crawler)
+    sched.open(crawler.spider)
+    try:
+        assert sched.enqueue_request(Request("http://a.test/x", meta={"obj": object()}))
+        assert sched.next_request().url == "http://a.test/x"
+    finally:
+        sched.close("finished")
+    assert crawler.stats.get_value("neardup/frontier/unserializable") == 1
+    assert "cannot store" in caplog.text and "'obj'" in caplog.text
+
+
+def test_every_request_is_acknowledged_exactly_when_done(tmp_path):
+    """A crawl stopped early (not 'finished', so nothing is acknowledged wholesale at
+    the end) leaves no request in flight: pages, redirects, 404s and drops were each
+    acknowledged when their outputs were committed."""
+    from tests.fixtures.dup_site import DupSite
+    from tests.test_kill_resume import crawl_cmd
+
+    with DupSite().serve() as server:
+        r = subprocess.run(crawl_cmd(server.url, tmp_path / "job", tmp_path / "f.jsonl")
+                           + ["-s", "CLOSESPIDER_PAGECOUNT=40"], cwd=ROOT, capture_output=True, text=True,
+                           timeout=300)
+    assert "'finish_reason': 'closespider_pagecount'" in r.stderr, r.stderr[-2000:]
+    db = sqlite3.connect(tmp_path / "job" / FrontierDB.FILE)
+    assert db.execute("SELECT COUNT(*) FROM requests WHERE state = 1").fetchone()[0] == 0
+    assert db.execute("SELECT COUNT(*) FROM requests WHERE state = 0").fetchone()[0] > 0  # work left to resume
+    assert "response_status_count/301" in r.stderr and "response_status_count/404" in r.stderr  # (it met both)
