@@ -11,6 +11,10 @@ enqueue / dequeue rates.
 * ``durable``: DurableScheduler + DurableDupeFilter (SQLite under JOBDIR);
 * ``scrapy-jobdir``: Scrapy's scheduler with JOBDIR (RFPDupeFilter + pickle disk queues);
 * ``scrapy-memory``: Scrapy's scheduler without JOBDIR (memory queues).
+
+Scrapy's variants use ``ScrapyPriorityQueue``: its default
+``DownloaderAwarePriorityQueue`` needs a running engine (the durable
+scheduler falls back to the host name as the slot without one).
 """
 
 from __future__ import annotations
@@ -40,8 +44,10 @@ settings = {"LOG_ENABLED": False}
 if variant == "durable":
     settings.update(JOBDIR=jobdir, SCHEDULER="crawler.frontier.scheduler.DurableScheduler",
                     DUPEFILTER_CLASS="crawler.frontier.dupefilter.DurableDupeFilter")
-elif variant == "scrapy-jobdir":
-    settings.update(JOBDIR=jobdir)
+else:  # (Scrapy's default DownloaderAwarePriorityQueue needs a running engine)
+    settings.update(SCHEDULER_PRIORITY_QUEUE="scrapy.pqueues.ScrapyPriorityQueue")
+    if variant == "scrapy-jobdir":
+        settings.update(JOBDIR=jobdir)
 crawler = get_crawler(S, settings)
 crawler.spider = S()
 reqs = (Request(f"http://host{i % 50}.test/page/{i}?q={i * 7}") for i in range(n))

@@ -26,8 +26,11 @@ from pathlib import Path
 USAGE = __doc__.split("\n\n")[1]
 
 
-def crawl(urls: list[str], out: Path, settings: dict[str, str], spider_args: dict[str, str]) -> int:
-    """Crawl ``urls`` into ``out``; returns 0, or 1 when the crawl failed to run."""
+def crawl(urls: list[str], out: Path, settings: dict[str, str], spider_args: dict[str, str],
+          resumable: bool = True) -> int:
+    """Crawl ``urls`` into ``out``; returns 0, or 1 when the crawl failed to run.
+    ``resumable``: with ``out/job`` as JOBDIR (the durable frontier), so that the
+    same command after a kill goes on where it stopped, and the feed is appended to."""
     from scrapy.crawler import CrawlerProcess
     from scrapy.settings import Settings
 
@@ -37,8 +40,10 @@ def crawl(urls: list[str], out: Path, settings: dict[str, str], spider_args: dic
     s = Settings()
     s.setdict({
         "ADDONS": {"crawler.addon.NearDupAddon": 0, "crawler.addon.PoliteCrawlAddon": 0},
-        "FEEDS": {str(out / "pages.jsonl"): {"format": "jsonlines", "overwrite": True, "encoding": "utf-8"}},
+        "FEEDS": {str(out / "pages.jsonl"): {"format": "jsonlines", "overwrite": not resumable,
+                                             "encoding": "utf-8"}},
         "NEARDUP_STORE": str(out / "store"),
+        **({"JOBDIR": str(out / "job")} if resumable else {}),
         "NEARDUP_INDEX": str(out / "index.sqlite3"),
         "TELNETCONSOLE_ENABLED": False,
         "LOG_LEVEL": "INFO",
@@ -100,6 +105,7 @@ def _cmd_crawl(argv: list[str]) -> int:
         out = Path(a.out or Path("out") / "crawl")
         rc = crawl(a.urls, out, settings, spider_args)
         report(out)
+        print(f"killed or stopped? the same command goes on where it stopped; to start over, remove {out}")
         return rc
     from .demo_site import DemoSite
 
@@ -107,7 +113,7 @@ def _cmd_crawl(argv: list[str]) -> int:
     shutil.rmtree(out, ignore_errors=True)  # the demo starts from nothing each time
     with DemoSite().serve() as server:
         print(f"demo site serving on {server.url}", flush=True)
-        rc = crawl([server.url], out, {"AUTOTHROTTLE_ENABLED": "False", **settings}, spider_args)
+        rc = crawl([server.url], out, {"AUTOTHROTTLE_ENABLED": "False", **settings}, spider_args, resumable=False)
     report(out)
     return rc
 
