@@ -5,8 +5,10 @@
 Each variant runs in a process of its own: a Scrapy crawler (no engine)
 whose scheduler takes ``--urls`` distinct requests (``enqueue_request``:
 the dupe filter and the queue) and then hands them all out
-(``next_request``). Reported: the growth of peak RSS, bytes on disk, and
-enqueue / dequeue rates.
+(``next_request``; the durable one is told each request is done, as the
+crawl's acknowledgement middlewares would). Reported: the growth of peak RSS
+after queueing and at the end, bytes on disk with all queued, and enqueue /
+dequeue rates.
 
 * ``durable``: DurableScheduler + DurableDupeFilter (SQLite under JOBDIR);
 * ``scrapy-jobdir``: Scrapy's scheduler with JOBDIR (RFPDupeFilter + pickle disk queues);
@@ -59,12 +61,14 @@ for r in reqs:
     sched.enqueue_request(r)
 enq = time.perf_counter() - t
 peak_enq = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+disk = sum(f.stat().st_size for f in Path(jobdir).rglob("*") if f.is_file()) if variant != "scrapy-memory" else 0
 t = time.perf_counter()
 got = 0
-while sched.next_request() is not None:
+while (r := sched.next_request()) is not None:
     got += 1
+    if variant == "durable":  # the crawl would say the request is done (here: no items, output ended)
+        sched.tracker.output_done(r.meta["neardup_frontier_id"])
 deq = time.perf_counter() - t
-disk = sum(f.stat().st_size for f in Path(jobdir).rglob("*") if f.is_file()) if variant != "scrapy-memory" else 0
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 sched.close("finished")
 print(json.dumps({"variant": variant, "urls": n, "dequeued": got, "rss_growth_mb_after_enqueue": round((peak_enq - base) / 1024, 1),

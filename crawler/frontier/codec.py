@@ -38,6 +38,7 @@ class CorruptRequest(ValueError):
 
 
 _PLAIN = (str, int, float, bool, type(None))
+_DEFAULTS = {k: v for k, v in Request("http://a.test/").to_dict().items() if k != "url"}
 
 
 def _enc(value: Any, where: str) -> Any:
@@ -84,6 +85,8 @@ def encode_request(request: Request, spider: Spider | None = None) -> str:
         d = request.to_dict(spider=spider)
     except ValueError as exc:  # a callback that is no method of the spider
         raise UnserializableRequest(str(exc)) from None
+    # what a new Request has anyway is left out: a million queued requests take a third of the space
+    d = {k: v for k, v in d.items() if k not in _DEFAULTS or _DEFAULTS[k] != v or type(_DEFAULTS[k]) is not type(v)}
     return json.dumps(_enc(d, "request"), ensure_ascii=False, separators=(",", ":"), allow_nan=True)
 
 

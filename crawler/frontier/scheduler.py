@@ -41,6 +41,7 @@ from .dupefilter import DurableDupeFilter
 logger = logging.getLogger(__name__)
 
 CHECKPOINT_INTERVAL = 1.0
+COMMIT_EVERY_PUSHES = 2000
 
 
 class _FeedGate:
@@ -89,6 +90,7 @@ class DurableScheduler(BaseScheduler):
         self._memory: deque[Request] = deque()  # requests JSON cannot hold
         self._loop: task.LoopingCall | None = None
         self._failed = False
+        self._pushed = 0  # requests queued since the last commit
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> DurableScheduler:
@@ -167,6 +169,9 @@ class DurableScheduler(BaseScheduler):
                 self._unserializable(request, exc)
                 return True
             self.db.push(self._slot(request), request.priority, data)
+            self._pushed += 1
+            if self._pushed >= COMMIT_EVERY_PUSHES:  # a spider yielding a million start URLs: bound the transaction
+                self._commit()
             self.stats.inc_value("scheduler/enqueued/disk")
             self.stats.inc_value("scheduler/enqueued")
             return True
@@ -252,6 +257,7 @@ class DurableScheduler(BaseScheduler):
         return best[1]
 
     def _commit(self) -> None:
+        self._pushed = 0
         done = self.tracker.acknowledgeable()
         if done:
             self.db.ack(done)
