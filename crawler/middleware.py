@@ -203,7 +203,7 @@ class NearDupMiddleware:
             return "error_status"
         if not isinstance(response, TextResponse) or not self._is_html(response):
             return "non_html"
-        # A 20 MB page takes ~1.7 s and ~570 MB to fingerprint: past the cap, let it through unchecked.
+        # A 20 MB page takes ~2 s and ~570 MB to fingerprint: past the cap, let it through unchecked.
         if len(response.body) > self.config.max_page_bytes:
             return "too_large"
         return None

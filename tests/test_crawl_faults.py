@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import sys
 import time
 import uuid
-from pathlib import Path
 
 import pytest
 

@@ -4,11 +4,10 @@ The time and memory each page costs are measured in bench/hostile.py."""
 
 from __future__ import annotations
 
-import threading
 from collections import Counter
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from tests.fixtures.hostile import hostile_pages
+from tests.fixtures.http import PageServer
 from tests.test_crawl import scrapy_crawl, stat
 
 
@@ -18,26 +17,12 @@ def test_hostile_pages_are_fingerprinted_or_skipped_with_a_reason(tmp_path):
     index = (f"<html><body><p>An index of hostile pages for the near-duplicate filter, with enough words to "
              f"be fingerprinted itself.</p>{links}</body></html>").encode()
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802
-            ctype, body, _ = pages.get(self.path, ("text/html", index, ""))
-            self.send_response(200)
-            self.send_header("Content-Type", ctype)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+    def page(path: str) -> tuple[int, dict[str, str], bytes]:
+        ctype, body, _ = pages.get(path, ("text/html", index, ""))
+        return 200, {"Content-Type": ctype}, body
 
-        def log_message(self, *args: object) -> None:
-            pass
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
-        url = f"http://127.0.0.1:{httpd.server_address[1]}/index.html"
-        r = scrapy_crawl(url, tmp_path, "DOWNLOAD_WARNSIZE=0", "LOG_LEVEL=INFO")
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with PageServer(page) as server:
+        r = scrapy_crawl(f"{server.url}/index.html", tmp_path, "DOWNLOAD_WARNSIZE=0", "LOG_LEVEL=INFO")
     log = r.stderr
     assert r.returncode == 0 and "'finish_reason': 'finished'" in log, log[-3000:]
     want = Counter(exp for _, _, exp in pages.values())

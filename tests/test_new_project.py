@@ -12,10 +12,9 @@ import os
 import random
 import subprocess
 import sys
-import threading
-import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+
+from tests.fixtures.http import PageServer
 
 SPIDER = '''
 import scrapy
@@ -53,28 +52,10 @@ class _Site:
             self.pages[f"/p/{i}.html"] = f"<html><title>Page {i}</title><body><p>{body}</p>{links}</body></html>"
         for i in range(0, n, 10):
             self.pages[f"/copy/{i}.html"] = self.pages[f"/p/{i}.html"]
-        self.times: list[float] = []
 
-    def serve(self) -> ThreadingHTTPServer:
-        site = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802
-                site.times.append(time.monotonic())
-                page = site.pages.get(self.path)
-                self.send_response(200 if page else 404)
-                self.send_header("Content-Type", "text/html; charset=utf-8")
-                data = (page or "not found").encode()
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        return server
+    def page(self, path: str) -> tuple[int, dict[str, str], bytes]:
+        page = self.pages.get(path)
+        return 200 if page else 404, {"Content-Type": "text/html; charset=utf-8"}, (page or "not found").encode()
 
 
 def _files(root: Path) -> set[str]:
@@ -91,22 +72,19 @@ def test_new_project_with_the_addon_and_a_cold_cache(tmp_path):
     (project / "myproject" / "spiders" / "pages.py").write_text(SPIDER)
     before = _files(project)
     site = _Site(400)
-    server = site.serve()
-    try:
-        url = f"http://127.0.0.1:{server.server_address[1]}/p/0.html"
+    with PageServer(site.page) as server:
+        url = f"{server.url}/p/0.html"
         r = subprocess.run([sys.executable, "-m", "scrapy", "crawl", "pages", "-a", f"start={url}",
                             "-s", "DOWNLOAD_DELAY=0", "-s", "CONCURRENT_REQUESTS_PER_DOMAIN=8",
                             "-s", "LOG_LEVEL=INFO", "-s", "STATS_DUMP=True"],
                            cwd=project, env=env, capture_output=True, text=True, timeout=600)
-    finally:
-        server.shutdown()
     assert r.returncode == 0, r.stderr[-3000:]
     log = r.stderr
     assert "'neardup/kept': 400" in log, log[-3000:]
     assert "'neardup/dropped': 40" in log
     # with a cold cache every page was fingerprinted before the worker was ready: no wait for it
     assert "neardup/fingerprinted_while_workers_start" in log
-    times = sorted(site.times)
+    times = sorted(server.times)
     assert len(times) >= 440
     gaps = [b - a for a, b in zip(times, times[1:])]
     assert max(gaps) <= 2.0, f"the crawl stalled for {max(gaps):.1f} s"
