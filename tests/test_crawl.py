@@ -113,8 +113,14 @@ def test_resume_with_jobdir(site, tmp_path):
     r2 = scrapy_crawl(server.url, tmp_path / "b", f"JOBDIR={jobdir}")
     assert r2.returncode == 0, r2.stderr[-2000:]
     urls = [i["url"] for i in read_jsonl(tmp_path / "a" / "pages.jsonl") + read_jsonl(tmp_path / "b" / "pages.jsonl")]
-    assert len(urls) == len(set(urls))  # nothing admitted twice
     assert set(paths(urls, server.url)) == s.expected_kept() | {"/short.html"}
+    # The page that hit max_pages (and any other in flight then) is fetched again on
+    # resume, with the links it never yielded: the feed may repeat those (at-least-once),
+    # the index holds every page once.
+    assert len(urls) - len(set(urls)) <= (stat(r2.stderr, "neardup/frontier/redelivered") or 0)
+    index = sqlite3.connect(jobdir / "neardup" / "index.sqlite3")
+    indexed = [u for (u,) in index.execute("SELECT url FROM pages_fts")]
+    assert sorted(indexed) == sorted(set(urls))
     dups = read_jsonl(jobdir / "neardup" / "duplicates.jsonl")
     # (the durable frontier queues what it marks seen in one transaction: every
     # planted duplicate is fetched, in one run or the other, and dropped)

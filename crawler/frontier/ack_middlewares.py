@@ -15,7 +15,7 @@ from typing import Any
 
 from scrapy import Request, signals
 from scrapy.crawler import Crawler
-from scrapy.exceptions import NotConfigured
+from scrapy.exceptions import CloseSpider, NotConfigured
 from scrapy.http import Response
 from scrapy.utils.misc import load_object
 
@@ -54,11 +54,19 @@ class AckSpiderMiddleware:
                 if not isinstance(out, Request):
                     self.tracker.item_out(rid)
                 yield out
+        except CloseSpider:
+            self.tracker.keep_for_resume(rid)
+            raise
         finally:
             self.tracker.output_done(rid)
 
     def process_spider_exception(self, response: Response, exception: BaseException) -> None:
-        self.tracker.output_done(response_id(response))
+        if isinstance(exception, CloseSpider):
+            # The callback stopped the crawl part-way through this page (a page limit, say):
+            # what it would have yielded after is lost, so a resume fetches the page again.
+            self.tracker.keep_for_resume(response_id(response))
+        else:  # (a bug in a callback: logged by Scrapy; fetching the page again would not fix it)
+            self.tracker.output_done(response_id(response))
 
 
 class AckDownloaderMiddleware:
