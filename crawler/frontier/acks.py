@@ -150,9 +150,6 @@ class AckTracker:
             out.append(rid)
         return out
 
-    def in_flight(self) -> int:
-        return len(self._inflight) + len(self._ready)
-
 
 def request_id(request: Any) -> int | None:
     """The frontier id a request carries (None if it did not come from the frontier)."""

@@ -105,7 +105,7 @@ class DurableScheduler(BaseScheduler):
 
     # -- opening and closing ----------------------------------------------------
 
-    def open(self, spider: Spider) -> None:
+    def open(self, spider: Spider) -> Any:
         self.spider = spider
         self.db = FrontierDB(self.jobdir, lifo=self.lifo)  # FrontierError: the crawl stops, naming the file
         if isinstance(self.df, DurableDupeFilter):
@@ -134,7 +134,7 @@ class DurableScheduler(BaseScheduler):
                 if reason == "finished":  # the engine was idle: everything handed out is done
                     self.tracker.finish_all()
                 self._commit()
-            left = self.tracker.in_flight()
+            left = self.db.in_flight()
             logger.info("frontier %s: %d requests queued, %d to fetch again on resume%s", self.db.path,
                         len(self.db) + len(self._memory), left,
                         f" ({len(self._memory)} unserializable ones lost)" if self._memory else "")
