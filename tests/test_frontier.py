@@ -225,3 +225,24 @@ def test_every_request_is_acknowledged_exactly_when_done(tmp_path):
     assert db.execute("SELECT COUNT(*) FROM requests WHERE state = 1").fetchone()[0] == 0
     assert db.execute("SELECT COUNT(*) FROM requests WHERE state = 0").fetchone()[0] > 0  # work left to resume
     assert "response_status_count/301" in r.stderr and "response_status_count/404" in r.stderr  # (it met both)
+
+
+def test_a_request_in_flight_at_every_kill_is_given_up_after_max_redeliveries(tmp_path, caplog):
+    """A page that kills the crawler each time it is fetched must not stop the crawl forever."""
+    settings = {"JOBDIR": str(tmp_path), "SCHEDULER": "crawler.frontier.scheduler.DurableScheduler",
+                "DUPEFILTER_CLASS": "crawler.frontier.dupefilter.DurableDupeFilter",
+                "NEARDUP_FRONTIER_MAX_REDELIVERIES": 2}
+    handed = []
+    for attempt in range(4):
+        crawler = get_crawler(S, settings)
+        crawler.spider = S()
+        sched = DurableScheduler.from_crawler(crawler)
+        sched.open(crawler.spider)
+        if attempt == 0:
+            sched.enqueue_request(Request("http://a.test/poison"))
+        r = sched.next_request()
+        handed.append(r.meta.get("neardup_redelivered", 0) if r else None)
+        sched.close("shutdown")  # (as a kill leaves it: in flight, never acknowledged)
+    assert handed == [0, 1, 2, None]
+    assert crawler.stats.get_value("neardup/frontier/given_up") == 1
+    assert "giving up a request" in caplog.text
