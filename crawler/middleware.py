@@ -63,7 +63,7 @@ from dedup.store.backends import StoreError, private_file
 
 from .config import NearDupConfig
 from .frontier.acks import REDELIVERED_KEY, AckTracker, response_id
-from .frontier.scheduler import add_gate, stop_crawl
+from .frontier.scheduler import stop_crawl
 from .scope import scope_of
 
 logger = logging.getLogger(__name__)
@@ -132,7 +132,7 @@ class NearDupMiddleware:
             Path(config.duplicates_file).parent.mkdir(parents=True, exist_ok=True)
             private_file(config.duplicates_file)
             self._dup_fh = open(config.duplicates_file, "a", encoding="utf-8")  # noqa: SIM115
-            add_gate(crawler, self)  # a drop is acknowledged only once its line is written
+            AckTracker.of(crawler).add_gate(self)  # a drop is acknowledged only once its line is written
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
         logger.info("near-duplicate filter on: k=%d, store %s (%d fingerprints), %s, %d worker process(es)",
                     config.max_distance, config.store or "in memory", len(self.store),

@@ -21,7 +21,7 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 
 from .config import NearDupConfig
-from .frontier.scheduler import add_gate
+from .frontier.acks import AckTracker
 from .index import PageIndex
 
 logger = logging.getLogger(__name__)
@@ -36,12 +36,12 @@ class IndexPipeline:
         self.path = path
         self._queue: queue.Queue[Any] = queue.Queue()
         self._handed = 0  # items handed to the writer (the crawl's thread)
-        self._done = 0  # items the writer has committed or given up on (the writer's thread)
+        self._done = 0  # items the writer has committed (the writer's thread)
         self._total = 0  # pages in the index when the writer stops
         PageIndex(path).close()  # here, so that a bad path fails the crawl at start, naming it
         self._writer = threading.Thread(target=self._write, name="neardup-index", daemon=True)
         self._writer.start()
-        add_gate(crawler, self)
+        AckTracker.of(crawler).add_gate(self)  # (a gate of the durable frontier, if there is one)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> IndexPipeline:

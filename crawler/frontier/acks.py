@@ -120,9 +120,8 @@ class AckTracker:
 
     def finish_all(self) -> None:
         """The crawl finished: nothing is in flight any more."""
-        for rid in list(self._inflight):
+        for rid in list(self._inflight):  # (failed ones are still in flight: finished here too)
             self.finish(rid)
-        self._ready.extend((rid, [g.mark() for g in self.gates]) for rid in self._failed + self._failed_waiting)
         self._failed, self._failed_waiting = [], []
 
     # -- at a commit ------------------------------------------------------------

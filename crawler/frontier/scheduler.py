@@ -33,7 +33,7 @@ from scrapy.exceptions import NotConfigured
 from scrapy.utils.misc import build_from_crawler, load_object
 from twisted.internet import task
 
-from .acks import ID_KEY, REDELIVERED_KEY, AckTracker, Gate
+from .acks import ID_KEY, REDELIVERED_KEY, AckTracker
 from .codec import CorruptRequest, UnserializableRequest, decode_request, encode_request
 from .db import FrontierDB, FrontierError
 from .dupefilter import DurableDupeFilter
@@ -128,9 +128,7 @@ class DurableScheduler(BaseScheduler):
         if self.db is None:
             return
         try:
-            if self._failed:  # (the file took no more writes: what was committed stays)
-                pass
-            else:
+            if not self._failed:  # (else the file takes no more writes: what was committed stays)
                 if reason == "finished":  # the engine was idle: everything handed out is done
                     self.tracker.finish_all()
                 self._commit()
@@ -305,7 +303,3 @@ def stop_crawl(crawler: Crawler, reason: str) -> None:
 
     reactor.callLater(0, lambda: deferred_from_coro(engine.close_spider_async(reason=reason)))
 
-
-def add_gate(crawler: Crawler, gate: Gate) -> None:
-    """Register a commit gate with the crawler's frontier (a no-op without one)."""
-    AckTracker.of(crawler).add_gate(gate)
