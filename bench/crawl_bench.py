@@ -73,17 +73,19 @@ http {{
     raise RuntimeError("nginx did not start")
 
 
-def crawl(url: str, out: Path, filtered: bool, concurrency: int) -> dict:
+def crawl(url: str, out: Path, concurrency: int, settings: list[str]) -> dict:
+    """A ``scrapy crawl site`` of ``url`` (AutoThrottle off, ``concurrency`` requests,
+    items to ``out/pages.jsonl``) with ``settings`` (NAME=VALUE); its stats, wall
+    time and pages/s. Raises unless it finished with 100 pages or more."""
     out.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, "-m", "scrapy", "crawl", "site", "-a", f"start_url={url}",
-           "-s", "AUTOTHROTTLE_ENABLED=False", "-s", f"CONCURRENT_REQUESTS={concurrency}",
-           "-s", f"CONCURRENT_REQUESTS_PER_DOMAIN={concurrency}", "-s", "LOG_LEVEL=INFO",
-           "-s", f"NEARDUP_ENABLED={filtered}", "-s", f"NEARDUP_STORE={out / 'store'}", "-s", "NEARDUP_INDEX=",
-           "-O", str(out / "pages.jsonl")]
+    cmd = [sys.executable, "-m", "scrapy", "crawl", "site", "-a", f"start_url={url}", "-O", str(out / "pages.jsonl")]
+    for s in ["AUTOTHROTTLE_ENABLED=False", f"CONCURRENT_REQUESTS={concurrency}",
+              f"CONCURRENT_REQUESTS_PER_DOMAIN={concurrency}", "LOG_LEVEL=INFO", *settings]:
+        cmd += ["-s", s]
     t = time.perf_counter()
     r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1800)
     wall = time.perf_counter() - t
-    if r.returncode:
+    if r.returncode or "'finish_reason': 'finished'" not in r.stderr:
         raise RuntimeError(r.stderr[-2000:])
     stats = {}
     for key in ("response_received_count", "elapsed_time_seconds", "neardup/kept", "neardup/dropped",
@@ -100,12 +102,12 @@ def crawl(url: str, out: Path, filtered: bool, concurrency: int) -> dict:
     return stats
 
 
-def crawl_args(out: str, **more: int) -> argparse.Namespace:
+def crawl_args(out: str, rounds: int = 2, **more: int) -> argparse.Namespace:
     """The crawl benchmarks' command line: --data, --rounds, --concurrency, --out,
     and an integer option for each of ``more`` (name=default)."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data"))
-    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=rounds)
     ap.add_argument("--concurrency", type=int, default=16)
     ap.add_argument("--out", default=out)
     for name, default in more.items():
@@ -145,7 +147,8 @@ def main() -> None:
             for mode in ("plain", "filtered"):
                 out = work / f"{mode}-{i}"
                 shutil.rmtree(out, ignore_errors=True)
-                runs[mode].append(crawl(url, out, mode == "filtered", a.concurrency))
+                runs[mode].append(crawl(url, out, a.concurrency, [f"NEARDUP_ENABLED={mode == 'filtered'}",
+                                                                  f"NEARDUP_STORE={out / 'store'}", "NEARDUP_INDEX="]))
                 print(mode, json.dumps(runs[mode][-1]), flush=True)
     finally:
         nginx.terminate()

@@ -15,37 +15,12 @@ from __future__ import annotations
 
 import shutil
 import statistics
-import subprocess
-import sys
-import time
-from pathlib import Path
 
-from crawl_bench import ROOT, crawl_args, finish, serve_sqlite_doc
-
-
-def crawl(url: str, out: Path, durable: bool, concurrency: int) -> dict:
-    out.mkdir(parents=True)
-    persist = [f"JOBDIR={out / 'job'}"] if durable else [f"NEARDUP_STORE={out / 'store'}"]
-    cmd = [sys.executable, "-m", "scrapy", "crawl", "site", "-a", f"start_url={url}"]
-    for s in ["AUTOTHROTTLE_ENABLED=False", f"CONCURRENT_REQUESTS={concurrency}",
-              f"CONCURRENT_REQUESTS_PER_DOMAIN={concurrency}", "LOG_LEVEL=INFO", *persist]:
-        cmd += ["-s", s]
-    t = time.perf_counter()
-    r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1800)
-    if r.returncode or "'finish_reason': 'finished'" not in r.stderr:
-        raise RuntimeError(r.stderr[-2000:])
-    stats = {"wall_s": time.perf_counter() - t}
-    for key in ("response_received_count", "elapsed_time_seconds", "neardup/kept", "neardup/dropped"):
-        for line in r.stderr.splitlines():
-            if f"'{key}':" in line:
-                stats[key] = float(line.split(":")[-1].strip(" ,}"))
-    stats["pages_per_s"] = stats["response_received_count"] / stats["elapsed_time_seconds"]
-    return stats
+from crawl_bench import crawl, crawl_args, finish, serve_sqlite_doc
 
 
 def main() -> None:
-    a = crawl_args("bench/results/frontier.json")
-    a.rounds = max(a.rounds, 3) if "--rounds" not in sys.argv else a.rounds
+    a = crawl_args("bench/results/frontier.json", rounds=3)
     work, _site, port, nginx = serve_sqlite_doc(a.data, "neardup-frontier-")
     url = f"http://127.0.0.1:{port}/index.html"
     runs: dict[str, list[dict]] = {"memory": [], "durable": []}
@@ -54,7 +29,8 @@ def main() -> None:
             for mode in (("memory", "durable") if i % 2 == 0 else ("durable", "memory")):
                 out = work / f"{mode}-{i}"
                 shutil.rmtree(out, ignore_errors=True)
-                runs[mode].append(crawl(url, out, mode == "durable", a.concurrency))
+                persist = f"JOBDIR={out / 'job'}" if mode == "durable" else f"NEARDUP_STORE={out / 'store'}"
+                runs[mode].append(crawl(url, out, a.concurrency, [persist]))
                 print(mode, runs[mode][-1], flush=True)
     finally:
         nginx.terminate()
