@@ -23,3 +23,51 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+# -- real Redis servers (tests/fixtures/redis_servers.py) -------------------------
+
+
+@pytest.fixture(scope="session")
+def redis_server():
+    """One redis-server on a free loopback port, for the session."""
+    from tests.fixtures.redis_servers import RedisServer, available
+
+    if (why := available()) is not None:
+        pytest.skip(why)
+    server = RedisServer()
+    yield server
+    server.close()
+
+
+@pytest.fixture(scope="session")
+def redis_cluster():
+    """A 3-node Redis Cluster on loopback ports, for the session."""
+    from tests.fixtures.redis_servers import RedisCluster, available
+
+    if (why := available()) is not None:
+        pytest.skip(why)
+    cluster = RedisCluster()
+    yield cluster
+    cluster.close()
+
+
+_prefixes = iter(range(10**9))
+
+
+@pytest.fixture
+def redis_url(redis_server, request):
+    """A store URL on the session's redis-server with a prefix of its own."""
+    return f"{redis_server.url}?prefix=t{next(_prefixes)}"
+
+
+@pytest.fixture
+def redis_cluster_url(redis_cluster):
+    """A store URL on the session's Redis Cluster with a prefix of its own."""
+    return f"{redis_cluster.url}?prefix=c{next(_prefixes)}"
+
+
+@pytest.fixture(params=["redis", "cluster"])
+def shared_store_url(request):
+    """A store URL with a prefix of its own, on one Redis and on a Redis Cluster."""
+    return request.getfixturevalue("redis_url" if request.param == "redis" else "redis_cluster_url")

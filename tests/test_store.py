@@ -221,11 +221,6 @@ def test_one_writer_many_readers(tmp_path):
     SimhashStore.open(path).close()  # the lock is released
 
 
-def test_redis_urls_say_so():
-    with pytest.raises(StoreError, match="redis"):
-        SimhashStore.open("redis://127.0.0.1:6379/0")
-
-
 @pytest.mark.parametrize("k", [0, 3, 5])
 def test_check_and_add_many_equals_one_by_one(k):
     rng = np.random.default_rng(77 + k)

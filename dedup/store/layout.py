@@ -116,6 +116,18 @@ class Layout:
                     break
         return out
 
+    def prefixes(self, fps: np.ndarray) -> np.ndarray:
+        """(tables, n) uint64: each fingerprint's prefix in each table (its
+        leading blocks, concatenated): the bucket a fingerprint falls in.
+        Two fingerprints within k bits share the prefix of some table."""
+        fps = np.asarray(fps, dtype=np.uint64)
+        src, _, mask = self.shift_arrays()
+        out = np.zeros((self.n_tables, len(fps)), dtype=np.uint64)
+        for t, lead in enumerate(self.leads):
+            for j, blk in enumerate(lead):
+                out[t] = (out[t] << np.uint64(self.blocks[blk])) | ((fps >> src[t, j]) & mask[t, j])
+        return out
+
     def block_masks(self) -> np.ndarray:
         """uint64 mask of each block in the original bit order."""
         out = []

@@ -33,6 +33,7 @@ import numpy as np
 
 from .backends import Backend, MemoryBackend, SQLiteBackend, StoreError
 from .layout import FP_BITS, Layout, choose_layout
+from .redis_store import RedisSimhashStore, is_redis_url
 from .tables import PermutedTables
 
 STORE_FORMAT = "1"
@@ -96,7 +97,9 @@ class SimhashStore:
         """Open or create a store.
 
         ``location``: None for an in-memory store; a directory path for the
-        embedded persistent store. ``capacity`` (expected fingerprints) picks
+        embedded persistent store; ``redis://[:password@]host:port/db?prefix=NAME``
+        (or ``rediss://``, or a cluster node's URL) for a store many processes
+        share (``dedup.store.redis_store``: same API, same answers). ``capacity`` (expected fingerprints) picks
         the table layout when the store is created; an existing store keeps
         its own. ``scheme`` names how fingerprints were made; a store refuses
         to open under another scheme, ``max_distance`` or ``layout``.
@@ -108,8 +111,11 @@ class SimhashStore:
             backend: Backend = MemoryBackend()
         else:
             loc = os.fspath(location)
-            if loc.startswith(("redis://", "rediss://", "unix://")):
-                raise StoreError("redis:// stores are not available in this version")
+            if is_redis_url(loc):  # shared by many processes: the tables live on the server
+                if fsync:
+                    raise StoreError("fsync is the Redis server's setting (appendfsync), not the store's")
+                return RedisSimhashStore(loc, max_distance=max_distance, capacity=capacity,  # type: ignore[return-value]
+                                         scheme=scheme, layout=layout, readonly=readonly)
             try:
                 backend = SQLiteBackend(loc, readonly=readonly, fsync=fsync)
             except sqlite3.DatabaseError as exc:

@@ -1,0 +1,136 @@
+"""The Redis store's server-side steps (Lua, run atomically by Redis).
+
+Each call touches keys of one hash slot only (one table shard: see
+``redis_store``), so the same scripts run on one Redis and on a Redis
+Cluster. Fingerprints travel and are stored as 8-byte big-endian strings,
+compared with Redis's ``bit`` library on two exact 32-bit halves: nothing
+passes through a Lua number above 2**32 (Lua numbers are doubles).
+"""
+
+# Shared by both scripts: is the 8-byte string at s[pos] within k bits of (ah, al)?
+_NEAR = """
+local band, bxor = bit.band, bit.bxor
+local function near(ah, al, s, pos, k)
+  local bh, bl = struct.unpack('>I4I4', s, pos)
+  local c = 0
+  local x = bxor(ah, bh)
+  while x ~= 0 do x = band(x, x - 1); c = c + 1; if c > k then return false end end
+  x = bxor(al, bl)
+  while x ~= 0 do x = band(x, x - 1); c = c + 1; if c > k then return false end end
+  return true
+end
+"""
+
+#: Probe one bucket per fingerprint and reserve the fingerprint there.
+#: KEYS[1]: the first bucket (declares the slot; every bucket of a call shares its hash tag)
+#: ARGV: k, token, lease_ms, fingerprints (8 bytes each, concatenated), bucket names
+#: (space-separated, one per fingerprint). A bucket's reservations are the hash
+#: "<bucket>:p" (field: fingerprint, value: "token:expiry_ms").
+#: Returns a string, a digit per fingerprint: 0 (reserved: nothing committed or
+#: reserved by another process within k), 1 (a committed fingerprint within k: a
+#: duplicate) or 2 (another process holds a live reservation within k: wait).
+#: Expired reservations (their process died) are removed on the way.
+RESERVE = _NEAR + """
+local k, token, lease, fps = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3]), ARGV[4]
+local now = redis.call('TIME')
+now = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+local out, i = {}, 1
+for bucket in string.gmatch(ARGV[5], '%S+') do
+  local fp = string.sub(fps, i, i + 7)
+  i = i + 8
+  local pend = bucket .. ':p'
+  local ah, al = struct.unpack('>I4I4', fp)
+  local verdict = 0
+  local s = redis.call('GET', bucket)
+  if s then
+    for pos = 1, #s, 8 do
+      if near(ah, al, s, pos, k) then verdict = 1; break end
+    end
+  end
+  if verdict == 0 then
+    local p = redis.call('HGETALL', pend)
+    for j = 1, #p, 2 do
+      local v = p[j + 1]
+      local sep = string.find(v, ':', 1, true)
+      if string.sub(v, 1, sep - 1) ~= token then
+        if tonumber(string.sub(v, sep + 1)) < now then
+          redis.call('HDEL', pend, p[j])
+        elseif near(ah, al, p[j], 1, k) then
+          verdict = 2; break
+        end
+      end
+    end
+  end
+  if verdict == 0 then redis.call('HSET', pend, fp, token .. ':' .. (now + lease)) end
+  out[#out + 1] = verdict
+end
+return table.concat(out)
+"""
+
+#: Commit reserved (or unconditionally added) fingerprints into one table:
+#: append each to its bucket and drop this process's reservation. In table 0
+#: also write the record (field: fingerprint + 8-byte sequence number, value:
+#: its key) in "<bucket>:r" and count it in "<tag>:n", so a fingerprint is never
+#: visible in any table before its record.
+#: KEYS[1]: the first bucket. ARGV: token, repair ('1': skip a fingerprint already
+#: in its bucket), fingerprints (concatenated), bucket names (space-separated),
+#: then in table 0 only: sequence numbers (8 bytes each, concatenated), and a key
+#: per fingerprint.
+#: Returns how many were appended.
+COMMIT = """
+local token, repair, fps = ARGV[1], ARGV[2] == '1', ARGV[3]
+local table0 = #ARGV > 4
+local function has(s, fp)
+  local i = 1
+  while true do
+    i = string.find(s, fp, i, true)
+    if not i then return false end
+    if (i - 1) % 8 == 0 then return true end
+    i = i + 1
+  end
+end
+local n, i = 0, 0
+for bucket in string.gmatch(ARGV[4], '%S+') do
+  local fp = string.sub(fps, i * 8 + 1, i * 8 + 8)
+  local skip = false
+  if repair then
+    local s = redis.call('GET', bucket)
+    skip = s ~= false and has(s, fp)
+  end
+  if not skip then
+    redis.call('APPEND', bucket, fp)
+    if table0 then
+      redis.call('HSET', bucket .. ':r', fp .. string.sub(ARGV[5], i * 8 + 1, i * 8 + 8), ARGV[6 + i])
+      redis.call('INCR', string.match(bucket, '^{[^}]*}') .. ':n')
+    end
+    n = n + 1
+  end
+  local pend = bucket .. ':p'
+  local v = redis.call('HGET', pend, fp)
+  if v and string.sub(v, 1, #token + 1) == token .. ':' then redis.call('HDEL', pend, fp) end
+  i = i + 1
+end
+return n
+"""
+
+#: Drop this process's reservations (a fingerprint found to be a duplicate in a
+#: later table gives back the ones it took). KEYS[1]: the first bucket;
+#: ARGV: token, fingerprints (concatenated), bucket names (space-separated).
+RELEASE = """
+local token, fps, i = ARGV[1], ARGV[2], 1
+for bucket in string.gmatch(ARGV[3], '%S+') do
+  local pend, fp = bucket .. ':p', string.sub(fps, i, i + 7)
+  i = i + 8
+  local v = redis.call('HGET', pend, fp)
+  if v and string.sub(v, 1, #token + 1) == token .. ':' then redis.call('HDEL', pend, fp) end
+end
+return 0
+"""
+
+#: Create the store's metadata unless another process did first. KEYS: meta;
+#: ARGV: name_1, value_1, ... Returns 1 when this call created it.
+INIT_META = """
+if redis.call('HEXISTS', KEYS[1], 'format') == 1 then return 0 end
+redis.call('HSET', KEYS[1], unpack(ARGV))
+return 1
+"""

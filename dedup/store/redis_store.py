@@ -1,0 +1,630 @@
+"""The permuted tables on Redis (or Redis Cluster), shared by many processes.
+
+``SimhashStore.open("redis://[:password@]host:port/db?prefix=NAME")`` gives
+this store: the same answers as the embedded one (the same contract tests run
+over both), for crawler processes on many machines at once.
+
+Layout (``k = 3`` at 1M: 4 tables of 16-bit prefixes): a fingerprint lives
+in one *bucket* per table, the bucket named by its prefix in that table
+(``Layout.prefixes``). Two fingerprints within k bits share the prefix of
+some table (pigeonhole), so probing the T buckets of a fingerprint finds
+every stored neighbour. Keys, with ``S`` shards per table (``?shards=``,
+default 256) and shard ``s = prefix mod S``::
+
+    {NAME:t.s}:b:<prefix hex>   the bucket: stored fingerprints, 8 bytes each, appended
+    {NAME:t.s}:p                reservations in flight in this table shard (a hash)
+    {NAME:0.s}:r:<prefix hex>   table 0 only: records, field fingerprint+seq -> key
+    {NAME:0.s}:n                table 0 only: records in this shard
+    NAME:meta, NAME:seq         settings and layout; the sequence of records
+
+The ``{...}`` hash tag puts one table shard in one Redis Cluster slot, so the
+``T * S`` shards spread over the cluster's nodes and the store grows with it,
+while every server-side step touches one slot only.
+
+Atomic ``check_and_add`` across processes, one slot per step: a fingerprint
+*reserves* itself table by table, in table order (``redis_scripts.RESERVE``:
+probe the bucket, and unless a committed fingerprint is within k, or another
+process's live reservation is, record a reservation). A committed neighbour
+makes it a duplicate (it releases what it reserved); a reservation within k
+makes it wait and retry. Holding all T, it commits them (table 0 first, with
+the record) and is admitted. Of two near-duplicates racing, the first to
+reserve the first table their buckets share wins there, and the other sees
+its reservation or commit: exactly one is admitted. Waits cannot deadlock:
+a process waits only on one that has reserved a later table than it holds.
+A reservation whose process died expires after ``lease`` seconds
+(``?lease=``, default 30); a process that stalls longer than that between
+reserving and committing could let a near-copy in (documented).
+
+Costs: a probe reads T buckets of about ``n / 2**prefix`` fingerprints (15 at
+1M); ``check_and_add`` is 2T + 1 server steps and T + 4 round trips; batches
+pipeline them, grouped by slot.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import threading
+import time
+import uuid
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import numpy as np
+
+from . import redis_scripts as scripts
+from .backends import StoreError
+from .layout import Layout
+
+DEFAULT_SHARDS = 256
+DEFAULT_LEASE = 30.0
+CHUNK = 256  # fingerprints per script call
+OWN_PARAMS = ("prefix", "cluster", "shards", "lease")
+
+
+class StoreUnavailable(StoreError):
+    """The store's server cannot be reached (or is loading): retry later."""
+
+
+def redact(url: str) -> str:
+    """``url`` without its password (for messages, logs and stats)."""
+    parts = urlsplit(url)
+    if parts.password is None and parts.username is None:
+        return url
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = f"***@{host}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
+
+def is_redis_url(location: str) -> bool:
+    return location.startswith(("redis://", "rediss://", "unix://"))
+
+
+def split_url(url: str) -> tuple[str, dict[str, str]]:
+    """The URL for redis-py, and this store's own query parameters."""
+    parts = urlsplit(url)
+    own, rest = {}, []
+    for name, value in parse_qsl(parts.query, keep_blank_values=True):
+        (own.__setitem__(name, value) if name in OWN_PARAMS else rest.append((name, value)))
+    return urlunsplit(parts._replace(query=urlencode(rest))), own
+
+
+def _flag(value: str | None) -> bool | None:
+    if value is None or value == "":
+        return None
+    if value.lower() in ("1", "yes", "true", "on"):
+        return True
+    if value.lower() in ("0", "no", "false", "off"):
+        return False
+    raise StoreError(f"cluster={value!r} in the store URL: use yes or no")
+
+
+def connect(url: str, *, cluster: bool | None = None, timeout: float = 5.0) -> tuple[Any, bool]:
+    """A redis-py client for ``url`` (a Redis Cluster client when the server
+    says it is one, or ``cluster`` says so), checked with a PING, and whether
+    it is a cluster. Raises ``StoreUnavailable`` naming the URL (no password)."""
+    try:
+        import redis
+        from redis.backoff import ExponentialBackoff
+        from redis.cluster import RedisCluster
+        from redis.retry import Retry
+    except ImportError as exc:
+        raise StoreError("a redis:// store needs the redis package: pip install 'scrapy-neardup[redis]'") from exc
+    # reconnects with backoff, within a call; a longer outage surfaces as StoreUnavailable
+    opts = dict(socket_timeout=timeout, socket_connect_timeout=timeout,
+                retry=Retry(ExponentialBackoff(cap=1.0, base=0.05), 3), health_check_interval=30)
+    shown = redact(url)
+    try:
+        if cluster is None:
+            probe = redis.Redis.from_url(url, **opts)
+            try:
+                info = probe.info("cluster")
+            finally:
+                probe.close()
+            cluster = bool(info.get("cluster_enabled"))
+        if cluster:
+            opts.pop("health_check_interval")
+            client = RedisCluster.from_url(url, **opts)
+        else:
+            client = redis.Redis.from_url(url, **opts)
+        client.ping()
+    except redis.AuthenticationError as exc:
+        raise StoreError(f"the Redis store at {shown} refused the credentials ({exc})") from None
+    except (redis.ConnectionError, redis.TimeoutError, redis.exceptions.ClusterError) as exc:
+        raise StoreUnavailable(f"cannot reach the Redis store at {shown}: {exc}") from None
+    except redis.RedisError as exc:
+        raise StoreError(f"the Redis store at {shown} answered with an error: {exc}") from None
+    return client, cluster
+
+
+class _Meta:
+    """The store's metadata hash, as ``SimhashStore._settle_meta`` reads it."""
+
+    def __init__(self, store: RedisSimhashStore) -> None:
+        self.store = store
+        self.path = store.location
+
+    def read_meta(self) -> dict[str, str]:
+        raw = self.store._call(lambda c: c.hgetall(self.store.meta_key))
+        return {k.decode(): v.decode() for k, v in raw.items()}
+
+    def write_meta(self, meta: dict[str, str]) -> None:
+        if "format" in meta:  # creating: the first process to get here sets the layout
+            args = [x for kv in meta.items() for x in kv]
+            self.store._call(lambda c: c.eval(scripts.INIT_META, 1, self.store.meta_key, *args))
+        else:
+            self.store._call(lambda c: c.hset(self.store.meta_key, mapping=meta))
+
+
+def _fp8(fp: int) -> bytes:
+    return int(fp).to_bytes(8, "big")
+
+
+class RedisSimhashStore:
+    """``SimhashStore``'s API on Redis. Thread-safe; many processes share one."""
+
+    durable = True
+
+    def __init__(self, url: str, *, max_distance: int = 3, capacity: int = 1_000_000, scheme: str | None = None,
+                 layout: Layout | None = None, readonly: bool = False, timeout: float = 5.0) -> None:
+        from .store import SimhashStore  # (the metadata rules are the embedded store's)
+
+        redis_url, own = split_url(url)
+        self.location = redact(url)
+        self.name = own.get("prefix") or "neardup"
+        if not re.fullmatch(r"[A-Za-z0-9_.:-]+", self.name):
+            raise StoreError(f"prefix={self.name!r} in the store URL: use letters, digits and _ . : -")
+        try:
+            self.shards = int(own.get("shards") or DEFAULT_SHARDS)
+            self.lease = float(own.get("lease") or DEFAULT_LEASE)
+        except ValueError as exc:
+            raise StoreError(f"shards= and lease= in the store URL must be numbers ({exc})") from None
+        if self.shards < 1 or self.lease <= 0:
+            raise StoreError("shards= must be >= 1 and lease= > 0 in the store URL")
+        self.readonly = readonly
+        self.client, self.cluster = connect(redis_url, cluster=_flag(own.get("cluster")), timeout=timeout)
+        self.meta_key = f"{self.name}:meta"
+        self.seq_key = f"{self.name}:seq"
+        self.token = uuid.uuid4().hex  # this store's reservations
+        self._lock = threading.RLock()
+        self._sha: dict[str, str] = {}
+        try:
+            meta = _Meta(self)
+            self.layout = SimhashStore._settle_meta(meta, max_distance, capacity, scheme, layout, readonly)
+            stored = meta.read_meta()
+            self.layout = Layout.from_json(stored["layout"])  # (another process may have created it first)
+            if "shards" not in stored and not readonly:
+                meta.write_meta({"shards": str(self.shards)})
+            self.shards = int(meta.read_meta().get("shards", self.shards))
+            self.scheme = stored.get("scheme") or scheme
+        except BaseException:
+            self.client.close()
+            raise
+        self.max_distance = self.layout.k
+        self.T = self.layout.n_tables
+
+    # -- talking to Redis -------------------------------------------------------
+
+    def _call(self, fn):
+        """Run ``fn(client)``, turning redis-py's errors into store errors."""
+        import redis
+
+        try:
+            return fn(self.client)
+        except (redis.ConnectionError, redis.TimeoutError, redis.exceptions.ClusterError,
+                redis.exceptions.BusyLoadingError, redis.exceptions.TryAgainError) as exc:
+            raise StoreUnavailable(f"the Redis store at {self.location} is unavailable: {exc}") from None
+        except redis.exceptions.ReadOnlyError as exc:
+            raise StoreError(f"the Redis store at {self.location} cannot be written: {exc}") from None
+        except redis.RedisError as exc:
+            raise StoreError(f"the Redis store at {self.location} failed: {exc}") from None
+
+    def _run(self, calls: list[tuple[str, list, list]]) -> list[Any]:
+        """Run script calls ``(script, keys, args)`` in one pipeline (redis-py
+        sends each to its slot's node); loads the scripts where a server lacks them."""
+        import redis
+
+        def go(client):
+            for _attempt in range(3):
+                pipe = client.pipeline(transaction=False)
+                for src, keys, args in calls:
+                    # (execute_command: redis-py blocks the evalsha method in cluster pipelines, not the command)
+                    pipe.execute_command("EVALSHA", self._script(src), len(keys), *keys, *args)
+                out = pipe.execute(raise_on_error=False)
+                errors = [r for r in out if isinstance(r, Exception)]
+                if not errors:
+                    return out
+                if any(isinstance(e, redis.exceptions.NoScriptError) for e in errors):
+                    # a server restarted without its scripts: nothing ran for those calls
+                    missing = [c for c, r in zip(calls, out) if isinstance(r, redis.exceptions.NoScriptError)]
+                    if len(missing) == len(errors) and len(missing) < len(calls):
+                        done = {i for i, r in enumerate(out) if not isinstance(r, Exception)}
+                        self._sha.clear()
+                        rest = [c for i, c in enumerate(calls) if i not in done]
+                        again = self._run(rest)
+                        it = iter(again)
+                        return [out[i] if i in done else next(it) for i in range(len(calls))]
+                    self._sha.clear()
+                    continue
+                raise errors[0]
+            raise StoreError(f"the Redis store at {self.location} keeps losing its scripts")
+
+        return self._call(go)
+
+    def _script(self, src: str) -> str:
+        sha = self._sha.get(src)
+        if sha is None:
+            sha = self._sha[src] = self.client.script_load(src)  # (on every primary of a cluster)
+        return sha
+
+    def _group(self, items: Iterable[tuple[str, Any]]) -> list[list[Any]]:
+        """Items keyed by hash tag, in chunks that each stay within one slot
+        (on a single Redis, any keys go together)."""
+        groups: dict[str, list[Any]] = defaultdict(list)
+        for tag, item in items:
+            groups[tag if self.cluster else ""].append(item)
+        return [g[i : i + CHUNK] for g in groups.values() for i in range(0, len(g), CHUNK)]
+
+    # -- keys ---------------------------------------------------------------------
+
+    def _tag(self, t: int, prefix: int) -> str:
+        return f"{self.name}:{t}.{prefix % self.shards}"
+
+    def _bucket(self, t: int, prefix: int) -> str:
+        return f"{{{self._tag(t, prefix)}}}:b:{prefix:x}"
+
+    def _pending(self, t: int, prefix: int) -> str:
+        return self._bucket(t, prefix) + ":p"
+
+    def _records(self, prefix0: int) -> str:
+        return self._bucket(0, prefix0) + ":r"
+
+    def _count_key(self, shard: int) -> str:
+        return f"{{{self.name}:0.{shard}}}:n"
+
+    def _names(self, prefixes: np.ndarray) -> tuple[list[list[str]], list[list[str]]]:
+        """Per table, each fingerprint's hash tag and bucket name (made once per batch)."""
+        tags, names = [], []
+        for t in range(self.T):
+            row = prefixes[t].tolist()
+            tg = [f"{self.name}:{t}.{p % self.shards}" for p in row]
+            tags.append(tg)
+            names.append([f"{{{g}}}:b:{p:x}" for g, p in zip(tg, row)])
+        return tags, names
+
+    def _calls(self, script: str, t: int, idx: list[int], fps: list[int], where: tuple, head: list[Any],
+               tail=None) -> tuple[list[tuple[str, list, list]], list[list[int]]]:
+        """Script calls over fingerprints ``idx`` in table ``t``, one per slot
+        chunk (``where``: ``_names``): ARGV = head + [fingerprints blob, bucket
+        names] (+ ``tail(chunk)``)."""
+        tags, names = where[0][t], where[1][t]
+        calls, order = [], []
+        for chunk in self._group((tags[i], i) for i in idx):
+            args = [*head, b"".join(_fp8(fps[i]) for i in chunk), " ".join(names[i] for i in chunk)]
+            calls.append((script, [names[chunk[0]]], args + (tail(chunk) if tail else [])))
+            order.append(chunk)
+        return calls, order
+
+    # -- writing ----------------------------------------------------------------
+
+    def _check_writable(self) -> None:
+        if self.readonly:
+            raise StoreError("store opened read-only")
+
+    @staticmethod
+    def _array(fps: Iterable[int] | np.ndarray) -> np.ndarray:
+        if isinstance(fps, np.ndarray):
+            return fps.astype(np.uint64, copy=False)
+        vals = [int(x) for x in fps]
+        for v in vals:
+            if not 0 <= v < 1 << 64:
+                raise ValueError(f"fingerprint must be an unsigned 64-bit integer, got {v}")
+        return np.array(vals, dtype=np.uint64)
+
+    def _commit(self, fps: list[int], keys: list[str], prefixes: tuple, idx: list[int],
+                repair: bool = False) -> None:
+        """Commit fingerprints ``idx`` of a batch into every table: table 0
+        (with the records) first, so no table shows a fingerprint without its key."""
+        if not idx:
+            return
+        last = self._call(lambda c: c.incrby(self.seq_key, len(idx)))
+        seq_of = dict(zip(idx, range(last - len(idx) + 1, last + 1)))
+        head = [self.token, "1" if repair else "0"]
+        calls, _ = self._calls(scripts.COMMIT, 0, idx, fps, prefixes, head,
+                               lambda chunk: [b"".join(seq_of[i].to_bytes(8, "big") for i in chunk)]
+                               + [keys[i].encode("utf-8") for i in chunk])
+        self._run(calls)
+        calls = []
+        for t in range(1, self.T):
+            calls += self._calls(scripts.COMMIT, t, idx, fps, prefixes, head)[0]
+        if calls:
+            self._run(calls)
+
+    def add(self, fp: int, key: str) -> None:
+        """Store ``fp`` under ``key`` without a check. T + 1 server steps."""
+        self.add_many([fp], [key])
+
+    def add_many(self, fps: Iterable[int] | np.ndarray, keys: Sequence[str]) -> None:
+        arr = self._array(fps)
+        if len(arr) != len(keys):
+            raise ValueError(f"{len(arr)} fingerprints but {len(keys)} keys")
+        with self._lock:
+            self._check_writable()
+            self._commit(arr.tolist(), list(keys), self._names(self.layout.prefixes(arr)), list(range(len(arr))))
+
+    def check_and_add(self, fp: int, key: str) -> Any:
+        """The nearest stored match within ``max_distance`` (ties: the oldest
+        record), or None after storing ``fp`` under ``key``; atomic across
+        every process sharing the store."""
+        return self.check_and_add_many([fp], [key])[0]
+
+    def check_and_add_many(self, fps: Iterable[int] | np.ndarray, keys: Sequence[str]) -> list[Any]:
+        """``check_and_add`` for each of a batch, in order, pipelined."""
+        arr = self._array(fps)
+        if len(arr) != len(keys):
+            raise ValueError(f"{len(arr)} fingerprints but {len(keys)} keys")
+        with self._lock:
+            self._check_writable()
+            out: list[Any] = [None] * len(arr)
+            values = arr.tolist()
+            prefixes = self._names(self.layout.prefixes(arr))
+            for wave in self._waves(arr):
+                admitted, dups = self._reserve(values, prefixes, wave)
+                self._commit(values, list(keys), prefixes, admitted)
+                if dups:
+                    found = self._nearest(arr[dups])
+                    for i, m in zip(dups, found):
+                        if m is None:  # (only if its neighbour was deleted behind the store's back)
+                            raise StoreError(f"the Redis store at {self.location} lost a record")
+                        out[i] = m
+                    # a record this process half-committed before an outage: finish it
+                    mine = [i for i in dups if out[i].fingerprint == values[i] and out[i].key == keys[i]]
+                    self._commit(values, list(keys), prefixes, mine, repair=True)
+            return out
+
+    def _waves(self, arr: np.ndarray) -> list[list[int]]:
+        """Split a batch so that no two of a wave are within k bits, each after
+        every earlier neighbour of the batch (then a wave's fingerprints are
+        independent, and a later one sees an earlier one committed)."""
+        if len(arr) == 1:
+            return [[0]]
+        from .store import SimhashStore
+
+        with SimhashStore.open(None, max_distance=self.max_distance, layout=self.layout) as local:
+            local.add_many(arr, [""] * len(arr))
+            ra, rb, _ = local.pair_rows()  # the batch's own near pairs, a < b (rare)
+        wave_of = [0] * len(arr)
+        for a, b in sorted(zip(rb.tolist(), ra.tolist())):  # by the later one: its earlier ones are final
+            wave_of[a] = max(wave_of[a], wave_of[b] + 1)
+        waves: list[list[int]] = [[] for _ in range(max(wave_of) + 1)]
+        for i, w in enumerate(wave_of):
+            waves[w].append(i)
+        return waves
+
+    def _reserve(self, fps: list[int], prefixes: tuple, idx: list[int]) -> tuple[list[int], list[int]]:
+        """Reserve every table for ``idx``, in table order. Returns (admitted, duplicates)."""
+        head = [str(self.max_distance), self.token, str(int(self.lease * 1000))]
+        live = list(idx)
+        dups: list[int] = []
+        for t in range(self.T):
+            todo, pause, waited = list(live), 0.001, 0.0
+            while todo:
+                calls, order = self._calls(scripts.RESERVE, t, todo, fps, prefixes, head)
+                again, new = [], []
+                for chunk, verdicts in zip(order, self._run(calls)):
+                    for i, v in zip(chunk, verdicts):
+                        if v == 49:  # b"1": a committed neighbour
+                            new.append(i)
+                        elif v == 50:  # b"2": another process's reservation: wait for it
+                            again.append(i)
+                if new:
+                    self._release(fps, new, prefixes, t)
+                    gone = set(new)
+                    live = [i for i in live if i not in gone]
+                    dups += new
+                todo = again
+                if todo:
+                    if waited > 4 * self.lease:
+                        raise StoreError(f"the Redis store at {self.location}: a reservation did not clear "
+                                         f"in {waited:.0f} s")
+                    time.sleep(pause * (0.5 + random.random()))
+                    waited += pause
+                    pause = min(pause * 2, 0.05)
+        return live, sorted(dups)
+
+    def _release(self, fps: list[int], idx: list[int], prefixes: tuple, upto: int) -> None:
+        """Give back the reservations ``idx`` took in tables before ``upto``."""
+        calls = []
+        for t in range(upto):
+            calls += self._calls(scripts.RELEASE, t, idx, fps, prefixes, [self.token])[0]
+        if calls:
+            self._run(calls)
+
+    # -- reading ----------------------------------------------------------------
+
+    def _candidates(self, arr: np.ndarray) -> list[dict[int, int]]:
+        """For each query, the stored fingerprints within k: {fingerprint: distance}."""
+        prefixes = self.layout.prefixes(arr)
+        names = sorted({self._bucket(t, int(prefixes[t, i])) for t in range(self.T) for i in range(len(arr))})
+
+        def get(client):
+            pipe = client.pipeline(transaction=False)
+            for name in names:
+                pipe.get(name)
+            return pipe.execute()
+
+        buckets = dict(zip(names, self._call(get)))
+        out = []
+        for i, q in enumerate(arr.tolist()):
+            found: dict[int, int] = {}
+            for t in range(self.T):
+                raw = buckets[self._bucket(t, int(prefixes[t, i]))]
+                if not raw:
+                    continue
+                vals = np.frombuffer(raw, dtype=">u8").astype(np.uint64)
+                dist = np.bitwise_count(vals ^ np.uint64(q))
+                for j in np.flatnonzero(dist <= self.max_distance).tolist():
+                    found[int(vals[j])] = int(dist[j])
+            out.append(found)
+        return out
+
+    def _records_of(self, values: Iterable[int]) -> dict[int, list[tuple[int, str]]]:
+        """{fingerprint: [(seq, key), ...] oldest first} for stored fingerprints."""
+        values = sorted(set(values))
+        if not values:
+            return {}
+        p0 = self.layout.prefixes(np.array(values, dtype=np.uint64))[0].tolist()
+        names = sorted({self._records(p) for p in p0})
+
+        def get(client):
+            pipe = client.pipeline(transaction=False)
+            for name in names:
+                pipe.hgetall(name)
+            return pipe.execute()
+
+        wanted = set(values)
+        out: dict[int, list[tuple[int, str]]] = defaultdict(list)
+        for rec in self._call(get):
+            for field, key in rec.items():
+                v = int.from_bytes(field[:8], "big")
+                if v in wanted:
+                    out[v].append((int.from_bytes(field[8:], "big"), key.decode("utf-8")))
+        for v in out:
+            out[v].sort()
+        return out
+
+    def _matches(self, arr: np.ndarray) -> list[list[Any]]:
+        from .store import Match
+
+        cands = self._candidates(arr)
+        records = self._records_of(v for c in cands for v in c)
+        out = []
+        for found in cands:
+            ms = [(d, seq, v, key) for v, d in found.items() for seq, key in records.get(v, ())]
+            ms.sort()
+            out.append([Match(key, v, d) for d, _, v, key in ms])
+        return out
+
+    def _nearest(self, arr: np.ndarray) -> list[Any]:
+        return [ms[0] if ms else None for ms in self._matches(arr)]
+
+    def query(self, fp: int) -> list[Any]:
+        """Every stored record within ``max_distance`` of ``fp``, nearest first
+        (ties by age). Two pipelined round trips."""
+        return self._matches(self._array([fp]))[0]
+
+    def query_many(self, fps: Iterable[int] | np.ndarray) -> list[list[Any]]:
+        arr = self._array(fps)
+        return self._matches(arr) if len(arr) else []
+
+    def _scan(self, pattern: str) -> list[bytes]:
+        def scan(client):
+            return list(client.scan_iter(match=pattern, count=1000))
+        return self._call(scan)
+
+    def _all_records(self) -> list[tuple[int, int, str]]:
+        """(seq, fingerprint, key) of every record, oldest first."""
+        names = self._scan(f"{{{self.name}:0.*}}:b:*:r")
+
+        def get(client):
+            pipe = client.pipeline(transaction=False)
+            for name in names:
+                pipe.hgetall(name)
+            return pipe.execute()
+
+        out = []
+        for rec in self._call(get) if names else []:
+            for field, key in rec.items():
+                out.append((int.from_bytes(field[8:], "big"), int.from_bytes(field[:8], "big"), key.decode("utf-8")))
+        out.sort()
+        return out
+
+    def fingerprints(self) -> np.ndarray:
+        """All stored fingerprints, oldest first (uint64 array). Scans the store."""
+        return np.array([fp for _, fp, _ in self._all_records()], dtype=np.uint64)
+
+    def pairs(self) -> Iterator[tuple[str, str, int]]:
+        """Every stored pair within ``max_distance``, each once (the batch
+        self-join, run locally over a copy of the fingerprints)."""
+        from .store import SimhashStore
+
+        records = self._all_records()
+        with SimhashStore.open(None, max_distance=self.max_distance, layout=self.layout) as local:
+            local.add_many(np.array([fp for _, fp, _ in records], dtype=np.uint64), [k for _, _, k in records])
+            yield from local.pairs()
+
+    def __len__(self) -> int:
+        def get(client):
+            pipe = client.pipeline(transaction=False)
+            for s in range(self.shards):
+                pipe.get(self._count_key(s))
+            return pipe.execute()
+        return sum(int(x or 0) for x in self._call(get))
+
+    def check_invariants(self) -> None:
+        """Raise unless every record's fingerprint is in its bucket of every
+        table exactly as often as it has records, nothing else is in a bucket,
+        and the counts add up. Scans the store (for tests)."""
+        records = self._all_records()
+        want = defaultdict(int)
+        for _, fp, _ in records:
+            want[fp] += 1
+        if len(self) != len(records):
+            raise AssertionError(f"counts say {len(self)} records, {len(records)} found")
+        fps = np.array(sorted(want), dtype=np.uint64)
+        prefixes = self.layout.prefixes(fps)
+        for t in range(self.T):
+            names = [n for n in self._scan(f"{{{self.name}:{t}.*}}:b:*") if not n.endswith((b":p", b":r"))]
+
+            def get(client, names=names):
+                pipe = client.pipeline(transaction=False)
+                for name in names:
+                    pipe.get(name)
+                return pipe.execute()
+
+            seen = defaultdict(int)
+            for name, raw in zip(names, self._call(get) if names else []):
+                for v in np.frombuffer(raw or b"", dtype=">u8").tolist():
+                    seen[v] += 1
+                    i = int(np.searchsorted(fps, np.uint64(v)))
+                    if i >= len(fps) or int(fps[i]) != v:
+                        raise AssertionError(f"table {t}: {v:016x} in {name!r} has no record")
+                    if name.decode() != self._bucket(t, int(prefixes[t, i])):
+                        raise AssertionError(f"table {t}: {v:016x} in the wrong bucket {name!r}")
+            if dict(seen) != dict(want):
+                raise AssertionError(f"table {t} holds other fingerprints than the records")
+
+    def refresh(self) -> int:
+        """Nothing to load: every call reads the shared store."""
+        return 0
+
+    def flush(self) -> None:
+        """Nothing pending: each call is committed on the server when it returns
+        (durable as the server's persistence is: appendonly yes)."""
+
+    def close(self) -> None:
+        with self._lock:
+            if self.client is not None:
+                self.client.close()
+                self.client = None
+
+    def __enter__(self) -> RedisSimhashStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def drop(self) -> int:
+        """Delete every key of this store (for tests and benchmarks). Returns how many."""
+        names = self._scan(f"{{{self.name}:*") + [self.meta_key.encode(), self.seq_key.encode()]
+
+        def delete(client):
+            pipe = client.pipeline(transaction=False)
+            for name in names:
+                pipe.delete(name)
+            return sum(pipe.execute())
+        return self._call(delete)
