@@ -1,0 +1,165 @@
+"""Several processes race ``check_and_add`` on one shared store: of planted
+clusters of near-duplicates submitted at the same moment by every process,
+exactly one member of each is admitted, every round, on one Redis and on a
+3-node Redis Cluster. And a process killed while it holds reservations
+blocks the others no longer than the lease."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import signal
+import time
+
+import numpy as np
+import pytest
+
+from dedup.store import SimhashStore, StoreError, StoreUnavailable
+from dedup.store.redis_store import redact
+
+PROCESSES = 4
+ROUNDS = int(os.environ.get("NEARDUP_RACE_ROUNDS", "12"))
+CLUSTERS = 40
+
+
+def planted_clusters(seed: int, n: int) -> list[list[int]]:
+    """n clusters of PROCESSES fingerprints, pairwise within 3 bits: a centre
+    and flips of bits from a 3-bit set, the bits in one to three blocks (so the
+    members share the buckets of one to three tables)."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n):
+        centre = int(rng.integers(0, 2**64 - 1, dtype=np.uint64, endpoint=True))
+        blocks = rng.choice(4, size=int(rng.integers(1, 4)), replace=False)
+        bits: list[int] = []
+        while len(bits) < 3:
+            b = int(rng.choice(blocks)) * 16 + int(rng.integers(0, 16))
+            if b not in bits:
+                bits.append(b)
+        members = []
+        for mask in range(8):
+            fp = centre
+            for j, b in enumerate(bits):
+                if mask >> j & 1:
+                    fp ^= 1 << b
+            members.append(fp)
+        order = rng.permutation(8)
+        out.append([members[i] for i in order[:PROCESSES]])
+    return out
+
+
+def racer(url: str, me: int, barrier, results) -> None:
+    store = SimhashStore.open(url)
+    for rnd in range(ROUNDS):
+        clusters = planted_clusters(rnd, CLUSTERS)
+        mine = [c[me] for c in clusters]
+        keys = [f"r{rnd}c{i}p{me}" for i in range(CLUSTERS)]
+        barrier.wait()
+        if (rnd + me) % 2:  # half the time a pipelined batch, half single calls
+            got = store.check_and_add_many(mine, keys)
+        else:
+            got = [store.check_and_add(fp, key) for fp, key in zip(mine, keys)]
+        results.put((rnd, me, [m is None for m in got]))
+    store.close()
+
+
+def test_exactly_one_of_each_planted_cluster_is_admitted(shared_store_url):
+    ctx = mp.get_context("spawn")
+    barrier, results = ctx.Barrier(PROCESSES), ctx.Queue()
+    procs = [ctx.Process(target=racer, args=(shared_store_url, p, barrier, results)) for p in range(PROCESSES)]
+    for p in procs:
+        p.start()
+    admitted = np.zeros((ROUNDS, CLUSTERS), dtype=int)
+    try:
+        for _ in range(ROUNDS * PROCESSES):
+            rnd, _me, flags = results.get(timeout=240)
+            admitted[rnd] += np.array(flags, dtype=int)
+    finally:
+        for p in procs:
+            p.join(30)
+            if p.exitcode is None:
+                p.kill()
+    assert [p.exitcode for p in procs] == [0] * PROCESSES
+    assert (admitted == 1).all(), f"clusters admitted other than once: {np.argwhere(admitted != 1).tolist()}"
+    with SimhashStore.open(shared_store_url) as s:
+        assert len(s) == ROUNDS * CLUSTERS
+        s.check_invariants()
+        s.drop()
+
+
+def holder(url: str, fps: list[int], ready) -> None:
+    """Reserve every table for ``fps``, then hang (to be killed) before committing."""
+    store = SimhashStore.open(url)
+    names = store._names(store.layout.prefixes(np.array(fps, dtype=np.uint64)))
+    admitted, dups = store._reserve(fps, names, list(range(len(fps))))
+    assert len(admitted) == len(fps) and not dups
+    ready.set()
+    time.sleep(600)
+
+
+def test_a_killed_processes_reservations_expire(shared_store_url):
+    url = shared_store_url + "&lease=1.5"
+    clusters = planted_clusters(99, 10)
+    fps, near = [c[0] for c in clusters], [c[1] for c in clusters]
+    ctx = mp.get_context("spawn")
+    ready = ctx.Event()
+    p = ctx.Process(target=holder, args=(url, fps, ready))
+    p.start()
+    try:
+        assert ready.wait(60)
+    finally:
+        os.kill(p.pid, signal.SIGKILL)
+        p.join()
+    with SimhashStore.open(url) as s:
+        t0 = time.monotonic()
+        got = s.check_and_add_many(near, [f"n{i}" for i in range(len(near))])
+        waited = time.monotonic() - t0
+        assert got == [None] * len(near)  # the dead process never committed: these are the first
+        assert waited < 60  # (it waited for the lease to run out, not forever)
+        s.check_invariants()
+        s.drop()
+
+
+def test_unreachable_or_refused_says_where_without_the_password(redis_server, tmp_path):
+    from conftest import free_port
+    from tests.fixtures.redis_servers import RedisServer
+
+    url = f"redis://:s3cret@127.0.0.1:{free_port()}/0?prefix=x"
+    with pytest.raises(StoreUnavailable) as err:
+        SimhashStore.open(url)
+    assert "127.0.0.1" in str(err.value) and "s3cret" not in str(err.value)
+    guarded = RedisServer(workdir=tmp_path, appendonly=False)
+    try:
+        guarded.cli("config", "set", "requirepass", "right")
+        with pytest.raises(StoreError) as err:  # the wrong password
+            SimhashStore.open(guarded.url.replace("redis://", "redis://:s3cret@") + "?prefix=x")
+        assert "s3cret" not in str(err.value) and "credentials" in str(err.value)
+        with SimhashStore.open(guarded.url.replace("redis://", "redis://:right@") + "?prefix=x") as s:
+            assert s.check_and_add(5, "five") is None and "right" not in s.location
+    finally:
+        guarded.close()
+    assert redact("redis://user:pw@h:1/0") == "redis://***@h:1/0"
+
+
+def test_a_redis_restart_is_survived(tmp_path):
+    """The server goes away and comes back (appendonly: with its data): calls
+    while it is down raise StoreUnavailable; the same store object works after."""
+    from tests.fixtures.redis_servers import RedisServer, available
+
+    if (why := available()) is not None:
+        pytest.skip(why)
+    server = RedisServer(workdir=tmp_path)
+    try:
+        s = SimhashStore.open(server.url + "?prefix=restart")
+        assert s.check_and_add(1, "one") is None
+        time.sleep(1.2)  # (appendfsync everysec)
+        server.stop()
+        with pytest.raises(StoreUnavailable, match="127.0.0.1"):
+            s.check_and_add(0xF0F0F0F0F0F0F0F0, "two")
+        server.start()
+        assert s.check_and_add(1 ^ 0b11, "again").key == "one"
+        assert s.check_and_add(0xF0F0F0F0F0F0F0F0, "two") is None
+        s.check_invariants()
+        s.close()
+    finally:
+        server.close()
