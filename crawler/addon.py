@@ -74,6 +74,39 @@ class NearDupAddon:
                                                        ACK_ORDER)
 
 
+REDIS_SCHEDULER = "crawler.frontier.redis_scheduler.ReliableRedisScheduler"
+REDIS_SETTINGS = {
+    "SCHEDULER": REDIS_SCHEDULER,
+    "DUPEFILTER_CLASS": "scrapy_redis.dupefilter.RFPDupeFilter",
+    # the queue outlives each process: the last one to finish must not clear it for the others
+    "SCHEDULER_PERSIST": True,
+    # one hash tag per spider: every step on the queue touches one Redis Cluster slot
+    "SCHEDULER_QUEUE_KEY": "{%(spider)s}:requests",
+    "SCHEDULER_DUPEFILTER_KEY": "{%(spider)s}:dupefilter",
+}
+
+
+class SharedCrawlAddon:
+    """The scale-out profile: N processes on N machines share one frontier
+    (scrapy-redis's queue and dupe filter, with reliable acknowledgements:
+    ``crawler.frontier.redis_scheduler``) and one near-duplicate store, all on
+    the Redis at ``REDIS_URL``. Add it beside the filter:
+    ``ADDONS = {"crawler.addon.NearDupAddon": 0, "crawler.addon.SharedCrawlAddon": 0}``.
+    ``NEARDUP_STORE`` defaults to ``REDIS_URL`` with ``?prefix=neardup``."""
+
+    def update_settings(self, settings: BaseSettings) -> None:
+        for name, value in REDIS_SETTINGS.items():
+            settings.set(name, value, priority="addon")  # (over the durable frontier; a project's own wins)
+        url = settings.get("REDIS_URL") or f"redis://{settings.get('REDIS_HOST', 'localhost')}:" \
+                                           f"{settings.get('REDIS_PORT', 6379)}/0"
+
+        if settings.getpriority("NEARDUP_STORE") is None:
+            settings.set("NEARDUP_STORE", url + ("&" if "?" in url else "?") + "prefix=neardup", priority="addon")
+        settings.setdefault_in_component_priority_dict("SPIDER_MIDDLEWARES", ACK_SPIDER_MIDDLEWARE, ACK_ORDER)
+        settings.setdefault_in_component_priority_dict("DOWNLOADER_MIDDLEWARES", ACK_DOWNLOADER_MIDDLEWARE,
+                                                       ACK_ORDER)
+
+
 class PoliteCrawlAddon:
     """The polite crawl profile (``POLITE_SETTINGS``), for those who ask for it."""
 

@@ -18,9 +18,11 @@ from scrapy.settings import BaseSettings
 
 from dedup.fingerprint import DEFAULT_MIN_TOKENS
 from dedup.store.layout import MAX_DISTANCE
+from dedup.store.redis_store import is_redis_url, redact
 
 
 SCOPES = ("all", "host", "domain")
+UNAVAILABLE = ("pause", "pass")
 
 
 class ConfigError(ValueError):
@@ -31,7 +33,7 @@ class ConfigError(ValueError):
 class NearDupConfig:
     enabled: bool = True
     max_distance: int = 3
-    store: str | None = None  # directory path, or None for an in-memory store
+    store: str | None = None  # directory path, redis:// URL, or None for an in-memory store
     capacity: int = 1_000_000
     duplicates_file: str | None = None  # JSON lines explaining each drop
     min_text: int = DEFAULT_MIN_TOKENS
@@ -45,13 +47,29 @@ class NearDupConfig:
     frontier_max_redeliveries: int = 3  # a request in flight at that many kills in a row is given up
     max_page_bytes: int = 10 * 1024 * 1024  # larger pages pass unchecked (neardup/skipped/too_large)
     scope: str = "all"  # compare a page with pages of: "all" sites, its "host", its registered "domain"
+    # a shared (Redis) store that cannot be reached: "pause" the pages until it is back,
+    # or let them "pass" unchecked and unstored (neardup/skipped/store_unavailable)
+    store_unavailable: str = "pause"
+    frontier_lease: float = 30.0  # shared frontier: a process silent this long is dead (its requests requeued)
+
+    @property
+    def store_shown(self) -> str:
+        """The store for logs and stats: a URL without its password."""
+        return redact(self.store) if self.store else "in memory"
+
+    @property
+    def shared_store(self) -> bool:
+        return bool(self.store) and is_redis_url(self.store)
 
     @classmethod
     def of(cls, crawler: Crawler) -> NearDupConfig:
         """The config of ``crawler``, parsed from its settings once."""
         config = _BY_CRAWLER.get(crawler)
         if config is None:
-            config = _BY_CRAWLER[crawler] = cls.from_settings(crawler.settings)
+            config = cls.from_settings(crawler.settings)
+            # (a spider is made before the add-ons set their settings: cache only the final ones)
+            if crawler.settings.frozen:
+                _BY_CRAWLER[crawler] = config
         return config
 
     @classmethod
@@ -75,6 +93,16 @@ class NearDupConfig:
                 raise ConfigError(f"{name} must be {rng}, got {value}")
             return value
 
+        def seconds(name: str, default: float) -> float:
+            raw = settings.get(name, default)
+            try:
+                value = float(raw)
+            except (TypeError, ValueError):
+                raise ConfigError(f"{name} must be a number of seconds, got {raw!r}") from None
+            if not value > 0:
+                raise ConfigError(f"{name} must be > 0, got {raw!r}")
+            return value
+
         def path(name: str) -> str | None:
             raw = settings.get(name)
             if raw is None or raw == "":
@@ -93,9 +121,11 @@ class NearDupConfig:
         jobdir = settings.get("JOBDIR")
         if store is None and jobdir:
             store = str(Path(jobdir) / "neardup")
-        if store and store.startswith(("redis://", "rediss://")):
-            raise ConfigError("NEARDUP_STORE: redis:// stores are not available in this version; use a directory")
-        base = Path(store) if store else None
+        if store and is_redis_url(store):
+            # shared by many processes: this crawl's own files go to its JOBDIR, if any
+            base = Path(jobdir) / "neardup" if jobdir else None
+        else:
+            base = Path(store) if store else None
 
         def output(name: str, filename: str) -> str | None:
             # Set by the user: that path ("" or None: off). Else beside a persistent
@@ -122,6 +152,8 @@ class NearDupConfig:
             frontier_max_redeliveries=integer("NEARDUP_FRONTIER_MAX_REDELIVERIES", 3, 0),
             scope=choice("NEARDUP_SCOPE", "all", SCOPES),
             max_page_bytes=integer("NEARDUP_MAX_PAGE_BYTES", 10 * 1024 * 1024, 1),
+            store_unavailable=choice("NEARDUP_STORE_UNAVAILABLE", "pause", UNAVAILABLE),
+            frontier_lease=seconds("NEARDUP_FRONTIER_LEASE", 30.0),
         )
 
 

@@ -51,6 +51,7 @@ from scrapy import Request, signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 from scrapy.http import Response, TextResponse
+from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.reactor import is_asyncio_reactor_installed
 from w3lib.encoding import http_content_type_encoding
 
@@ -59,6 +60,7 @@ from dedup.fingerprint import Fingerprinter
 from dedup.fingerprint.jobs import JobResult, fingerprint_job, warm_up
 from dedup.simhash import to_hex
 from dedup.store import SimhashStore
+from dedup.store import StoreUnavailable
 from dedup.store.backends import StoreError, private_file
 
 from .config import NearDupConfig
@@ -69,6 +71,7 @@ from .scope import scope_of
 logger = logging.getLogger(__name__)
 
 KEPT, DROPPED, UNCHANGED, SKIPPED = "kept", "dropped", "unchanged", "skipped"
+MIN_BACKOFF, MAX_BACKOFF = 0.5, 30.0  # seconds between attempts to reach a shared store that is down
 HTML_TYPES = (b"text/html", b"application/xhtml+xml")
 
 
@@ -83,6 +86,15 @@ def declared_encoding(response: Response) -> str | None:
     """
     ctype = response.headers.get(b"Content-Type")
     return http_content_type_encoding(ctype.decode("latin-1")) if ctype else None
+
+
+async def _sleep(seconds: float) -> None:
+    if is_asyncio_reactor_installed():
+        await asyncio.sleep(seconds)
+    else:
+        from twisted.internet import reactor, task
+
+        await maybe_deferred_to_future(task.deferLater(reactor, seconds, lambda: None))
 
 
 class NearDupMiddleware:
@@ -111,6 +123,10 @@ class NearDupMiddleware:
                                        capacity=config.capacity, scheme=self.scheme, commit_every=1)
         self._scope = scope_of(config.scope)
         self._store_failure: BaseException | None = None
+        # a shared store that cannot be reached: not asked again before _down_until
+        self._down_since: float | None = None
+        self._down_until = 0.0
+        self._backoff = MIN_BACKOFF
         # response -> pending fingerprint (a Future) or a skip reason (str)
         self._pending: weakref.WeakKeyDictionary[Response, Future | JobResult | str] = weakref.WeakKeyDictionary()
         self._pool: ProcessPoolExecutor | None = None
@@ -135,7 +151,7 @@ class NearDupMiddleware:
             AckTracker.of(crawler).add_gate(self)  # a drop is acknowledged only once its line is written
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
         logger.info("near-duplicate filter on: k=%d, store %s (%d fingerprints), %s, %d worker process(es)",
-                    config.max_distance, config.store or "in memory", len(self.store),
+                    config.max_distance, config.store_shown, len(self.store),
                     self.store.layout.describe(), workers)
 
     @classmethod
@@ -239,7 +255,9 @@ class NearDupMiddleware:
         self.stats.inc_value("neardup/skipped/unparsable")
         return "unparsable"
 
-    def _decide(self, response: Response, result: JobResult | str) -> str:
+    def _decide(self, response: Response, result: JobResult | str, retried: bool = False) -> str:
+        """The page's verdict. ``retried``: an earlier attempt for this page
+        failed (the shared store went away), so its record may be half-written."""
         if isinstance(result, str):
             return SKIPPED
         if result.value is None:
@@ -251,31 +269,31 @@ class NearDupMiddleware:
                 logger.debug("not fingerprinted (%s): %s", result.reason, response.url)
             return SKIPPED
         fp = result.value
-        self.stats.inc_value("neardup/checked")
         url = urldefrag(response.url)[0]  # a #fragment names the same document
         matches = self.store.query(fp)
-        # The same URL again with near-identical text (a later run, a re-fetch) is
-        # unchanged, unless the frontier hands it out again because it was in flight
-        # at a crash: then what it produced may not all have been committed, so it is
-        # emitted again (the index keeps one row per URL; feeds are at-least-once).
+        self.stats.inc_value("neardup/checked")
         for match in matches:
             if match.key == url:
-                if response.meta.get(REDELIVERED_KEY):
-                    self.stats.inc_value("neardup/kept_again")
-                    return KEPT
-                self.stats.inc_value("neardup/unchanged")
-                if self.config.debug:
-                    logger.debug("unchanged (distance %d): %s", match.distance, url)
-                return UNCHANGED
+                return self._same_url(response, match, retried)
+        nearby = bool(matches)
         if self._scope is not None:  # NEARDUP_SCOPE: only pages of the same host or domain count
             mine = self._scope(url)
             matches = [m for m in matches if self._scope(m.key) == mine]
-        # (only the crawl's thread touches the store: this check and add are one step)
         match = matches[0] if matches else None  # nearest; ties: the oldest
         if match is None:
-            self.store.add(fp, url)
-            self.stats.inc_value("neardup/kept")
-            return KEPT
+            if nearby:  # near-copies on other sites only (NEARDUP_SCOPE): stored beside them
+                self.store.add(fp, url)
+            else:
+                # One atomic step on the store: with a shared store another process may
+                # have stored a near-copy since the query (then this page is its duplicate).
+                match = self.store.check_and_add(fp, url)
+                if match is not None:
+                    self.stats.inc_value("neardup/lost_race")
+                    if match.key == url:
+                        return self._same_url(response, match, retried)
+            if match is None:
+                self.stats.inc_value("neardup/kept")
+                return KEPT
         self.stats.inc_value("neardup/dropped")
         self.stats.inc_value(f"neardup/distance_count/{match.distance}")
         referer = response.request.headers.get("Referer") if response.request else None
@@ -296,6 +314,55 @@ class NearDupMiddleware:
                 self._flush_duplicates()
         logger.debug("near-duplicate dropped: %s duplicates %s (distance %d)", url, match.key, match.distance)
         return DROPPED
+
+    def _same_url(self, response: Response, match: Any, retried: bool) -> str:
+        """The same URL again with near-identical text (a later run, a re-fetch) is
+        unchanged, unless the frontier hands it out again because it was in flight
+        at a crash (or an earlier attempt here failed): then what it produced may not
+        all have been committed, so it is emitted again (the index keeps one row per
+        URL; feeds are at-least-once)."""
+        if response.meta.get(REDELIVERED_KEY) or retried:
+            self.stats.inc_value("neardup/kept_again")
+            return KEPT
+        self.stats.inc_value("neardup/unchanged")
+        if self.config.debug:
+            logger.debug("unchanged (distance %d): %s", match.distance, match.key)
+        return UNCHANGED
+
+    async def _decide_when_reachable(self, response: Response, result: JobResult | str) -> str:
+        """``_decide``, riding out a shared store's outage as NEARDUP_STORE_UNAVAILABLE says:
+        "pause" waits for it (with backoff), "pass" lets pages through unchecked."""
+        retried = False
+        while True:
+            wait = self._down_until - time.monotonic()
+            if wait > 0 and not isinstance(result, str) and result.value is not None:
+                if self.config.store_unavailable == "pass":
+                    self.stats.inc_value("neardup/skipped/store_unavailable")
+                    return SKIPPED
+                await _sleep(wait)
+                continue
+            try:
+                verdict = self._decide(response, result, retried)
+            except StoreUnavailable as exc:
+                self._store_down(exc)
+                retried = True
+                continue
+            if self._down_since is not None:
+                logger.warning("near-duplicate filter: the store %s is back after %.0f s", self.config.store_shown,
+                               time.monotonic() - self._down_since)
+                self._down_since, self._backoff = None, MIN_BACKOFF
+            return verdict
+
+    def _store_down(self, exc: Exception) -> None:
+        now = time.monotonic()
+        if self._down_since is None:
+            self._down_since = now
+            self.stats.inc_value("neardup/store_outages")
+            logger.warning("near-duplicate filter: %s; %s until it is back (NEARDUP_STORE_UNAVAILABLE=%r)", exc,
+                           "pausing pages" if self.config.store_unavailable == "pause" else
+                           "letting pages through unchecked", self.config.store_unavailable)
+        self._down_until = now + self._backoff
+        self._backoff = min(self._backoff * 2, MAX_BACKOFF)
 
     def _flush_duplicates(self) -> None:
         if self._dup_fh and self._dup_synced < self._dup_written:
@@ -345,7 +412,7 @@ class NearDupMiddleware:
         fp_result = await self._result(response)
         if self._store_failure is None:
             try:
-                verdict = self._decide(response, fp_result)
+                verdict = await self._decide_when_reachable(response, fp_result)
             except (StoreError, sqlite3.Error, OSError) as exc:
                 self._store_failed(exc)
         if self._store_failure is not None:
@@ -366,7 +433,7 @@ class NearDupMiddleware:
         self._store_failure = exc
         logger.error("near-duplicate filter: its files (store %s) cannot be written (%s: %s); stopping the "
                      "crawl. What was committed is kept: fix the cause and resume with the same JOBDIR",
-                     self.config.store or "in memory", type(exc).__name__, exc)
+                     self.config.store_shown, type(exc).__name__, exc)
         self.stats.set_value("neardup/store_error", f"{type(exc).__name__}: {exc}"[:200])
         stop_crawl(self.crawler, "store_error")
 
@@ -384,6 +451,6 @@ class NearDupMiddleware:
             logger.error("near-duplicate filter: could not close its files cleanly (%s: %s); the committed "
                          "records are kept", type(exc).__name__, exc)
         self._dup_fh = None
-        if self.config.store:
+        if self.config.store and not self.config.shared_store:
             size = sum(f.stat().st_size for f in Path(self.config.store).glob("*") if f.is_file())
             self.stats.set_value("neardup/store_bytes", size)

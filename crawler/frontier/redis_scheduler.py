@@ -1,0 +1,375 @@
+"""The shared frontier: scrapy-redis's scheduler with reliable-queue acknowledgements.
+
+Many crawler processes (on many machines) take requests from one scrapy-redis
+queue and filter them through one scrapy-redis dupe filter. scrapy-redis pops
+a request and forgets it, so a process killed mid-crawl loses every request
+it had taken. ``ReliableRedisScheduler`` keeps scrapy-redis's queue (its key,
+its class: ``PriorityQueue``, ``FifoQueue`` or ``LifoQueue``) and dupe filter,
+and adds the reliable-queue pattern:
+
+* a pop *moves* the request, in one server-side step, from the queue to this
+  process's in-flight hash (``<queue key>:inflight:<process id>``);
+* the request is acknowledged (removed from there) in the same commit order
+  as the embedded frontier (``crawler.frontier.acks``): only after its
+  response went through the spider, its outlinks were pushed, its
+  fingerprint was stored and its items left the pipelines;
+* each process beats a heartbeat into ``<queue key>:workers`` (a sorted set
+  of last-seen times); a process whose heartbeat is older than
+  ``NEARDUP_FRONTIER_LEASE`` seconds is dead, and any live one moves its
+  in-flight requests back to the queue, counting the redelivery (the filter
+  then emits the page again rather than calling it unchanged);
+* a process stays up while any process holds requests in flight (their
+  outlinks are still to come), so N processes end together.
+
+Requests are stored as JSON (``crawler.frontier.codec``), not pickled: a
+shared Redis should not be able to run code in every crawler. Keys share the
+hash tag of the queue key (the profile uses ``{%(spider)s}:requests``), so
+each step touches one slot of a Redis Cluster.
+
+If Redis goes away, popping returns nothing (the crawl waits) and pushes wait
+in memory (their parent is acknowledged only once they are pushed), with
+reconnects by redis-py; the crawl goes on when Redis is back.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import socket
+import uuid
+from collections import deque
+from typing import Any
+
+from scrapy import Request, Spider
+from scrapy.crawler import Crawler
+from scrapy.utils.misc import load_object
+from scrapy_redis.scheduler import Scheduler as ScrapyRedisScheduler
+from twisted.internet import task
+
+from .acks import ID_KEY, REDELIVERED_KEY, AckTracker
+from .codec import CorruptRequest, UnserializableRequest, decode_request, encode_request
+from .scheduler import CHECKPOINT_INTERVAL, _FeedGate
+
+logger = logging.getLogger(__name__)
+
+# The queue kinds: how a request is pushed, popped and put back (at the front).
+PRIORITY, FIFO, LIFO = "priority", "fifo", "lifo"
+
+# KEYS: queue, inflight, redelivered. ARGV: kind, id.
+# Move the next request to the in-flight hash as "score|data"; return {data, redeliveries}.
+_POP = """
+local kind, data, score = ARGV[1], nil, '0'
+if kind == 'priority' then
+  local r = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+  if #r == 0 then return false end
+  data, score = r[1], r[2]
+  redis.call('ZREM', KEYS[1], data)
+elseif kind == 'fifo' then
+  data = redis.call('RPOP', KEYS[1])
+else
+  data = redis.call('LPOP', KEYS[1])
+end
+if not data then return false end
+redis.call('HSET', KEYS[2], ARGV[2], score .. '|' .. data)
+return {data, tonumber(redis.call('HGET', KEYS[3], redis.sha1hex(data)) or '0')}
+"""
+
+# KEYS: workers, queue, redelivered. ARGV: kind, lease_ms, inflight key prefix, me, reclaim_me ('1'/'0').
+# Heartbeat for me; move every dead process's in-flight requests (and mine when asked:
+# a closing process) back to the front of the queue, counting the redelivery.
+# Returns {requests moved, requests in flight at live processes (mine included), requests queued}.
+_BEAT = """
+local kind, lease, prefix, me = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+if ARGV[5] == '1' then redis.call('ZADD', KEYS[1], 0, me) else redis.call('ZADD', KEYS[1], now, me) end
+local moved, live = 0, 0
+local all = redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')
+for i = 1, #all, 2 do
+  local w, seen = all[i], tonumber(all[i + 1])
+  local inflight = prefix .. w
+  if seen < now - lease then
+    local held = redis.call('HGETALL', inflight)
+    for j = 2, #held, 2 do
+      local v = held[j]
+      local sep = string.find(v, '|', 1, true)
+      local score, data = string.sub(v, 1, sep - 1), string.sub(v, sep + 1)
+      if kind == 'priority' then redis.call('ZADD', KEYS[2], score, data)
+      elseif kind == 'fifo' then redis.call('RPUSH', KEYS[2], data)
+      else redis.call('LPUSH', KEYS[2], data) end
+      redis.call('HINCRBY', KEYS[3], redis.sha1hex(data), 1)
+      moved = moved + 1
+    end
+    redis.call('DEL', inflight)
+    redis.call('ZREM', KEYS[1], w)
+  else
+    live = live + redis.call('HLEN', inflight)
+  end
+end
+local queued
+if kind == 'priority' then queued = redis.call('ZCARD', KEYS[2]) else queued = redis.call('LLEN', KEYS[2]) end
+return {moved, live, queued}
+"""
+
+# KEYS: inflight, redelivered. ARGV: ids..., then '|', then sha1s of their data.
+_ACK = """
+local i = 1
+while ARGV[i] ~= '|' do redis.call('HDEL', KEYS[1], ARGV[i]); i = i + 1 end
+for j = i + 1, #ARGV do redis.call('HDEL', KEYS[2], ARGV[j]) end
+return 0
+"""
+
+
+class _PushGate:
+    """Outlinks pushed while Redis was away wait here; their parent is
+    acknowledged only after they reach the queue."""
+
+    def __init__(self, scheduler: ReliableRedisScheduler) -> None:
+        self.scheduler = scheduler
+
+    def mark(self) -> int:
+        return self.scheduler.accepted
+
+    def settled(self, token: int) -> bool:
+        return self.scheduler.pushed >= token
+
+
+class ReliableRedisScheduler(ScrapyRedisScheduler):
+    """scrapy-redis's scheduler; a request leaves Redis only once it is done."""
+
+    crawler: Crawler
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> ReliableRedisScheduler:
+        from ..config import NearDupConfig
+
+        config = NearDupConfig.of(crawler)
+        instance = cls.from_settings(crawler.settings)
+        instance.stats = crawler.stats
+        instance.crawler = crawler
+        instance.lease = config.frontier_lease
+        instance.max_redeliveries = config.frontier_max_redeliveries
+        return instance
+
+    # -- opening and closing --------------------------------------------------------
+
+    def open(self, spider: Spider) -> Any:
+        # scrapy-redis's open(), without its deprecated spider.log()
+        self.spider = spider
+        queue_cls = load_object(self.queue_cls) if isinstance(self.queue_cls, str) else self.queue_cls
+        self.queue = queue_cls(server=self.server, spider=spider, key=self.queue_key % {"spider": spider.name},
+                               serializer=self.serializer)
+        if not self.df:
+            self.df = load_object(self.dupefilter_cls).from_spider(spider)
+        if self.flush_on_start:
+            self.flush()
+        from scrapy_redis import queue as q
+
+        self.kind = (PRIORITY if issubclass(queue_cls, q.PriorityQueue) else
+                     LIFO if issubclass(queue_cls, q.LifoQueue) else FIFO)
+        key = self.queue.key
+        self.me = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.inflight_prefix = f"{key}:inflight:"
+        self.inflight_key = self.inflight_prefix + self.me
+        self.workers_key = f"{key}:workers"
+        self.redelivered_key = f"{key}:redelivered"
+        self._pop = self.server.register_script(_POP)
+        self._beat = self.server.register_script(_BEAT)
+        self._ack = self.server.register_script(_ACK)
+        self._next_id = 0
+        self._shas: dict[int, str] = {}
+        self._backlog: deque[Request] = deque()
+        self.accepted = self.pushed = 0  # requests handed to enqueue_request / that reached Redis
+        self._down = False
+        self._live_inflight = 0
+        self.tracker = AckTracker.of(self.crawler)
+        self.tracker.add_gate(_FeedGate(self.crawler))
+        self.tracker.add_gate(_PushGate(self))
+        self.tracker.active = True
+        self._heartbeat()
+        self._loop = task.LoopingCall(self._checkpoint)
+        self._loop.start(CHECKPOINT_INTERVAL, now=False)
+        logger.info("shared frontier on Redis: queue %s (%s), %d requests queued; this process is %s",
+                    key, self.kind, len(self.queue), self.me)
+
+    def close(self, reason: str) -> None:
+        if self._loop.running:
+            self._loop.stop()
+        if reason == "finished":
+            self.tracker.finish_all()
+        self._flush_backlog()
+        self._acknowledge()
+        try:  # what this process still holds goes back to the queue now, not after the lease
+            moved, _, _ = self._beat(keys=[self.workers_key, self.queue.key, self.redelivered_key],
+                                  args=[self.kind, int(self.lease * 1000), self.inflight_prefix, self.me, "1"])
+            if moved:
+                logger.info("shared frontier: %d unfinished request(s) went back to the queue", moved)
+        except Exception as exc:  # (Redis away: the lease hands them to another process later)
+            logger.warning("shared frontier: could not hand back the requests in flight (%r); another process "
+                           "takes them once NEARDUP_FRONTIER_LEASE has passed", exc)
+        if self._backlog:
+            logger.error("shared frontier: %d request(s) could not be pushed to Redis; their pages were not "
+                         "acknowledged and will be fetched again", len(self._backlog))
+        self.tracker.active = False
+        super().close(reason)
+
+    # -- the queue --------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        try:
+            return len(self.queue) + len(self._backlog)
+        except Exception:
+            return len(self._backlog)
+
+    def has_pending_requests(self) -> bool:
+        """Requests queued, or held by any live process (their outlinks are still to come)."""
+        if self._backlog or self._down:
+            return True
+        try:
+            return len(self.queue) > 0 or self._live_inflight > 0 or bool(self.server.hlen(self.inflight_key))
+        except Exception:
+            return True
+
+    def enqueue_request(self, request: Request) -> bool:
+        # An output carrying a frontier id replaces that request (a redirect, a retry)
+        # or copied response.meta: the id and the redelivery mark are not its own.
+        parent = request.meta.pop(ID_KEY, None)
+        request.meta.pop(REDELIVERED_KEY, None)
+        replaces = parent is not None and self.tracker.is_replacement(parent)
+        try:
+            self.accepted += 1
+            self._backlog.append(request)
+            if len(self._backlog) == 1:
+                self._flush_backlog()
+            return True
+        finally:
+            if replaces:
+                self.tracker.finish(parent)
+
+    def _flush_backlog(self) -> None:
+        """Filter and push the waiting requests, in order, while Redis answers."""
+        while self._backlog:
+            request = self._backlog[0]
+            try:
+                if request.dont_filter or not self.df.request_seen(request):
+                    self._push(request)
+                else:
+                    self.df.log(request, self.spider)
+            except Exception as exc:
+                self._redis_down(exc)
+                return
+            self._backlog.popleft()
+            self.pushed += 1
+        self._redis_up()
+
+    def _push(self, request: Request) -> None:
+        try:
+            data = encode_request(request, self.spider)
+        except UnserializableRequest as exc:
+            logger.error("shared frontier: a request cannot be stored in Redis and is dropped (%s): %s", exc,
+                         request)
+            self.stats.inc_value("neardup/frontier/unserializable")
+            return
+        if self.kind == PRIORITY:
+            self.server.execute_command("ZADD", self.queue.key, -request.priority, data)
+        else:
+            self.server.lpush(self.queue.key, data)
+        self.stats.inc_value("scheduler/enqueued/redis")
+        self.stats.inc_value("scheduler/enqueued")
+
+    def next_request(self) -> Request | None:
+        while True:
+            rid = self._next_id = self._next_id + 1
+            try:
+                got = self._pop(keys=[self.queue.key, self.inflight_key, self.redelivered_key], args=[self.kind, rid])
+            except Exception as exc:
+                self._redis_down(exc)
+                return None
+            self._redis_up()
+            if not got:
+                return None
+            data, redelivered = got[0], int(got[1])
+            sha = hashlib.sha1(data).hexdigest()
+            self._shas[rid] = sha
+            try:
+                request = decode_request(data.decode("utf-8"), self.spider)
+            except (CorruptRequest, UnicodeDecodeError) as exc:
+                logger.error("shared frontier: an unreadable request in Redis is dropped (%s)", exc)
+                self.stats.inc_value("neardup/frontier/corrupt")
+                self._ack_now([rid])
+                continue
+            if redelivered > self.max_redeliveries:
+                logger.error("shared frontier: giving up a request that was in flight at %d dead processes "
+                             "(NEARDUP_FRONTIER_MAX_REDELIVERIES=%d): %s", redelivered, self.max_redeliveries,
+                             request.url)
+                self.stats.inc_value("neardup/frontier/given_up")
+                self._ack_now([rid])
+                continue
+            request.meta[ID_KEY] = rid
+            if redelivered:
+                request.meta[REDELIVERED_KEY] = redelivered
+                self.stats.inc_value("neardup/frontier/redelivered")
+            self.tracker.started(rid)
+            self.stats.inc_value("scheduler/dequeued/redis")
+            self.stats.inc_value("scheduler/dequeued")
+            return request
+
+    # -- acknowledgements and heartbeats ---------------------------------------------------
+
+    def _checkpoint(self) -> None:
+        self.tracker.tick()
+        self._flush_backlog()
+        self._acknowledge()
+        self._heartbeat()
+
+    def _acknowledge(self) -> None:
+        done = self.tracker.acknowledgeable()
+        if done:
+            try:
+                self._ack_now(done)
+            except Exception as exc:  # (they stay in flight: acknowledged at the next checkpoint)
+                self._redis_down(exc)
+                self.tracker._ready.extendleft((rid, []) for rid in reversed(done))
+
+    def _ack_now(self, ids: list[int]) -> None:
+        shas = [self._shas.pop(i, "") for i in ids]
+        self._ack(keys=[self.inflight_key, self.redelivered_key], args=[*ids, "|", *shas])
+
+    def _heartbeat(self) -> None:
+        try:
+            moved, live, queued = self._beat(
+                keys=[self.workers_key, self.queue.key, self.redelivered_key],
+                args=[self.kind, int(self.lease * 1000), self.inflight_prefix, self.me, "0"])
+        except Exception as exc:
+            self._redis_down(exc)
+            return
+        self._redis_up()
+        self._live_inflight = int(live)
+        if queued:
+            self._wake_engine()
+        if moved:
+            logger.warning("shared frontier: %d request(s) held by a process that stopped beating went back "
+                           "to the queue", moved)
+            self.stats.inc_value("neardup/frontier/reclaimed", int(moved))
+
+    def _wake_engine(self) -> None:
+        """Ask the engine for requests now: an idle engine asks the scheduler only
+        every 5 s, and other processes may have queued work meanwhile. (Scrapy's
+        engine slot is not public API: without it, the engine's own 5 s poll serves.)"""
+        try:
+            self.crawler.engine._slot.nextcall.schedule()
+        except Exception:  # noqa: S110  (an engine without that slot: its heartbeat polls)
+            pass
+
+    def _redis_down(self, exc: Exception) -> None:
+        if not self._down:
+            logger.warning("shared frontier: Redis is unavailable (%s); waiting for it (pushes wait in memory)",
+                           exc)
+            self.stats.inc_value("neardup/frontier/redis_outages")
+        self._down = True
+
+    def _redis_up(self) -> None:
+        if self._down:
+            logger.warning("shared frontier: Redis is back")
+        self._down = False
