@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite. Extra arguments go to pytest.
-source "$(dirname "$0")/scripts/bootstrap.sh" "test"
+source "$(dirname "$0")/scripts/bootstrap.sh" "test,redis"
+# the shared-store and shared-frontier tests start their own redis-server (and a 3-node cluster)
+command -v redis-server >/dev/null 2>&1 || apt_install redis-server || echo "test.sh: the Redis tests will skip" >&2
 cd "$ROOT"
 exec "$VENV/bin/python" -m pytest -W error::DeprecationWarning "$@"

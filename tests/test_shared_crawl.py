@@ -119,3 +119,45 @@ def test_a_killed_process_loses_nothing(shared_redis, tmp_path):
         # a page the victim held when killed may be indexed by both (at-least-once across
         # processes), but always the same URL: never a second member of a group
         assert all(len(urls) == 1 for urls in got.values()), {g: u for g, u in got.items() if len(u) != 1}
+
+
+@pytest.mark.parametrize("policy", ["pause", "pass"])
+def test_a_store_outage_mid_crawl(policy, tmp_path):
+    """Redis goes away for a few seconds mid-crawl and comes back: with
+    "pause" the pages wait and the crawl ends as it would have; with "pass"
+    they go through unchecked and are counted. The crawl finishes either way."""
+    from tests.fixtures.redis_servers import RedisServer, available
+
+    if (why := available()) is not None:
+        pytest.skip(why)
+    redis = RedisServer(workdir=tmp_path / "redis")
+    site = DupSite(n=60, delay=(0.15, 0.25))
+    try:
+        with site.serve() as server:
+            jobdir = tmp_path / "job"
+            cmd = [sys.executable, "-W", "error::DeprecationWarning", "-m", "scrapy", "crawl", "site",
+                   "-a", f"start_url={server.url}/a/0.html", "-s", f"JOBDIR={jobdir}",
+                   "-s", f"NEARDUP_STORE={redis.url}?prefix=outage", "-s", f"NEARDUP_STORE_UNAVAILABLE={policy}",
+                   "-s", "AUTOTHROTTLE_ENABLED=False", "-s", "ROBOTSTXT_OBEY=False", "-s", "CONCURRENT_REQUESTS=2",
+                   "-s", "LOG_LEVEL=INFO"]
+            (proc,) = run([cmd], [tmp_path / "crawl.log"])
+            deadline = time.monotonic() + 120
+            while sum(server.hits.values()) < 10 and time.monotonic() < deadline:
+                time.sleep(0.005)
+            time.sleep(1.1)  # (appendfsync everysec: what was stored before the outage stays)
+            redis.stop()
+            time.sleep(3)
+            redis.start()
+            proc.wait(timeout=300)
+            text = (tmp_path / "crawl.log").read_text()
+            assert "'finish_reason': 'finished'" in text, text[-3000:]
+            assert "'neardup/store_outages'" in text and "is back after" in text, text[-3000:]
+            got = groups_kept(site, kept(jobdir))
+            if policy == "pause":
+                assert "neardup/skipped/store_unavailable" not in text
+                assert all(len(urls) == 1 for urls in got.values()), {g: u for g, u in got.items() if len(u) != 1}
+            else:
+                assert "'neardup/skipped/store_unavailable'" in text, text[-3000:]
+            assert all(got.values()), "every group is in the index"
+    finally:
+        redis.close()
