@@ -90,7 +90,8 @@ def test_exactly_one_of_each_planted_cluster_is_admitted(shared_store_url):
 def holder(url: str, fps: list[int], ready) -> None:
     """Reserve every table for ``fps``, then hang (to be killed) before committing."""
     store = SimhashStore.open(url)
-    names = store._names(store.layout.prefixes(np.array(fps, dtype=np.uint64)))
+    arr = np.array(fps, dtype=np.uint64)
+    names = store._names(store.layout.prefixes(arr), arr)
     admitted, dups = store._reserve(fps, names, list(range(len(fps))))
     assert len(admitted) == len(fps) and not dups
     ready.set()

@@ -26,10 +26,10 @@ end
 #: ARGV: k, token, lease_ms, fingerprints (8 bytes each, concatenated), bucket names
 #: (space-separated, one per fingerprint). A bucket's reservations are the hash
 #: "<bucket>:p" (field: fingerprint, value: "token:expiry_ms").
-#: Returns a string, a digit per fingerprint: 0 (reserved: nothing committed or
-#: reserved by another process within k), 1 (a committed fingerprint within k: a
-#: duplicate) or 2 (another process holds a live reservation within k: wait).
-#: Expired reservations (their process died) are removed on the way.
+#: Returns bytes, per fingerprint: "0" (reserved: nothing committed or reserved by
+#: another process within k), "2" (another process holds a live reservation within
+#: k: wait), or "1" + a 2-byte count + the committed fingerprints within k (8 bytes
+#: each): a duplicate. Expired reservations (their process died) are removed on the way.
 RESERVE = _NEAR + """
 local k, token, lease, fps = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3]), ARGV[4]
 local now = redis.call('TIME')
@@ -40,14 +40,16 @@ for bucket in string.gmatch(ARGV[5], '%S+') do
   i = i + 8
   local pend = bucket .. ':p'
   local ah, al = struct.unpack('>I4I4', fp)
-  local verdict = 0
+  local verdict, found = 0, {}
   local s = redis.call('GET', bucket)
   if s then
     for pos = 1, #s, 8 do
-      if near(ah, al, s, pos, k) then verdict = 1; break end
+      if near(ah, al, s, pos, k) and #found < 65535 then found[#found + 1] = string.sub(s, pos, pos + 7) end
     end
   end
-  if verdict == 0 then
+  if #found > 0 then
+    verdict = 1
+  else
     local p = redis.call('HGETALL', pend)
     for j = 1, #p, 2 do
       local v = p[j + 1]
@@ -62,7 +64,11 @@ for bucket in string.gmatch(ARGV[5], '%S+') do
     end
   end
   if verdict == 0 then redis.call('HSET', pend, fp, token .. ':' .. (now + lease)) end
-  out[#out + 1] = verdict
+  out[#out + 1] = tostring(verdict)
+  if verdict == 1 then
+    out[#out + 1] = string.char(math.floor(#found / 256), #found % 256)
+    out[#out + 1] = table.concat(found)
+  end
 end
 return table.concat(out)
 """
@@ -105,9 +111,9 @@ for bucket in string.gmatch(ARGV[4], '%S+') do
     end
     n = n + 1
   end
-  local pend = bucket .. ':p'
-  local v = redis.call('HGET', pend, fp)
-  if v and string.sub(v, 1, #token + 1) == token .. ':' then redis.call('HDEL', pend, fp) end
+  -- (no other process holds a live reservation of this very fingerprint here: it
+  -- would have waited for ours; so the field is this process's, or expired)
+  redis.call('HDEL', bucket .. ':p', fp)
   i = i + 1
 end
 return n

@@ -9,13 +9,13 @@ in one *bucket* per table, the bucket named by its prefix in that table
 (``Layout.prefixes``). Two fingerprints within k bits share the prefix of
 some table (pigeonhole), so probing the T buckets of a fingerprint finds
 every stored neighbour. Keys, with ``S`` shards per table (``?shards=``,
-default 256) and shard ``s = prefix mod S``::
+default 64) and shard ``s = prefix mod S``::
 
     {NAME:t.s}:b:<prefix hex>   the bucket: stored fingerprints, 8 bytes each, appended
     {NAME:t.s}:p                reservations in flight in this table shard (a hash)
     {NAME:0.s}:r:<prefix hex>   table 0 only: records, field fingerprint+seq -> key
     {NAME:0.s}:n                table 0 only: records in this shard
-    NAME:meta, NAME:seq         settings and layout; the sequence of records
+    NAME:meta                   settings and layout
 
 The ``{...}`` hash tag puts one table shard in one Redis Cluster slot, so the
 ``T * S`` shards spread over the cluster's nodes and the store grows with it,
@@ -58,9 +58,9 @@ from . import redis_scripts as scripts
 from .backends import StoreError
 from .layout import Layout
 
-DEFAULT_SHARDS = 256
+DEFAULT_SHARDS = 64
 DEFAULT_LEASE = 30.0
-CHUNK = 256  # fingerprints per script call
+CHUNK = 1000  # fingerprints per script call (at most: a call blocks Redis for its duration)
 OWN_PARAMS = ("prefix", "cluster", "shards", "lease")
 
 
@@ -188,8 +188,8 @@ class RedisSimhashStore:
         self.readonly = readonly
         self.client, self.cluster = connect(redis_url, cluster=_flag(own.get("cluster")), timeout=timeout)
         self.meta_key = f"{self.name}:meta"
-        self.seq_key = f"{self.name}:seq"
         self.token = uuid.uuid4().hex  # this store's reservations
+        self._last_seq = 0
         self._lock = threading.RLock()
         self._sha: dict[str, str] = {}
         try:
@@ -286,15 +286,16 @@ class RedisSimhashStore:
     def _count_key(self, shard: int) -> str:
         return f"{{{self.name}:0.{shard}}}:n"
 
-    def _names(self, prefixes: np.ndarray) -> tuple[list[list[str]], list[list[str]]]:
-        """Per table, each fingerprint's hash tag and bucket name (made once per batch)."""
+    def _names(self, prefixes: np.ndarray, fps: np.ndarray) -> tuple[list[list[str]], list[list[str]], list[bytes]]:
+        """Per table, each fingerprint's hash tag and bucket name; and each
+        fingerprint's 8 bytes (made once per batch)."""
         tags, names = [], []
         for t in range(self.T):
             row = prefixes[t].tolist()
             tg = [f"{self.name}:{t}.{p % self.shards}" for p in row]
             tags.append(tg)
             names.append([f"{{{g}}}:b:{p:x}" for g, p in zip(tg, row)])
-        return tags, names
+        return tags, names, [_fp8(v) for v in fps.tolist()]
 
     def _calls(self, script: str, t: int, idx: list[int], fps: list[int], where: tuple, head: list[Any],
                tail=None) -> tuple[list[tuple[str, list, list]], list[list[int]]]:
@@ -304,7 +305,7 @@ class RedisSimhashStore:
         tags, names = where[0][t], where[1][t]
         calls, order = [], []
         for chunk in self._group((tags[i], i) for i in idx):
-            args = [*head, b"".join(_fp8(fps[i]) for i in chunk), " ".join(names[i] for i in chunk)]
+            args = [*head, b"".join(where[2][i] for i in chunk), " ".join(names[i] for i in chunk)]
             calls.append((script, [names[chunk[0]]], args + (tail(chunk) if tail else [])))
             order.append(chunk)
         return calls, order
@@ -325,24 +326,35 @@ class RedisSimhashStore:
                 raise ValueError(f"fingerprint must be an unsigned 64-bit integer, got {v}")
         return np.array(vals, dtype=np.uint64)
 
-    def _commit(self, fps: list[int], keys: list[str], prefixes: tuple, idx: list[int],
+    def _seqs(self, n: int) -> range:
+        """Sequence numbers for ``n`` new records: microseconds of this machine's
+        clock, strictly increasing in this process (no shared counter: a hot key
+        on one node). They order records by age, across processes as far as the
+        machines' clocks agree."""
+        first = max(self._last_seq + 1, time.time_ns() // 1000)
+        self._last_seq = first + n - 1
+        return range(first, first + n)
+
+    def _commit(self, fps: list[int], keys: Sequence[str], where: tuple, idx: list[int],
                 repair: bool = False) -> None:
         """Commit fingerprints ``idx`` of a batch into every table: table 0
-        (with the records) first, so no table shows a fingerprint without its key."""
+        (with the records) first, so no table shows a fingerprint without its key.
+        (One pipeline on one Redis, whose connection keeps the order; on a
+        cluster the nodes run concurrently, so table 0 goes in a round of its own.)"""
         if not idx:
             return
-        last = self._call(lambda c: c.incrby(self.seq_key, len(idx)))
-        seq_of = dict(zip(idx, range(last - len(idx) + 1, last + 1)))
+        seq_of = dict(zip(idx, self._seqs(len(idx))))
         head = [self.token, "1" if repair else "0"]
-        calls, _ = self._calls(scripts.COMMIT, 0, idx, fps, prefixes, head,
+        first, _ = self._calls(scripts.COMMIT, 0, idx, fps, where, head,
                                lambda chunk: [b"".join(seq_of[i].to_bytes(8, "big") for i in chunk)]
                                + [keys[i].encode("utf-8") for i in chunk])
-        self._run(calls)
-        calls = []
-        for t in range(1, self.T):
-            calls += self._calls(scripts.COMMIT, t, idx, fps, prefixes, head)[0]
-        if calls:
-            self._run(calls)
+        rest = [c for t in range(1, self.T) for c in self._calls(scripts.COMMIT, t, idx, fps, where, head)[0]]
+        if self.cluster:
+            self._run(first)
+            if rest:
+                self._run(rest)
+        else:
+            self._run(first + rest)
 
     def add(self, fp: int, key: str) -> None:
         """Store ``fp`` under ``key`` without a check. T + 1 server steps."""
@@ -354,7 +366,8 @@ class RedisSimhashStore:
             raise ValueError(f"{len(arr)} fingerprints but {len(keys)} keys")
         with self._lock:
             self._check_writable()
-            self._commit(arr.tolist(), list(keys), self._names(self.layout.prefixes(arr)), list(range(len(arr))))
+            where = self._names(self.layout.prefixes(arr), arr)
+            self._commit(arr.tolist(), keys, where, list(range(len(arr))))
 
     def check_and_add(self, fp: int, key: str) -> Any:
         """The nearest stored match within ``max_distance`` (ties: the oldest
@@ -371,20 +384,32 @@ class RedisSimhashStore:
             self._check_writable()
             out: list[Any] = [None] * len(arr)
             values = arr.tolist()
-            prefixes = self._names(self.layout.prefixes(arr))
+            where = self._names(self.layout.prefixes(arr), arr)
             for wave in self._waves(arr):
-                admitted, dups = self._reserve(values, prefixes, wave)
-                self._commit(values, list(keys), prefixes, admitted)
-                if dups:
-                    found = self._nearest(arr[dups])
-                    for i, m in zip(dups, found):
-                        if m is None:  # (only if its neighbour was deleted behind the store's back)
-                            raise StoreError(f"the Redis store at {self.location} lost a record")
+                admitted, found = self._reserve(values, where, wave)
+                self._commit(values, keys, where, admitted)
+                if found:
+                    dups = sorted(found)
+                    nearest = self._resolve([found[i] for i in dups])
+                    for i, m in zip(dups, nearest):
                         out[i] = m
                     # a record this process half-committed before an outage: finish it
                     mine = [i for i in dups if out[i].fingerprint == values[i] and out[i].key == keys[i]]
-                    self._commit(values, list(keys), prefixes, mine, repair=True)
+                    self._commit(values, keys, where, mine, repair=True)
             return out
+
+    def _resolve(self, found: list[dict[int, int]]) -> list[Any]:
+        """The nearest record (ties: the oldest) of each {fingerprint: distance}."""
+        from .store import Match
+
+        records = self._records_of(v for f in found for v in f)
+        out = []
+        for f in found:
+            best = min(((d, seq, v, key) for v, d in f.items() for seq, key in records.get(v, ())), default=None)
+            if best is None:  # (only if its neighbour was deleted behind the store's back)
+                raise StoreError(f"the Redis store at {self.location} lost a record")
+            out.append(Match(best[3], best[2], best[0]))
+        return out
 
     def _waves(self, arr: np.ndarray) -> list[list[int]]:
         """Split a batch so that no two of a wave are within k bits, each after
@@ -405,42 +430,76 @@ class RedisSimhashStore:
             waves[w].append(i)
         return waves
 
-    def _reserve(self, fps: list[int], prefixes: tuple, idx: list[int]) -> tuple[list[int], list[int]]:
-        """Reserve every table for ``idx``, in table order. Returns (admitted, duplicates)."""
-        head = [str(self.max_distance), self.token, str(int(self.lease * 1000))]
-        live = list(idx)
-        dups: list[int] = []
-        for t in range(self.T):
-            todo, pause, waited = list(live), 0.001, 0.0
-            while todo:
-                calls, order = self._calls(scripts.RESERVE, t, todo, fps, prefixes, head)
-                again, new = [], []
-                for chunk, verdicts in zip(order, self._run(calls)):
-                    for i, v in zip(chunk, verdicts):
-                        if v == 49:  # b"1": a committed neighbour
-                            new.append(i)
-                        elif v == 50:  # b"2": another process's reservation: wait for it
-                            again.append(i)
-                if new:
-                    self._release(fps, new, prefixes, t)
-                    gone = set(new)
-                    live = [i for i in live if i not in gone]
-                    dups += new
-                todo = again
-                if todo:
-                    if waited > 4 * self.lease:
-                        raise StoreError(f"the Redis store at {self.location}: a reservation did not clear "
-                                         f"in {waited:.0f} s")
-                    time.sleep(pause * (0.5 + random.random()))
-                    waited += pause
-                    pause = min(pause * 2, 0.05)
-        return live, sorted(dups)
+    def _reserve(self, fps: list[int], where: tuple, idx: list[int]) -> tuple[list[int], dict[int, dict[int, int]]]:
+        """Reserve every table for ``idx``: all tables in one pipelined round
+        when nothing conflicts. Returns (admitted, {duplicate: {stored
+        fingerprint: distance}}).
 
-    def _release(self, fps: list[int], idx: list[int], prefixes: tuple, upto: int) -> None:
-        """Give back the reservations ``idx`` took in tables before ``upto``."""
-        calls = []
-        for t in range(upto):
-            calls += self._calls(scripts.RELEASE, t, idx, fps, prefixes, [self.token])[0]
+        Safety needs only that a fingerprint is admitted while holding all T
+        reservations (two near-duplicates cannot both hold the bucket they
+        share). Liveness needs table order when waiting: a fingerprint told to
+        wait at table t first gives back what it holds from t on, and goes on
+        from t, so a process waits only on one that holds a later table."""
+        head = [str(self.max_distance), self.token, str(int(self.lease * 1000))]
+        start = dict.fromkeys(idx, 0)  # the first table not yet held
+        found: dict[int, dict[int, int]] = {}
+        admitted: list[int] = []
+        pause, waited = 0.001, 0.0
+        while start:
+            calls, order = [], []
+            for t in range(self.T):
+                c, o = self._calls(scripts.RESERVE, t, [i for i, s in start.items() if s <= t], fps, where, head)
+                calls += c
+                order += [(t, chunk) for chunk in o]
+            verdicts: dict[int, dict[int, int]] = {i: {} for i in start}  # i -> {table: verdict}
+            for (t, chunk), raw in zip(order, self._run(calls)):
+                pos = 0
+                for i in chunk:
+                    v = raw[pos] - 48
+                    pos += 1
+                    if v == 1:
+                        n = raw[pos] * 256 + raw[pos + 1]
+                        pos += 2
+                        hits = found.setdefault(i, {})
+                        for j in range(n):
+                            fp = int.from_bytes(raw[pos + 8 * j : pos + 8 * j + 8], "big")
+                            hits[fp] = (fp ^ fps[i]).bit_count()
+                        pos += 8 * n
+                    verdicts[i][t] = v
+            give_back: list[tuple[int, int]] = []  # (index, table) reservations to release
+            waiting = False
+            for i, vs in verdicts.items():
+                held = [t for t, v in vs.items() if v == 0]
+                if i in found:  # a duplicate: give back everything
+                    give_back += [(i, t) for t in held]
+                    del start[i]
+                    continue
+                stuck = min((t for t, v in vs.items() if v == 2), default=None)
+                if stuck is None:
+                    admitted.append(i)
+                    del start[i]
+                else:
+                    give_back += [(i, t) for t in held if t > stuck]
+                    start[i] = stuck
+                    waiting = True
+            if give_back:
+                self._release(fps, give_back, where)
+            if waiting:
+                if waited > 4 * self.lease:
+                    raise StoreError(f"the Redis store at {self.location}: a reservation did not clear in "
+                                     f"{waited:.0f} s")
+                time.sleep(pause * (0.5 + random.random()))
+                waited += pause
+                pause = min(pause * 2, 0.05)
+        return sorted(admitted), found
+
+    def _release(self, fps: list[int], pairs: list[tuple[int, int]], where: tuple) -> None:
+        """Give back reservations, given as (batch index, table)."""
+        by_table: dict[int, list[int]] = defaultdict(list)
+        for i, t in pairs:
+            by_table[t].append(i)
+        calls = [c for t, idx in by_table.items()
+                 for c in self._calls(scripts.RELEASE, t, idx, fps, where, [self.token])[0]]
         if calls:
             self._run(calls)
 
@@ -508,9 +567,6 @@ class RedisSimhashStore:
             ms.sort()
             out.append([Match(key, v, d) for d, _, v, key in ms])
         return out
-
-    def _nearest(self, arr: np.ndarray) -> list[Any]:
-        return [ms[0] if ms else None for ms in self._matches(arr)]
 
     def query(self, fp: int) -> list[Any]:
         """Every stored record within ``max_distance`` of ``fp``, nearest first
@@ -620,7 +676,7 @@ class RedisSimhashStore:
 
     def drop(self) -> int:
         """Delete every key of this store (for tests and benchmarks). Returns how many."""
-        names = self._scan(f"{{{self.name}:*") + [self.meta_key.encode(), self.seq_key.encode()]
+        names = self._scan(f"{{{self.name}:*") + [self.meta_key.encode()]
 
         def delete(client):
             pipe = client.pipeline(transaction=False)
