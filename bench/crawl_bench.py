@@ -73,33 +73,47 @@ http {{
     raise RuntimeError("nginx did not start")
 
 
-def crawl(url: str, out: Path, concurrency: int, settings: list[str]) -> dict:
-    """A ``scrapy crawl site`` of ``url`` (AutoThrottle off, ``concurrency`` requests,
-    items to ``out/pages.jsonl``) with ``settings`` (NAME=VALUE); its stats, wall
-    time and pages/s. Raises unless it finished with 100 pages or more."""
+def crawl_cmd(url: str, out: Path, concurrency: int, settings: list[str]) -> list[str]:
+    """The ``scrapy crawl site`` command of ``crawl`` (items to ``out/pages.jsonl``)."""
     out.mkdir(parents=True, exist_ok=True)
     cmd = [sys.executable, "-m", "scrapy", "crawl", "site", "-a", f"start_url={url}", "-O", str(out / "pages.jsonl")]
     for s in ["AUTOTHROTTLE_ENABLED=False", f"CONCURRENT_REQUESTS={concurrency}",
               f"CONCURRENT_REQUESTS_PER_DOMAIN={concurrency}", "LOG_LEVEL=INFO", *settings]:
         cmd += ["-s", s]
-    t = time.perf_counter()
-    r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1800)
-    wall = time.perf_counter() - t
-    if r.returncode or "'finish_reason': 'finished'" not in r.stderr:
-        raise RuntimeError(r.stderr[-2000:])
+    return cmd
+
+
+def read_stats(stderr: str, wall: float, min_pages: int = 100) -> dict:
+    """A finished crawl's stats from its log, with its wall time and pages/s.
+    Raises unless it finished with ``min_pages`` pages or more."""
+    if "'finish_reason': 'finished'" not in stderr:
+        raise RuntimeError(stderr[-2000:])
     stats = {}
     for key in ("response_received_count", "elapsed_time_seconds", "neardup/kept", "neardup/dropped",
                 "neardup/outlinks_dropped", "downloader/response_bytes"):
-        for line in r.stderr.splitlines():
+        for line in stderr.splitlines():
             if f"'{key}':" in line:
                 stats[key] = float(line.split(":")[-1].strip(" ,}"))
-    ok = sum(float(line.split(":")[-1].strip(" ,}")) for line in r.stderr.splitlines()
+    ok = sum(float(line.split(":")[-1].strip(" ,}")) for line in stderr.splitlines()
              if "'downloader/response_status_count/200':" in line)
-    if ok < 100:
-        raise RuntimeError(f"only {ok} pages answered 200: is the site served? {r.stderr[-1500:]}")
+    if ok < min_pages:
+        raise RuntimeError(f"only {ok} pages answered 200: is the site served? {stderr[-1500:]}")
     stats["wall_s"] = wall
     stats["pages_per_s"] = stats["response_received_count"] / stats["elapsed_time_seconds"]
     return stats
+
+
+def crawl(url: str, out: Path, concurrency: int, settings: list[str]) -> dict:
+    """A ``scrapy crawl site`` of ``url`` (AutoThrottle off, ``concurrency`` requests,
+    items to ``out/pages.jsonl``) with ``settings`` (NAME=VALUE); its stats, wall
+    time and pages/s. Raises unless it finished with 100 pages or more."""
+    cmd = crawl_cmd(url, out, concurrency, settings)
+    t = time.perf_counter()
+    r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1800)
+    wall = time.perf_counter() - t
+    if r.returncode:
+        raise RuntimeError(r.stderr[-2000:])
+    return read_stats(r.stderr, wall)
 
 
 def crawl_args(out: str, rounds: int = 2, **more: int) -> argparse.Namespace:

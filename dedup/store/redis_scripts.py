@@ -133,6 +133,31 @@ end
 return 0
 """
 
+#: Read the records of stored fingerprints. KEYS[1]: the first records hash (declares
+#: the slot). ARGV: fingerprints (concatenated), their records hashes (space-separated).
+#: Returns bytes, per fingerprint: a 4-byte count, then per record its 8-byte
+#: sequence number, a 4-byte key length and the key.
+RECORDS = """
+local fps, out, i = ARGV[1], {}, 1
+for name in string.gmatch(ARGV[2], '%S+') do
+  local fp = string.sub(fps, i, i + 7)
+  i = i + 8
+  local recs, n = redis.call('HGETALL', name), 0
+  local mine = {}
+  for j = 1, #recs, 2 do
+    local field = recs[j]
+    if string.sub(field, 1, 8) == fp then
+      local key = recs[j + 1]
+      mine[#mine + 1] = string.sub(field, 9, 16) .. struct.pack('>I4', #key) .. key
+      n = n + 1
+    end
+  end
+  out[#out + 1] = struct.pack('>I4', n)
+  out[#out + 1] = table.concat(mine)
+end
+return table.concat(out)
+"""
+
 #: Create the store's metadata unless another process did first. KEYS: meta;
 #: ARGV: name_1, value_1, ... Returns 1 when this call created it.
 INIT_META = """

@@ -290,7 +290,7 @@ class RedisSimhashStore:
         """Per table, each fingerprint's hash tag and bucket name; and each
         fingerprint's 8 bytes (made once per batch)."""
         tags, names = [], []
-        for t in range(self.T):
+        for t in range(len(prefixes)):
             row = prefixes[t].tolist()
             tg = [f"{self.name}:{t}.{p % self.shards}" for p in row]
             tags.append(tg)
@@ -532,28 +532,32 @@ class RedisSimhashStore:
         return out
 
     def _records_of(self, values: Iterable[int]) -> dict[int, list[tuple[int, str]]]:
-        """{fingerprint: [(seq, key), ...] oldest first} for stored fingerprints."""
+        """{fingerprint: [(seq, key), ...] oldest first} for stored fingerprints
+        (one Lua call per slot chunk: ``redis_scripts.RECORDS``)."""
         values = sorted(set(values))
         if not values:
             return {}
-        p0 = self.layout.prefixes(np.array(values, dtype=np.uint64))[0].tolist()
-        names = sorted({self._records(p) for p in p0})
-
-        def get(client):
-            pipe = client.pipeline(transaction=False)
-            for name in names:
-                pipe.hgetall(name)
-            return pipe.execute()
-
-        wanted = set(values)
-        out: dict[int, list[tuple[int, str]]] = defaultdict(list)
-        for rec in self._call(get):
-            for field, key in rec.items():
-                v = int.from_bytes(field[:8], "big")
-                if v in wanted:
-                    out[v].append((int.from_bytes(field[8:], "big"), key.decode("utf-8")))
-        for v in out:
-            out[v].sort()
+        arr = np.array(values, dtype=np.uint64)
+        tags, names, fp8s = self._names(self.layout.prefixes(arr)[:1], arr)
+        calls, order = [], []
+        for chunk in self._group((tags[0][i], i) for i in range(len(values))):
+            recs = [names[0][i] + ":r" for i in chunk]
+            calls.append((scripts.RECORDS, [recs[0]], [b"".join(fp8s[i] for i in chunk), " ".join(recs)]))
+            order.append(chunk)
+        out: dict[int, list[tuple[int, str]]] = {}
+        for chunk, raw in zip(order, self._run(calls)):
+            pos = 0
+            for i in chunk:
+                n = int.from_bytes(raw[pos : pos + 4], "big")
+                pos += 4
+                recs = []
+                for _ in range(n):
+                    seq = int.from_bytes(raw[pos : pos + 8], "big")
+                    size = int.from_bytes(raw[pos + 8 : pos + 12], "big")
+                    recs.append((seq, raw[pos + 12 : pos + 12 + size].decode("utf-8")))
+                    pos += 12 + size
+                if recs:
+                    out[values[i]] = sorted(recs)
         return out
 
     def _matches(self, arr: np.ndarray) -> list[list[Any]]:
