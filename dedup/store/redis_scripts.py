@@ -24,7 +24,8 @@ end
 #: Probe one bucket per fingerprint and reserve the fingerprint there.
 #: KEYS[1]: the first bucket (declares the slot; every bucket of a call shares its hash tag)
 #: ARGV: k, token, lease_ms, fingerprints (8 bytes each, concatenated), bucket names
-#: (space-separated, one per fingerprint). A bucket's reservations are the hash
+#: (space-separated, one per fingerprint), and optionally the bucket lengths the
+#: caller read and scanned itself (space-separated): only what follows is scanned here. A bucket's reservations are the hash
 #: "<bucket>:p" (field: fingerprint, value: "token:expiry_ms").
 #: Returns bytes, per fingerprint: "0" (reserved: nothing committed or reserved by
 #: another process within k), "2" (another process holds a live reservation within
@@ -34,14 +35,17 @@ RESERVE = _NEAR + """
 local k, token, lease, fps = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3]), ARGV[4]
 local now = redis.call('TIME')
 now = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+local seen = {}
+for n in string.gmatch(ARGV[6] or '', '%d+') do seen[#seen + 1] = tonumber(n) end
 local out, i = {}, 1
 for bucket in string.gmatch(ARGV[5], '%S+') do
   local fp = string.sub(fps, i, i + 7)
-  i = i + 8
   local pend = bucket .. ':p'
   local ah, al = struct.unpack('>I4I4', fp)
   local verdict, found = 0, {}
-  local s = redis.call('GET', bucket)
+  -- only what was committed since the caller read the bucket (it scanned the rest)
+  local s = redis.call('GETRANGE', bucket, seen[(i + 7) / 8] or 0, -1)
+  i = i + 8
   if s then
     for pos = 1, #s, 8 do
       if near(ah, al, s, pos, k) and #found < 65535 then found[#found + 1] = string.sub(s, pos, pos + 7) end
@@ -119,6 +123,44 @@ end
 return n
 """
 
+#: One Redis (not a cluster): check and commit each fingerprint in one atomic step
+#: over all its tables, no reservations needed. The caller read the buckets and
+#: found no committed neighbour; this scans only what was committed since.
+#: KEYS[1]: any bucket. ARGV: k, T, fingerprints (concatenated), their buckets
+#: (space-separated, T per fingerprint in table order), the bucket lengths read
+#: (space-separated, likewise), sequence numbers (8 bytes each, concatenated),
+#: then a key per fingerprint.
+#: Returns bytes, per fingerprint: "0" (committed in every table, with its record)
+#: or "1" + a 2-byte count + the fingerprints within k committed since the read.
+CHECK_AND_COMMIT = _NEAR + """
+local k, T, fps, seqs = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], ARGV[6]
+local names, seen = {}, {}
+for n in string.gmatch(ARGV[4], '%S+') do names[#names + 1] = n end
+for n in string.gmatch(ARGV[5], '%d+') do seen[#seen + 1] = tonumber(n) end
+local out = {}
+for i = 0, #fps / 8 - 1 do
+  local fp = string.sub(fps, i * 8 + 1, i * 8 + 8)
+  local ah, al = struct.unpack('>I4I4', fp)
+  local found = {}
+  for t = 1, T do
+    local s = redis.call('GETRANGE', names[i * T + t], seen[i * T + t], -1)
+    for pos = 1, #s, 8 do
+      if near(ah, al, s, pos, k) and #found < 65535 then found[#found + 1] = string.sub(s, pos, pos + 7) end
+    end
+  end
+  if #found > 0 then
+    out[#out + 1] = '1' .. string.char(math.floor(#found / 256), #found % 256) .. table.concat(found)
+  else
+    for t = 1, T do redis.call('APPEND', names[i * T + t], fp) end
+    local b0 = names[i * T + 1]
+    redis.call('HSET', b0 .. ':r', fp .. string.sub(seqs, i * 8 + 1, i * 8 + 8), ARGV[7 + i])
+    redis.call('INCR', string.match(b0, '^{[^}]*}') .. ':n')
+    out[#out + 1] = '0'
+  end
+end
+return table.concat(out)
+"""
+
 #: Drop this process's reservations (a fingerprint found to be a duplicate in a
 #: later table gives back the ones it took). KEYS[1]: the first bucket;
 #: ARGV: token, fingerprints (concatenated), bucket names (space-separated).
@@ -131,6 +173,19 @@ for bucket in string.gmatch(ARGV[3], '%S+') do
   if v and string.sub(v, 1, #token + 1) == token .. ':' then redis.call('HDEL', pend, fp) end
 end
 return 0
+"""
+
+#: Read buckets. KEYS[1]: the first (declares the slot). ARGV[1]: their names
+#: (space-separated). Returns bytes: every bucket's length (4 bytes each), then
+#: their contents, concatenated (so the caller splits them with numpy).
+READ = """
+local sizes, contents = {}, {}
+for name in string.gmatch(ARGV[1], '%S+') do
+  local s = redis.call('GET', name) or ''
+  sizes[#sizes + 1] = struct.pack('>I4', #s)
+  contents[#contents + 1] = s
+end
+return table.concat(sizes) .. table.concat(contents)
 """
 
 #: Read the records of stored fingerprints. KEYS[1]: the first records hash (declares

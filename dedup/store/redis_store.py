@@ -386,8 +386,10 @@ class RedisSimhashStore:
             values = arr.tolist()
             where = self._names(self.layout.prefixes(arr), arr)
             for wave in self._waves(arr):
-                admitted, found = self._reserve(values, where, wave)
-                self._commit(values, keys, where, admitted)
+                if self.cluster:  # one slot per step: reserve the tables, then commit
+                    found = self._reserve(values, keys, where, wave)
+                else:  # one Redis: check and commit all tables in one step
+                    found = self._check_and_commit(values, keys, where, wave)
                 if found:
                     dups = sorted(found)
                     nearest = self._resolve([found[i] for i in dups])
@@ -430,25 +432,28 @@ class RedisSimhashStore:
             waves[w].append(i)
         return waves
 
-    def _reserve(self, fps: list[int], where: tuple, idx: list[int]) -> tuple[list[int], dict[int, dict[int, int]]]:
+    def _reserve(self, fps: list[int], keys: Sequence[str], where: tuple, idx: list[int]) -> dict[int, dict[int, int]]:
         """Reserve every table for ``idx``: all tables in one pipelined round
-        when nothing conflicts. Returns (admitted, {duplicate: {stored
-        fingerprint: distance}}).
+        when nothing conflicts, committing each as soon as it holds them all.
 
         Safety needs only that a fingerprint is admitted while holding all T
         reservations (two near-duplicates cannot both hold the bucket they
         share). Liveness needs table order when waiting: a fingerprint told to
         wait at table t first gives back what it holds from t on, and goes on
-        from t, so a process waits only on one that holds a later table."""
+        from t, so it waits only on one that holds a later table; and a
+        fingerprint holding all T is committed at once, never kept waiting for
+        the rest of its batch (two batches would otherwise each hold what the
+        other waits for, until the lease ran out). Commits as it goes;
+        returns {duplicate: {stored fingerprint: distance}}."""
         head = [str(self.max_distance), self.token, str(int(self.lease * 1000))]
-        start = dict.fromkeys(idx, 0)  # the first table not yet held
-        found: dict[int, dict[int, int]] = {}
-        admitted: list[int] = []
+        seen, found = self._read(fps, where, idx)  # committed neighbours: duplicates without a reservation
+        start = {i: 0 for i in idx if i not in found}  # the first table not yet held
         pause, waited = 0.001, 0.0
         while start:
             calls, order = [], []
             for t in range(self.T):
-                c, o = self._calls(scripts.RESERVE, t, [i for i, s in start.items() if s <= t], fps, where, head)
+                c, o = self._calls(scripts.RESERVE, t, [i for i, s in start.items() if s <= t], fps, where, head,
+                                   lambda chunk, t=t: [" ".join(str(seen[t][i]) for i in chunk)])
                 calls += c
                 order += [(t, chunk) for chunk in o]
             verdicts: dict[int, dict[int, int]] = {i: {} for i in start}  # i -> {table: verdict}
@@ -468,10 +473,11 @@ class RedisSimhashStore:
                     verdicts[i][t] = v
             give_back: list[tuple[int, int]] = []  # (index, table) reservations to release
             waiting = False
+            admitted = []
             for i, vs in verdicts.items():
                 held = [t for t, v in vs.items() if v == 0]
-                if i in found:  # a duplicate: give back everything
-                    give_back += [(i, t) for t in held]
+                if i in found:  # a duplicate: give back everything, earlier rounds' too
+                    give_back += [(i, t) for t in range(start[i])] + [(i, t) for t in held]
                     del start[i]
                     continue
                 stuck = min((t for t, v in vs.items() if v == 2), default=None)
@@ -484,6 +490,7 @@ class RedisSimhashStore:
                     waiting = True
             if give_back:
                 self._release(fps, give_back, where)
+            self._commit(fps, keys, where, sorted(admitted))
             if waiting:
                 if waited > 4 * self.lease:
                     raise StoreError(f"the Redis store at {self.location}: a reservation did not clear in "
@@ -491,7 +498,67 @@ class RedisSimhashStore:
                 time.sleep(pause * (0.5 + random.random()))
                 waited += pause
                 pause = min(pause * 2, 0.05)
-        return sorted(admitted), found
+        return found
+
+    def _check_and_commit(self, fps: list[int], keys: Sequence[str], where: tuple,
+                          idx: list[int]) -> dict[int, dict[int, int]]:
+        """On one Redis: read and scan the buckets here, then check what was
+        committed since and commit, all tables in one Lua step per chunk
+        (``redis_scripts.CHECK_AND_COMMIT``). Returns the duplicates' neighbours."""
+        seen, found = self._read(fps, where, idx)
+        todo = [i for i in idx if i not in found]
+        calls, order = [], []
+        for c in range(0, len(todo), CHUNK):
+            chunk = todo[c : c + CHUNK]
+            seqs = self._seqs(len(chunk))
+            calls.append((scripts.CHECK_AND_COMMIT, [where[1][0][chunk[0]]], [
+                str(self.max_distance), str(self.T), b"".join(where[2][i] for i in chunk),
+                " ".join(where[1][t][i] for i in chunk for t in range(self.T)),
+                " ".join(str(seen[t][i]) for i in chunk for t in range(self.T)),
+                b"".join(q.to_bytes(8, "big") for q in seqs), *(keys[i].encode("utf-8") for i in chunk)]))
+            order.append(chunk)
+        for chunk, raw in zip(order, self._run(calls) if calls else []):
+            pos = 0
+            for i in chunk:
+                if raw[pos] == 49:  # b"1": committed by another process since the read
+                    n = raw[pos + 1] * 256 + raw[pos + 2]
+                    pos += 3
+                    hits = found.setdefault(i, {})
+                    for j in range(n):
+                        fp = int.from_bytes(raw[pos + 8 * j : pos + 8 * j + 8], "big")
+                        hits[fp] = (fp ^ fps[i]).bit_count()
+                    pos += 8 * n
+                else:
+                    pos += 1
+        return found
+
+    def _read(self, fps: list[int], where: tuple, idx: list[int]) -> tuple[list[dict[int, int]],
+                                                                           dict[int, dict[int, int]]]:
+        """Read the T buckets of ``idx`` (one round) and scan them here, with numpy.
+        Returns (per table {index: bucket length read}, {index: {stored fingerprint
+        within k: distance}} for those with a committed neighbour)."""
+        calls, order = [], []
+        for t in range(self.T):
+            for chunk in self._group((where[0][t][i], i) for i in idx):
+                names = [where[1][t][i] for i in chunk]
+                calls.append((scripts.READ, [names[0]], [" ".join(names)]))
+                order.append((t, chunk))
+        seen: list[dict[int, int]] = [{} for _ in range(self.T)]
+        blobs, owners, counts = [], [], []
+        for (t, chunk), raw in zip(order, self._run(calls)):
+            sizes = np.frombuffer(raw, dtype=">u4", count=len(chunk)).astype(np.int64)
+            seen[t].update(zip(chunk, sizes.tolist()))
+            blobs.append(raw[4 * len(chunk) :])
+            owners.append(np.array(chunk, dtype=np.int64))
+            counts.append(sizes // 8)
+        found: dict[int, dict[int, int]] = {}
+        stored = np.frombuffer(b"".join(blobs), dtype=">u8").astype(np.uint64)
+        if len(stored):
+            owner = np.repeat(np.concatenate(owners), np.concatenate(counts))
+            dist = np.bitwise_count(stored ^ np.array(fps, dtype=np.uint64)[owner])
+            for j in np.flatnonzero(dist <= self.max_distance).tolist():
+                found.setdefault(int(owner[j]), {})[int(stored[j])] = int(dist[j])
+        return seen, found
 
     def _release(self, fps: list[int], pairs: list[tuple[int, int]], where: tuple) -> None:
         """Give back reservations, given as (batch index, table)."""
