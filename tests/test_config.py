@@ -41,7 +41,9 @@ def test_jobdir_gives_the_store_and_files_beside_it(tmp_path):
     ("NEARDUP_ENABLED", "maybe", "NEARDUP_ENABLED must be a boolean"),
     ("NEARDUP_DEBUG", "maybe", "NEARDUP_DEBUG must be a boolean"),
     ("NEARDUP_STORE", 5, "NEARDUP_STORE must be a path"),
-    ("NEARDUP_STORE", "redis://127.0.0.1/0", "NEARDUP_STORE: redis://"),
+    ("NEARDUP_STORE_UNAVAILABLE", "wait", "NEARDUP_STORE_UNAVAILABLE must be one of 'pause', 'pass'"),
+    ("NEARDUP_FRONTIER_LEASE", 0, "NEARDUP_FRONTIER_LEASE must be > 0"),
+    ("NEARDUP_FRONTIER_LEASE", "soon", "NEARDUP_FRONTIER_LEASE must be a number of seconds"),
     ("NEARDUP_WORKERS", -1, "NEARDUP_WORKERS must be 0..64"),
     ("NEARDUP_CAPACITY", "lots", "NEARDUP_CAPACITY must be an integer"),
     ("NEARDUP_MAX_PAGE_BYTES", 0, "NEARDUP_MAX_PAGE_BYTES must be >= 1"),
@@ -88,6 +90,27 @@ def test_addon_with_jobdir_installs_the_durable_frontier_unless_told_otherwise()
     s = Settings({"JOBDIR": "/tmp/j", "NEARDUP_FRONTIER": False})
     NearDupAddon().update_settings(s)
     assert _changed(before, s) == {"SPIDER_MIDDLEWARES", "ITEM_PIPELINES", "EXTENSIONS"}
+
+
+def test_a_redis_store_url_is_shown_without_its_password():
+    c = cfg(NEARDUP_STORE="redis://:s3cret@127.0.0.1:6379/0?prefix=x", JOBDIR="/tmp/j")
+    assert c.shared_store and "s3cret" not in c.store_shown and c.store_shown.startswith("redis://***@127.0.0.1")
+    assert c.index == "/tmp/j/neardup/index.sqlite3"  # the crawl's own files go to its JOBDIR
+    assert cfg(NEARDUP_STORE="redis://127.0.0.1/0").index is None
+
+
+def test_shared_profile_sets_the_scrapy_redis_frontier_and_the_store_on_the_same_redis():
+    from crawler.addon import REDIS_SCHEDULER, SharedCrawlAddon
+
+    s = Settings({"REDIS_URL": "redis://10.0.0.5:6379/2"}, priority="project")
+    SharedCrawlAddon().update_settings(s)
+    assert s["SCHEDULER"] == REDIS_SCHEDULER and s.getbool("SCHEDULER_PERSIST")
+    assert s["DUPEFILTER_CLASS"] == "scrapy_redis.dupefilter.RFPDupeFilter"
+    assert s["NEARDUP_STORE"] == "redis://10.0.0.5:6379/2?prefix=neardup"
+    assert ACK_SPIDER_MIDDLEWARE in s.getdict("SPIDER_MIDDLEWARES")
+    s = Settings({"NEARDUP_STORE": "redis://other:1/0", "SCHEDULER_PERSIST": False}, priority="project")
+    SharedCrawlAddon().update_settings(s)  # what the project set wins
+    assert s["NEARDUP_STORE"] == "redis://other:1/0" and not s.getbool("SCHEDULER_PERSIST")
 
 
 def test_addon_switched_off_changes_nothing():

@@ -84,18 +84,6 @@ def test_query_many_matches_query():
         assert s.query_many(qs) == [s.query(int(q)) for q in qs]
 
 
-def test_exact_duplicates_and_nearest_oldest_match():
-    with SimhashStore.open(None) as s:
-        assert s.check_and_add(7, "a") is None
-        s.add(7, "b")
-        assert [m.key for m in s.query(7)] == ["a", "b"]
-        assert s.check_and_add(7, "b").key == "a"  # equally near: the oldest
-        assert s.check_and_add(7 ^ 0b111, "c").key == "a"
-        assert s.check_and_add(7 ^ 0b1111, "d") is None  # 4 bits: stored
-        assert sorted(s.pairs()) == [("a", "b", 0)]
-        assert len(s) == 3
-
-
 def test_layout_choice_follows_the_paper():
     assert (choose_layout(3, 10**6).n_tables, choose_layout(3, 10**6).min_prefix_bits) == (4, 16)
     assert choose_layout(3, 10**9).n_tables == 10

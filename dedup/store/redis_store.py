@@ -21,23 +21,32 @@ The ``{...}`` hash tag puts one table shard in one Redis Cluster slot, so the
 ``T * S`` shards spread over the cluster's nodes and the store grows with it,
 while every server-side step touches one slot only.
 
-Atomic ``check_and_add`` across processes, one slot per step: a fingerprint
-*reserves* itself table by table, in table order (``redis_scripts.RESERVE``:
-probe the bucket, and unless a committed fingerprint is within k, or another
-process's live reservation is, record a reservation). A committed neighbour
-makes it a duplicate (it releases what it reserved); a reservation within k
-makes it wait and retry. Holding all T, it commits them (table 0 first, with
-the record) and is admitted. Of two near-duplicates racing, the first to
-reserve the first table their buckets share wins there, and the other sees
-its reservation or commit: exactly one is admitted. Waits cannot deadlock:
-a process waits only on one that has reserved a later table than it holds.
-A reservation whose process died expires after ``lease`` seconds
-(``?lease=``, default 30); a process that stalls longer than that between
-reserving and committing could let a near-copy in (documented).
+Every ``check_and_add`` first reads the fingerprint's T buckets (one Lua
+call per slot chunk, ``READ``) and scans them here with numpy: a committed
+neighbour makes it a duplicate with no write at all. Otherwise it must be
+admitted atomically across processes:
+
+* On one Redis, one Lua step per chunk (``CHECK_AND_COMMIT``) scans only
+  what was appended to each bucket since the read and, if still nothing is
+  within k, appends the fingerprint to all T buckets and writes its record.
+* On a Redis Cluster a step may touch one slot only, so a fingerprint
+  *reserves* itself in each of its buckets (``RESERVE``: unless a committed
+  fingerprint, or another process's live reservation, is within k). A
+  committed neighbour makes it a duplicate (it gives back its reservations);
+  a reservation within k makes it wait and retry. Holding all T, it commits
+  them at once (table 0 first, with the record). Of two near-duplicates
+  racing, both need the bucket they share and only one can hold it: exactly
+  one is admitted. Waiting at table t, a fingerprint first gives back what it
+  holds from t on, so waits follow table order and cannot deadlock. A
+  reservation whose process died expires after ``lease`` seconds
+  (``?lease=``, default 30); a process that stalls longer than that between
+  reserving and committing could let a near-copy in (documented).
 
 Costs: a probe reads T buckets of about ``n / 2**prefix`` fingerprints (15 at
-1M); ``check_and_add`` is 2T + 1 server steps and T + 4 round trips; batches
-pipeline them, grouped by slot.
+1M). Round trips per ``check_and_add``: a duplicate 2 (read, records); a new
+fingerprint 2 on one Redis (read, check-and-commit), 3-4 on a cluster (read,
+reserve, commit table 0, commit the rest), more when it waits. Batches
+pipeline all of it, grouped by slot (``BENCHMARKS.md``).
 """
 
 from __future__ import annotations
@@ -158,6 +167,22 @@ class _Meta:
             self.store._call(lambda c: c.eval(scripts.INIT_META, 1, self.store.meta_key, *args))
         else:
             self.store._call(lambda c: c.hset(self.store.meta_key, mapping=meta))
+
+
+def _verdict(raw: bytes, pos: int, fp: int, found: dict[int, dict[int, int]], i: int) -> tuple[int, int]:
+    """Read one fingerprint's verdict at ``raw[pos]`` ("0", "2", or "1" + a 2-byte
+    count + that many 8-byte neighbours, put in ``found[i]``); returns it and the next position."""
+    v = raw[pos] - 48
+    pos += 1
+    if v == 1:
+        n = raw[pos] * 256 + raw[pos + 1]
+        pos += 2
+        hits = found.setdefault(i, {})
+        for j in range(n):
+            other = int.from_bytes(raw[pos + 8 * j : pos + 8 * j + 8], "big")
+            hits[other] = (other ^ fp).bit_count()
+        pos += 8 * n
+    return v, pos
 
 
 def _fp8(fp: int) -> bytes:
@@ -460,17 +485,7 @@ class RedisSimhashStore:
             for (t, chunk), raw in zip(order, self._run(calls)):
                 pos = 0
                 for i in chunk:
-                    v = raw[pos] - 48
-                    pos += 1
-                    if v == 1:
-                        n = raw[pos] * 256 + raw[pos + 1]
-                        pos += 2
-                        hits = found.setdefault(i, {})
-                        for j in range(n):
-                            fp = int.from_bytes(raw[pos + 8 * j : pos + 8 * j + 8], "big")
-                            hits[fp] = (fp ^ fps[i]).bit_count()
-                        pos += 8 * n
-                    verdicts[i][t] = v
+                    verdicts[i][t], pos = _verdict(raw, pos, fps[i], found, i)
             give_back: list[tuple[int, int]] = []  # (index, table) reservations to release
             waiting = False
             admitted = []
@@ -519,17 +534,8 @@ class RedisSimhashStore:
             order.append(chunk)
         for chunk, raw in zip(order, self._run(calls) if calls else []):
             pos = 0
-            for i in chunk:
-                if raw[pos] == 49:  # b"1": committed by another process since the read
-                    n = raw[pos + 1] * 256 + raw[pos + 2]
-                    pos += 3
-                    hits = found.setdefault(i, {})
-                    for j in range(n):
-                        fp = int.from_bytes(raw[pos + 8 * j : pos + 8 * j + 8], "big")
-                        hits[fp] = (fp ^ fps[i]).bit_count()
-                    pos += 8 * n
-                else:
-                    pos += 1
+            for i in chunk:  # "1": committed by another process since the read
+                _, pos = _verdict(raw, pos, fps[i], found, i)
         return found
 
     def _read(self, fps: list[int], where: tuple, idx: list[int]) -> tuple[list[dict[int, int]],
