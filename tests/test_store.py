@@ -41,6 +41,23 @@ def brute(fps: np.ndarray, q: int, k: int) -> set[int]:
     return set(np.flatnonzero(np.bitwise_count(fps ^ np.uint64(q)) <= k).tolist())
 
 
+def assert_query_equals_brute(got, fps: np.ndarray, q: int, k: int) -> None:
+    """A query's matches (keys "u<index>") are brute force's, nearest first, with true distances."""
+    assert {int(m.key[1:]) for m in got} == brute(fps, q, k), q
+    assert [m.distance for m in got] == sorted(m.distance for m in got)
+    assert all(m.distance == (m.fingerprint ^ q).bit_count() <= k for m in got)
+
+
+def assert_pairs_equal_brute(store, fps: np.ndarray, k: int) -> None:
+    """``store.pairs()`` (keys "u<index>") is every pair within k, each once."""
+    dist = np.bitwise_count(fps[:, None] ^ fps[None, :])
+    ii, jj = np.nonzero(np.triu(dist <= k, 1))
+    expect = {(f"u{a}", f"u{b}", int(dist[a, b])) for a, b in zip(ii.tolist(), jj.tolist())}
+    got_pairs = list(store.pairs())
+    assert len(got_pairs) == len(set(got_pairs))
+    assert {(a, b, d) if int(a[1:]) < int(b[1:]) else (b, a, d) for a, b, d in got_pairs} == expect
+
+
 CASES = [(0, 1), (1, 2), (2, 3), (3, 4), (3, 5), (3, 6), (4, 6), (6, 8), (8, 9)]
 
 
@@ -63,16 +80,8 @@ def test_queries_and_pairs_equal_brute_force(k, blocks):
     queries = np.concatenate([fps[:300], np.array(planted, dtype=np.uint64),
                               np.array([flip(p, [0]) for p in planted[:50]], dtype=np.uint64)])
     for q in queries.tolist():
-        got = store.query(q)
-        assert {int(m.key[1:]) for m in got} == brute(fps, q, k), q
-        assert [m.distance for m in got] == sorted(m.distance for m in got)
-        assert all(m.distance == (m.fingerprint ^ q).bit_count() <= k for m in got)
-    dist = np.bitwise_count(fps[:, None] ^ fps[None, :])
-    ii, jj = np.nonzero(np.triu(dist <= k, 1))
-    expect = {(f"u{a}", f"u{b}", int(dist[a, b])) for a, b in zip(ii.tolist(), jj.tolist())}
-    got_pairs = list(store.pairs())
-    assert len(got_pairs) == len(set(got_pairs))
-    assert {(a, b, d) if int(a[1:]) < int(b[1:]) else (b, a, d) for a, b, d in got_pairs} == expect
+        assert_query_equals_brute(store.query(q), fps, q, k)
+    assert_pairs_equal_brute(store, fps, k)
 
 
 def test_query_many_matches_query():
