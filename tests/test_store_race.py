@@ -96,7 +96,7 @@ def holder(url: str, fps: list[int], ready) -> None:
     arr = np.array(fps, dtype=np.uint64)
     names = store._names(store.layout.prefixes(arr), arr)
     store._commit = lambda *args, **kw: None  # (hold the reservations, never commit)
-    dups = store._reserve(fps, [""] * len(fps), names, list(range(len(fps))), {})
+    dups = store._reserve(fps, [""] * len(fps), names, list(range(len(fps))))
     assert not dups
     ready.set()
     time.sleep(600)

@@ -57,7 +57,6 @@ import threading
 import time
 import uuid
 from collections import defaultdict
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -70,8 +69,7 @@ from .layout import Layout
 
 DEFAULT_SHARDS = 64
 DEFAULT_LEASE = 30.0
-PARTS = 4  # threads a large batch is sent from
-CHUNK = 250  # fingerprints per script call (at most: a call blocks Redis for its duration)
+CHUNK = 1000  # fingerprints per script call (at most: a call blocks Redis for its duration)
 OWN_PARAMS = ("prefix", "cluster", "shards", "lease")
 
 
@@ -217,7 +215,6 @@ class RedisSimhashStore:
         self.meta_key = f"{self.name}:meta"
         self.token = uuid.uuid4().hex  # this store's reservations
         self._last_seq = 0
-        self._threads: ThreadPoolExecutor | None = None
         self._lock = threading.RLock()
         self._sha: dict[str, str] = {}
         try:
@@ -364,15 +361,14 @@ class RedisSimhashStore:
         return range(first, first + n)
 
     def _commit(self, fps: list[int], keys: Sequence[str], where: tuple, idx: list[int],
-                repair: bool = False, seq_of: dict[int, int] | None = None) -> None:
+                repair: bool = False) -> None:
         """Commit fingerprints ``idx`` of a batch into every table: table 0
         (with the records) first, so no table shows a fingerprint without its key.
         (One pipeline on one Redis, whose connection keeps the order; on a
         cluster the nodes run concurrently, so table 0 goes in a round of its own.)"""
         if not idx:
             return
-        if seq_of is None:
-            seq_of = dict(zip(idx, self._seqs(len(idx))))
+        seq_of = dict(zip(idx, self._seqs(len(idx))))
         head = [self.token, "1" if repair else "0"]
         first, _ = self._calls(scripts.COMMIT, 0, idx, fps, where, head,
                                lambda chunk: [b"".join(seq_of[i].to_bytes(8, "big") for i in chunk)]
@@ -415,20 +411,10 @@ class RedisSimhashStore:
             values = arr.tolist()
             where = self._names(self.layout.prefixes(arr), arr)
             for wave in self._waves(arr):
-                # numbered in batch order, so that "the oldest" among equals follows it
-                seq_of = dict(zip(wave, self._seqs(len(wave))))
-                # A wave's fingerprints are independent (none within k of another): its
-                # parts go to Redis from a few threads, so that one part's Python work
-                # overlaps another's wait for the server.
-                n = min(PARTS, -(-len(wave) // CHUNK))
-                if n > 1:
-                    size = -(-len(wave) // n)
-                    parts = [wave[j : j + size] for j in range(0, len(wave), size)]
-                    found = {}
-                    for f in self._pool().map(lambda part: self._admit(values, keys, where, part, seq_of), parts):
-                        found.update(f)
-                else:
-                    found = self._admit(values, keys, where, wave, seq_of)
+                if self.cluster:  # one slot per step: reserve the tables, then commit
+                    found = self._reserve(values, keys, where, wave)
+                else:  # one Redis: check and commit all tables in one step
+                    found = self._check_and_commit(values, keys, where, wave)
                 if found:
                     dups = sorted(found)
                     nearest = self._resolve([found[i] for i in dups])
@@ -438,19 +424,6 @@ class RedisSimhashStore:
                     mine = [i for i in dups if out[i].fingerprint == values[i] and out[i].key == keys[i]]
                     self._commit(values, keys, where, mine, repair=True)
             return out
-
-    def _admit(self, fps: list[int], keys: Sequence[str], where: tuple, idx: list[int],
-               seq_of: dict[int, int]) -> dict[int, dict[int, int]]:
-        """Check ``idx`` (none within k of another) and commit the new ones;
-        returns the duplicates' neighbours."""
-        if self.cluster:  # one slot per step: reserve the tables, then commit
-            return self._reserve(fps, keys, where, idx, seq_of)
-        return self._check_and_commit(fps, keys, where, idx, seq_of)  # one Redis: one step
-
-    def _pool(self) -> ThreadPoolExecutor:
-        if self._threads is None:
-            self._threads = ThreadPoolExecutor(PARTS, thread_name_prefix="neardup-redis")
-        return self._threads
 
     def _resolve(self, found: list[dict[int, int]]) -> list[Any]:
         """The nearest record (ties: the oldest) of each {fingerprint: distance}."""
@@ -484,8 +457,7 @@ class RedisSimhashStore:
             waves[w].append(i)
         return waves
 
-    def _reserve(self, fps: list[int], keys: Sequence[str], where: tuple, idx: list[int],
-                 seq_of: dict[int, int]) -> dict[int, dict[int, int]]:
+    def _reserve(self, fps: list[int], keys: Sequence[str], where: tuple, idx: list[int]) -> dict[int, dict[int, int]]:
         """Reserve every table for ``idx``: all tables in one pipelined round
         when nothing conflicts, committing each as soon as it holds them all.
 
@@ -533,7 +505,7 @@ class RedisSimhashStore:
                     waiting = True
             if give_back:
                 self._release(fps, give_back, where)
-            self._commit(fps, keys, where, sorted(admitted), seq_of=seq_of)
+            self._commit(fps, keys, where, sorted(admitted))
             if waiting:
                 if waited > 4 * self.lease:
                     raise StoreError(f"the Redis store at {self.location}: a reservation did not clear in "
@@ -543,8 +515,8 @@ class RedisSimhashStore:
                 pause = min(pause * 2, 0.05)
         return found
 
-    def _check_and_commit(self, fps: list[int], keys: Sequence[str], where: tuple, idx: list[int],
-                          seq_of: dict[int, int]) -> dict[int, dict[int, int]]:
+    def _check_and_commit(self, fps: list[int], keys: Sequence[str], where: tuple,
+                          idx: list[int]) -> dict[int, dict[int, int]]:
         """On one Redis: read and scan the buckets here, then check what was
         committed since and commit, all tables in one Lua step per chunk
         (``redis_scripts.CHECK_AND_COMMIT``). Returns the duplicates' neighbours."""
@@ -553,7 +525,7 @@ class RedisSimhashStore:
         calls, order = [], []
         for c in range(0, len(todo), CHUNK):
             chunk = todo[c : c + CHUNK]
-            seqs = [seq_of[i] for i in chunk]
+            seqs = self._seqs(len(chunk))
             calls.append((scripts.CHECK_AND_COMMIT, [where[1][0][chunk[0]]], [
                 str(self.max_distance), str(self.T), b"".join(where[2][i] for i in chunk),
                 " ".join(where[1][t][i] for i in chunk for t in range(self.T)),
@@ -769,9 +741,6 @@ class RedisSimhashStore:
 
     def close(self) -> None:
         with self._lock:
-            if self._threads is not None:
-                self._threads.shutdown()
-                self._threads = None
             if self.client is not None:
                 self.client.close()
                 self.client = None
