@@ -12,8 +12,8 @@ every stored neighbour. Keys, with ``S`` shards per table (``?shards=``,
 default 64) and shard ``s = prefix mod S``::
 
     {NAME:t.s}:b:<prefix hex>   the bucket: stored fingerprints, 8 bytes each, appended
-    {NAME:t.s}:p                reservations in flight in this table shard (a hash)
-    {NAME:0.s}:r:<prefix hex>   table 0 only: records, field fingerprint+seq -> key
+    {NAME:t.s}:b:<prefix hex>:p a cluster's reservations in flight in this bucket (a hash; usually absent)
+    {NAME:0.s}:b:<prefix hex>:r table 0 only: records, field fingerprint+seq -> key
     {NAME:0.s}:n                table 0 only: records in this shard
     NAME:meta                   settings and layout
 
@@ -302,24 +302,15 @@ class RedisSimhashStore:
     def _bucket(self, t: int, prefix: int) -> str:
         return f"{{{self._tag(t, prefix)}}}:b:{prefix:x}"
 
-    def _pending(self, t: int, prefix: int) -> str:
-        return self._bucket(t, prefix) + ":p"
-
-    def _records(self, prefix0: int) -> str:
-        return self._bucket(0, prefix0) + ":r"
-
     def _count_key(self, shard: int) -> str:
         return f"{{{self.name}:0.{shard}}}:n"
 
     def _names(self, prefixes: np.ndarray, fps: np.ndarray) -> tuple[list[list[str]], list[list[str]], list[bytes]]:
         """Per table, each fingerprint's hash tag and bucket name; and each
         fingerprint's 8 bytes (made once per batch)."""
-        tags, names = [], []
-        for t in range(len(prefixes)):
-            row = prefixes[t].tolist()
-            tg = [f"{self.name}:{t}.{p % self.shards}" for p in row]
-            tags.append(tg)
-            names.append([f"{{{g}}}:b:{p:x}" for g, p in zip(tg, row)])
+        rows = [(t, prefixes[t].tolist()) for t in range(len(prefixes))]
+        tags = [[self._tag(t, p) for p in row] for t, row in rows]
+        names = [[self._bucket(t, p) for p in row] for t, row in rows]
         return tags, names, [_fp8(v) for v in fps.tolist()]
 
     def _calls(self, script: str, t: int, idx: list[int], fps: list[int], where: tuple, head: list[Any],
@@ -427,15 +418,22 @@ class RedisSimhashStore:
 
     def _resolve(self, found: list[dict[int, int]]) -> list[Any]:
         """The nearest record (ties: the oldest) of each {fingerprint: distance}."""
+        out = []
+        for ms in self._ranked(found):
+            if not ms:  # (only if its neighbour was deleted behind the store's back)
+                raise StoreError(f"the Redis store at {self.location} lost a record")
+            out.append(ms[0])
+        return out
+
+    def _ranked(self, found: list[dict[int, int]]) -> list[list[Any]]:
+        """The records of each {fingerprint: distance} as matches, nearest first (ties: the oldest)."""
         from .store import Match
 
         records = self._records_of(v for f in found for v in f)
         out = []
         for f in found:
-            best = min(((d, seq, v, key) for v, d in f.items() for seq, key in records.get(v, ())), default=None)
-            if best is None:  # (only if its neighbour was deleted behind the store's back)
-                raise StoreError(f"the Redis store at {self.location} lost a record")
-            out.append(Match(best[3], best[2], best[0]))
+            ms = sorted((d, seq, v, key) for v, d in f.items() for seq, key in records.get(v, ()))
+            out.append([Match(key, v, d) for d, _, v, key in ms])
         return out
 
     def _waves(self, arr: np.ndarray) -> list[list[int]]:
@@ -580,29 +578,8 @@ class RedisSimhashStore:
 
     def _candidates(self, arr: np.ndarray) -> list[dict[int, int]]:
         """For each query, the stored fingerprints within k: {fingerprint: distance}."""
-        prefixes = self.layout.prefixes(arr)
-        names = sorted({self._bucket(t, int(prefixes[t, i])) for t in range(self.T) for i in range(len(arr))})
-
-        def get(client):
-            pipe = client.pipeline(transaction=False)
-            for name in names:
-                pipe.get(name)
-            return pipe.execute()
-
-        buckets = dict(zip(names, self._call(get)))
-        out = []
-        for i, q in enumerate(arr.tolist()):
-            found: dict[int, int] = {}
-            for t in range(self.T):
-                raw = buckets[self._bucket(t, int(prefixes[t, i]))]
-                if not raw:
-                    continue
-                vals = np.frombuffer(raw, dtype=">u8").astype(np.uint64)
-                dist = np.bitwise_count(vals ^ np.uint64(q))
-                for j in np.flatnonzero(dist <= self.max_distance).tolist():
-                    found[int(vals[j])] = int(dist[j])
-            out.append(found)
-        return out
+        _, found = self._read(arr.tolist(), self._names(self.layout.prefixes(arr), arr), list(range(len(arr))))
+        return [found.get(i, {}) for i in range(len(arr))]
 
     def _records_of(self, values: Iterable[int]) -> dict[int, list[tuple[int, str]]]:
         """{fingerprint: [(seq, key), ...] oldest first} for stored fingerprints
@@ -634,16 +611,7 @@ class RedisSimhashStore:
         return out
 
     def _matches(self, arr: np.ndarray) -> list[list[Any]]:
-        from .store import Match
-
-        cands = self._candidates(arr)
-        records = self._records_of(v for c in cands for v in c)
-        out = []
-        for found in cands:
-            ms = [(d, seq, v, key) for v, d in found.items() for seq, key in records.get(v, ())]
-            ms.sort()
-            out.append([Match(key, v, d) for d, _, v, key in ms])
-        return out
+        return self._ranked(self._candidates(arr))
 
     def query(self, fp: int) -> list[Any]:
         """Every stored record within ``max_distance`` of ``fp``, nearest first
@@ -654,6 +622,18 @@ class RedisSimhashStore:
         arr = self._array(fps)
         return self._matches(arr) if len(arr) else []
 
+    def _each(self, command: str, names: Sequence[Any]) -> list[Any]:
+        """One command (``"get"``, ``"hgetall"``, ``"delete"``) on each key, pipelined."""
+        if not names:
+            return []
+
+        def go(client):
+            pipe = client.pipeline(transaction=False)
+            for name in names:
+                getattr(pipe, command)(name)
+            return pipe.execute()
+        return self._call(go)
+
     def _scan(self, pattern: str) -> list[bytes]:
         def scan(client):
             return list(client.scan_iter(match=pattern, count=1000))
@@ -661,16 +641,8 @@ class RedisSimhashStore:
 
     def _all_records(self) -> list[tuple[int, int, str]]:
         """(seq, fingerprint, key) of every record, oldest first."""
-        names = self._scan(f"{{{self.name}:0.*}}:b:*:r")
-
-        def get(client):
-            pipe = client.pipeline(transaction=False)
-            for name in names:
-                pipe.hgetall(name)
-            return pipe.execute()
-
         out = []
-        for rec in self._call(get) if names else []:
+        for rec in self._each("hgetall", self._scan(f"{{{self.name}:0.*}}:b:*:r")):
             for field, key in rec.items():
                 out.append((int.from_bytes(field[8:], "big"), int.from_bytes(field[:8], "big"), key.decode("utf-8")))
         out.sort()
@@ -691,12 +663,7 @@ class RedisSimhashStore:
             yield from local.pairs()
 
     def __len__(self) -> int:
-        def get(client):
-            pipe = client.pipeline(transaction=False)
-            for s in range(self.shards):
-                pipe.get(self._count_key(s))
-            return pipe.execute()
-        return sum(int(x or 0) for x in self._call(get))
+        return sum(int(x or 0) for x in self._each("get", [self._count_key(s) for s in range(self.shards)]))
 
     def check_invariants(self) -> None:
         """Raise unless every record's fingerprint is in its bucket of every
@@ -712,15 +679,8 @@ class RedisSimhashStore:
         prefixes = self.layout.prefixes(fps)
         for t in range(self.T):
             names = [n for n in self._scan(f"{{{self.name}:{t}.*}}:b:*") if not n.endswith((b":p", b":r"))]
-
-            def get(client, names=names):
-                pipe = client.pipeline(transaction=False)
-                for name in names:
-                    pipe.get(name)
-                return pipe.execute()
-
             seen = defaultdict(int)
-            for name, raw in zip(names, self._call(get) if names else []):
+            for name, raw in zip(names, self._each("get", names)):
                 for v in np.frombuffer(raw or b"", dtype=">u8").tolist():
                     seen[v] += 1
                     i = int(np.searchsorted(fps, np.uint64(v)))
@@ -753,11 +713,4 @@ class RedisSimhashStore:
 
     def drop(self) -> int:
         """Delete every key of this store (for tests and benchmarks). Returns how many."""
-        names = self._scan(f"{{{self.name}:*") + [self.meta_key.encode()]
-
-        def delete(client):
-            pipe = client.pipeline(transaction=False)
-            for name in names:
-                pipe.delete(name)
-            return sum(pipe.execute())
-        return self._call(delete)
+        return sum(self._each("delete", self._scan(f"{{{self.name}:*") + [self.meta_key.encode()]))
