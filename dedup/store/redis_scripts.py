@@ -7,8 +7,11 @@ compared with Redis's ``bit`` library on two exact 32-bit halves: nothing
 passes through a Lua number above 2**32 (Lua numbers are doubles).
 """
 
-# Shared by both scripts: is the 8-byte string at s[pos] within k bits of (ah, al)?
-_NEAR = """
+# Shared by the scripts that scan or record: near(): is the 8-byte string at
+# s[pos] within k bits of (ah, al)? scan(): add the fingerprints of s within k to
+# found. dup(): a duplicate's verdict, "1" + a 2-byte count + its neighbours.
+# record(): write a new fingerprint's record in table 0 and count it.
+_LIB = """
 local band, bxor = bit.band, bit.bxor
 local function near(ah, al, s, pos, k)
   local bh, bl = struct.unpack('>I4I4', s, pos)
@@ -18,6 +21,18 @@ local function near(ah, al, s, pos, k)
   x = bxor(al, bl)
   while x ~= 0 do x = band(x, x - 1); c = c + 1; if c > k then return false end end
   return true
+end
+local function scan(ah, al, s, k, found)
+  for pos = 1, #s, 8 do
+    if near(ah, al, s, pos, k) and #found < 65535 then found[#found + 1] = string.sub(s, pos, pos + 7) end
+  end
+end
+local function dup(found)
+  return '1' .. string.char(math.floor(#found / 256), #found % 256) .. table.concat(found)
+end
+local function record(bucket0, fp, seq, key)
+  redis.call('HSET', bucket0 .. ':r', fp .. seq, key)
+  redis.call('INCR', string.match(bucket0, '^{[^}]*}') .. ':n')
 end
 """
 
@@ -31,7 +46,7 @@ end
 #: another process within k), "2" (another process holds a live reservation within
 #: k: wait), or "1" + a 2-byte count + the committed fingerprints within k (8 bytes
 #: each): a duplicate. Expired reservations (their process died) are removed on the way.
-RESERVE = _NEAR + """
+RESERVE = _LIB + """
 local k, token, lease, fps = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3]), ARGV[4]
 local now = redis.call('TIME')
 now = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
@@ -44,13 +59,8 @@ for bucket in string.gmatch(ARGV[5], '%S+') do
   local ah, al = struct.unpack('>I4I4', fp)
   local verdict, found = 0, {}
   -- only what was committed since the caller read the bucket (it scanned the rest)
-  local s = redis.call('GETRANGE', bucket, seen[(i + 7) / 8] or 0, -1)
+  scan(ah, al, redis.call('GETRANGE', bucket, seen[(i + 7) / 8] or 0, -1), k, found)
   i = i + 8
-  if s then
-    for pos = 1, #s, 8 do
-      if near(ah, al, s, pos, k) and #found < 65535 then found[#found + 1] = string.sub(s, pos, pos + 7) end
-    end
-  end
   if #found > 0 then
     verdict = 1
   else
@@ -68,11 +78,7 @@ for bucket in string.gmatch(ARGV[5], '%S+') do
     end
   end
   if verdict == 0 then redis.call('HSET', pend, fp, token .. ':' .. (now + lease)) end
-  out[#out + 1] = tostring(verdict)
-  if verdict == 1 then
-    out[#out + 1] = string.char(math.floor(#found / 256), #found % 256)
-    out[#out + 1] = table.concat(found)
-  end
+  out[#out + 1] = verdict == 1 and dup(found) or tostring(verdict)
 end
 return table.concat(out)
 """
@@ -87,7 +93,7 @@ return table.concat(out)
 #: then in table 0 only: sequence numbers (8 bytes each, concatenated), and a key
 #: per fingerprint.
 #: Returns how many were appended.
-COMMIT = """
+COMMIT = _LIB + """
 local token, repair, fps = ARGV[1], ARGV[2] == '1', ARGV[3]
 local table0 = #ARGV > 4
 local function has(s, fp)
@@ -109,10 +115,7 @@ for bucket in string.gmatch(ARGV[4], '%S+') do
   end
   if not skip then
     redis.call('APPEND', bucket, fp)
-    if table0 then
-      redis.call('HSET', bucket .. ':r', fp .. string.sub(ARGV[5], i * 8 + 1, i * 8 + 8), ARGV[6 + i])
-      redis.call('INCR', string.match(bucket, '^{[^}]*}') .. ':n')
-    end
+    if table0 then record(bucket, fp, string.sub(ARGV[5], i * 8 + 1, i * 8 + 8), ARGV[6 + i]) end
     n = n + 1
   end
   -- (no other process holds a live reservation of this very fingerprint here: it
@@ -132,7 +135,7 @@ return n
 #: then a key per fingerprint.
 #: Returns bytes, per fingerprint: "0" (committed in every table, with its record)
 #: or "1" + a 2-byte count + the fingerprints within k committed since the read.
-CHECK_AND_COMMIT = _NEAR + """
+CHECK_AND_COMMIT = _LIB + """
 local k, T, fps, seqs = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], ARGV[6]
 local names, seen = {}, {}
 for n in string.gmatch(ARGV[4], '%S+') do names[#names + 1] = n end
@@ -142,19 +145,12 @@ for i = 0, #fps / 8 - 1 do
   local fp = string.sub(fps, i * 8 + 1, i * 8 + 8)
   local ah, al = struct.unpack('>I4I4', fp)
   local found = {}
-  for t = 1, T do
-    local s = redis.call('GETRANGE', names[i * T + t], seen[i * T + t], -1)
-    for pos = 1, #s, 8 do
-      if near(ah, al, s, pos, k) and #found < 65535 then found[#found + 1] = string.sub(s, pos, pos + 7) end
-    end
-  end
+  for t = 1, T do scan(ah, al, redis.call('GETRANGE', names[i * T + t], seen[i * T + t], -1), k, found) end
   if #found > 0 then
-    out[#out + 1] = '1' .. string.char(math.floor(#found / 256), #found % 256) .. table.concat(found)
+    out[#out + 1] = dup(found)
   else
     for t = 1, T do redis.call('APPEND', names[i * T + t], fp) end
-    local b0 = names[i * T + 1]
-    redis.call('HSET', b0 .. ':r', fp .. string.sub(seqs, i * 8 + 1, i * 8 + 8), ARGV[7 + i])
-    redis.call('INCR', string.match(b0, '^{[^}]*}') .. ':n')
+    record(names[i * T + 1], fp, string.sub(seqs, i * 8 + 1, i * 8 + 8), ARGV[7 + i])
     out[#out + 1] = '0'
   end
 end
