@@ -24,12 +24,15 @@ as a page to emit again rather than as unchanged.
 
 from __future__ import annotations
 
+import logging
 import weakref
 from collections import deque
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from scrapy.crawler import Crawler
+
+logger = logging.getLogger(__name__)
 
 ID_KEY = "neardup_frontier_id"
 REDELIVERED_KEY = "neardup_redelivered"
@@ -107,6 +110,25 @@ class AckTracker:
         outputs could not be committed)."""
         self._inflight.pop(rid, None)  # type: ignore[arg-type]
 
+    def adopt(self, request: Any) -> int | None:
+        """A request entering the frontier. One carrying a frontier id is an output
+        of that request: a redirect or retry that replaces it (before any
+        response), or a spider output that copied ``response.meta``; the id and the
+        redelivery mark are the frontier's, not its own, and are dropped. Returns
+        the id it replaces, to ``finish`` once it is queued, or None."""
+        parent = request.meta.pop(ID_KEY, None)
+        request.meta.pop(REDELIVERED_KEY, None)
+        return parent if parent is not None and self.is_replacement(parent) else None
+
+    def hand_out(self, request: Any, rid: int, redelivered: int) -> Any:
+        """Mark ``request`` as the frontier's ``rid`` (handed out ``redelivered``
+        times before, at kills or dead processes) and follow it from now on."""
+        request.meta[ID_KEY] = rid
+        if redelivered:
+            request.meta[REDELIVERED_KEY] = redelivered
+        self.started(rid)
+        return request
+
     def is_replacement(self, rid: int | None) -> bool:
         """A request carrying ``rid`` that arrives before ``rid`` had a response
         replaces it (a redirect or a retry)."""
@@ -148,6 +170,18 @@ class AckTracker:
             self._ready.popleft()
             out.append(rid)
         return out
+
+
+def give_up(stats: Any, redelivered: int, limit: int, what: str) -> bool:
+    """Whether a request handed out again ``redelivered`` times in a row (in flight
+    at each kill, crash or dead process: likely a page that kills the crawler) is
+    past ``NEARDUP_FRONTIER_MAX_REDELIVERIES``; if so it is logged and counted."""
+    if redelivered <= limit:
+        return False
+    logger.error("frontier: giving up a request that was in flight at %d kills, crashes or dead processes in a "
+                 "row (NEARDUP_FRONTIER_MAX_REDELIVERIES=%d): %s", redelivered, limit, what)
+    stats.inc_value("neardup/frontier/given_up")
+    return True
 
 
 def request_id(request: Any) -> int | None:

@@ -47,7 +47,7 @@ from scrapy.utils.misc import load_object
 from scrapy_redis.scheduler import Scheduler as ScrapyRedisScheduler
 from twisted.internet import task
 
-from .acks import ID_KEY, REDELIVERED_KEY, AckTracker
+from .acks import AckTracker, give_up
 from .codec import CorruptRequest, UnserializableRequest, decode_request, encode_request
 from .scheduler import CHECKPOINT_INTERVAL, _FeedGate
 
@@ -179,6 +179,7 @@ class ReliableRedisScheduler(ScrapyRedisScheduler):
         self._ack = self.server.register_script(_ACK)
         self._next_id = 0
         self._shas: dict[int, str] = {}
+        self._unacked: list[int] = []  # done, but Redis was away when they were to be acknowledged
         self._backlog: deque[Request] = deque()
         self.accepted = self.pushed = 0  # requests handed to enqueue_request / that reached Redis
         self._down = False
@@ -201,8 +202,7 @@ class ReliableRedisScheduler(ScrapyRedisScheduler):
         self._flush_backlog()
         self._acknowledge()
         try:  # what this process still holds goes back to the queue now, not after the lease
-            moved, _, _ = self._beat(keys=[self.workers_key, self.queue.key, self.redelivered_key],
-                                  args=[self.kind, int(self.lease * 1000), self.inflight_prefix, self.me, "1"])
+            moved, _, _ = self._beat_now(hand_back=True)
             if moved:
                 logger.info("shared frontier: %d unfinished request(s) went back to the queue", moved)
         except Exception as exc:  # (Redis away: the lease hands them to another process later)
@@ -232,11 +232,7 @@ class ReliableRedisScheduler(ScrapyRedisScheduler):
             return True
 
     def enqueue_request(self, request: Request) -> bool:
-        # An output carrying a frontier id replaces that request (a redirect, a retry)
-        # or copied response.meta: the id and the redelivery mark are not its own.
-        parent = request.meta.pop(ID_KEY, None)
-        request.meta.pop(REDELIVERED_KEY, None)
-        replaces = parent is not None and self.tracker.is_replacement(parent)
+        parent = self.tracker.adopt(request)  # (the request it replaces: a redirect, a retry)
         try:
             self.accepted += 1
             self._backlog.append(request)
@@ -244,7 +240,7 @@ class ReliableRedisScheduler(ScrapyRedisScheduler):
                 self._flush_backlog()
             return True
         finally:
-            if replaces:
+            if parent is not None:
                 self.tracker.finish(parent)
 
     def _flush_backlog(self) -> None:
@@ -299,18 +295,12 @@ class ReliableRedisScheduler(ScrapyRedisScheduler):
                 self.stats.inc_value("neardup/frontier/corrupt")
                 self._ack_now([rid])
                 continue
-            if redelivered > self.max_redeliveries:
-                logger.error("shared frontier: giving up a request that was in flight at %d dead processes "
-                             "(NEARDUP_FRONTIER_MAX_REDELIVERIES=%d): %s", redelivered, self.max_redeliveries,
-                             request.url)
-                self.stats.inc_value("neardup/frontier/given_up")
+            if give_up(self.stats, redelivered, self.max_redeliveries, request.url):
                 self._ack_now([rid])
                 continue
-            request.meta[ID_KEY] = rid
             if redelivered:
-                request.meta[REDELIVERED_KEY] = redelivered
                 self.stats.inc_value("neardup/frontier/redelivered")
-            self.tracker.started(rid)
+            self.tracker.hand_out(request, rid, redelivered)
             self.stats.inc_value("scheduler/dequeued/redis")
             self.stats.inc_value("scheduler/dequeued")
             return request
@@ -324,13 +314,14 @@ class ReliableRedisScheduler(ScrapyRedisScheduler):
         self._heartbeat()
 
     def _acknowledge(self) -> None:
-        done = self.tracker.acknowledgeable()
+        done = self._unacked + self.tracker.acknowledgeable()
         if done:
             try:
                 self._ack_now(done)
+                self._unacked = []
             except Exception as exc:  # (they stay in flight: acknowledged at the next checkpoint)
                 self._redis_down(exc)
-                self.tracker._ready.extendleft((rid, []) for rid in reversed(done))
+                self._unacked = done
 
     def _ack_now(self, ids: list[int]) -> None:
         shas = [self._shas.pop(i, "") for i in ids]
@@ -338,9 +329,7 @@ class ReliableRedisScheduler(ScrapyRedisScheduler):
 
     def _heartbeat(self) -> None:
         try:
-            moved, live, queued = self._beat(
-                keys=[self.workers_key, self.queue.key, self.redelivered_key],
-                args=[self.kind, int(self.lease * 1000), self.inflight_prefix, self.me, "0"])
+            moved, live, queued = self._beat_now(hand_back=False)
         except Exception as exc:
             self._redis_down(exc)
             return
@@ -352,6 +341,13 @@ class ReliableRedisScheduler(ScrapyRedisScheduler):
             logger.warning("shared frontier: %d request(s) held by a process that stopped beating went back "
                            "to the queue", moved)
             self.stats.inc_value("neardup/frontier/reclaimed", int(moved))
+
+    def _beat_now(self, hand_back: bool) -> list[int]:
+        """Heartbeat and requeue dead processes' requests (and, ``hand_back``, this
+        one's): ``_BEAT``'s [requeued, in flight at live processes, queued]."""
+        return self._beat(keys=[self.workers_key, self.queue.key, self.redelivered_key],
+                          args=[self.kind, int(self.lease * 1000), self.inflight_prefix, self.me,
+                                "1" if hand_back else "0"])
 
     def _wake_engine(self) -> None:
         """Ask the engine for requests now: an idle engine asks the scheduler only

@@ -33,7 +33,7 @@ from scrapy.exceptions import NotConfigured
 from scrapy.utils.misc import build_from_crawler, load_object
 from twisted.internet import task
 
-from .acks import ID_KEY, REDELIVERED_KEY, AckTracker
+from .acks import AckTracker, give_up
 from .codec import CorruptRequest, UnserializableRequest, decode_request, encode_request
 from .db import FrontierDB, FrontierError
 from .dupefilter import DurableDupeFilter
@@ -151,12 +151,7 @@ class DurableScheduler(BaseScheduler):
         return len(self._memory) + (len(self.db) if self.db is not None else 0)
 
     def enqueue_request(self, request: Request) -> bool:
-        # A request carrying a frontier id is an output of that request: a redirect
-        # or retry that replaces it (before any response), or a spider output that
-        # copied response.meta. The id and redelivery mark are the frontier row's, not its.
-        parent = request.meta.pop(ID_KEY, None)
-        request.meta.pop(REDELIVERED_KEY, None)
-        replaces = parent is not None and self.tracker.is_replacement(parent)
+        parent = self.tracker.adopt(request)  # (the request it replaces: a redirect, a retry)
         try:
             if not request.dont_filter and self.df.request_seen(request):
                 self.df.log(request, self.spider)
@@ -177,7 +172,7 @@ class DurableScheduler(BaseScheduler):
             self._fail(exc)
             return False
         finally:
-            if replaces:
+            if parent is not None:
                 self.tracker.finish(parent)
 
     def next_request(self) -> Request | None:
@@ -196,7 +191,6 @@ class DurableScheduler(BaseScheduler):
                 request = self._restore(row)
                 if request is None:
                     continue
-                self.tracker.started(row.id)
                 self._commit()  # the request is durably in flight before anything it causes is stored
                 self.stats.inc_value("scheduler/dequeued/disk")
                 self.stats.inc_value("scheduler/dequeued")
@@ -209,12 +203,7 @@ class DurableScheduler(BaseScheduler):
     # -- helpers --------------------------------------------------------------------
 
     def _restore(self, row: Any) -> Request | None:
-        if row.redelivered > self.max_redeliveries:
-            # fetched and never finished that often: the page likely kills the crawler
-            logger.error("frontier: giving up a request that was in flight at %d crashes or kills in a row "
-                         "(NEARDUP_FRONTIER_MAX_REDELIVERIES=%d): %s", row.redelivered, self.max_redeliveries,
-                         row.data[:300])
-            self.stats.inc_value("neardup/frontier/given_up")
+        if give_up(self.stats, row.redelivered, self.max_redeliveries, row.data[:300]):
             self.db.ack([row.id])
             return None
         try:
@@ -224,10 +213,7 @@ class DurableScheduler(BaseScheduler):
             self.stats.inc_value("neardup/frontier/unreadable")
             self.db.ack([row.id])
             return None
-        request.meta[ID_KEY] = row.id
-        if row.redelivered:
-            request.meta[REDELIVERED_KEY] = row.redelivered
-        return request
+        return self.tracker.hand_out(request, row.id, row.redelivered)
 
     def _downloader(self) -> Any:
         try:
