@@ -22,6 +22,9 @@ from __future__ import annotations
 
 import random
 import threading
+import time
+from collections import Counter
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
@@ -158,20 +161,33 @@ class DemoSite:
         return DemoServer(self, port)
 
 
-class DemoServer:
-    """A real threaded HTTP server on 127.0.0.1 that logs every request path."""
+class LocalServer:
+    """A real threaded HTTP server on 127.0.0.1 (the demo's, and the tests' sites).
 
-    def __init__(self, site: DemoSite, port: int = 0) -> None:
+    ``respond(target) -> (status, headers, body)`` answers each GET, after
+    ``delay(target)`` seconds if given. Every request's target is logged in
+    order (``requests``), with its time (``times``) and a count per target (``hits``).
+    """
+
+    def __init__(self, respond: Callable[[str], tuple[int, dict[str, str], bytes]],
+                 delay: Callable[[str], float] | None = None, *, port: int = 0) -> None:
         self.requests: list[str] = []
-        log = self.requests
+        self.times: list[float] = []
+        self.hits: Counter[str] = Counter()
+        server, lock = self, threading.Lock()
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:  # noqa: N802 - http.server's name
-                log.append(self.path)
-                parts = urlsplit(self.path)
-                status, ctype, body = site.page(parts.path, parse_qs(parts.query))
+                with lock:
+                    server.requests.append(self.path)
+                    server.times.append(time.monotonic())
+                    server.hits[self.path] += 1
+                status, headers, body = respond(self.path)
+                if delay is not None:
+                    time.sleep(delay(self.path))
                 self.send_response(status)
-                self.send_header("Content-Type", ctype)
+                for name, value in headers.items():
+                    self.send_header(name, value)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)
@@ -181,7 +197,7 @@ class DemoServer:
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self.port = self.httpd.server_address[1]
-        self.url = f"http://127.0.0.1:{self.port}/"
+        self.url = f"http://127.0.0.1:{self.port}"
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
         self.thread.start()
 
@@ -189,8 +205,21 @@ class DemoServer:
         self.httpd.shutdown()
         self.httpd.server_close()
 
-    def __enter__(self) -> DemoServer:
+    def __enter__(self) -> LocalServer:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class DemoServer(LocalServer):
+    """The demo site, served on 127.0.0.1; ``url`` is its front page."""
+
+    def __init__(self, site: DemoSite, port: int = 0) -> None:
+        def respond(target: str) -> tuple[int, dict[str, str], bytes]:
+            parts = urlsplit(target)
+            status, ctype, body = site.page(parts.path, parse_qs(parts.query))
+            return status, {"Content-Type": ctype}, body
+
+        super().__init__(respond, port=port)
+        self.url += "/"

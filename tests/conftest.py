@@ -28,28 +28,27 @@ def free_port() -> int:
 # -- real Redis servers (tests/fixtures/redis_servers.py) -------------------------
 
 
-@pytest.fixture(scope="session")
-def redis_server():
-    """One redis-server on a free loopback port, for the session."""
-    from tests.fixtures.redis_servers import RedisServer, available
+def _redis(kind: str):
+    """Start ``tests.fixtures.redis_servers.<kind>`` (or skip saying why it cannot run), yield it, stop it."""
+    from tests.fixtures import redis_servers
 
-    if (why := available()) is not None:
+    if (why := redis_servers.available()) is not None:
         pytest.skip(why)
-    server = RedisServer()
+    server = getattr(redis_servers, kind)()
     yield server
     server.close()
 
 
 @pytest.fixture(scope="session")
+def redis_server():
+    """One redis-server on a free loopback port, for the session."""
+    yield from _redis("RedisServer")
+
+
+@pytest.fixture(scope="session")
 def redis_cluster():
     """A 3-node Redis Cluster on loopback ports, for the session."""
-    from tests.fixtures.redis_servers import RedisCluster, available
-
-    if (why := available()) is not None:
-        pytest.skip(why)
-    cluster = RedisCluster()
-    yield cluster
-    cluster.close()
+    yield from _redis("RedisCluster")
 
 
 _prefixes = iter(range(10**9))
