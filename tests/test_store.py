@@ -84,6 +84,21 @@ def test_queries_and_pairs_equal_brute_force(k, blocks):
     assert_pairs_equal_brute(store, fps, k)
 
 
+@pytest.mark.parametrize("k,blocks", CASES)
+def test_near_pairs_of_a_batch_equal_brute_force(k, blocks):
+    """``Layout.near_pairs`` (a batch's own pairs, for the shared store's waves)
+    is every pair within k, each once, exact repeats included."""
+    rng = np.random.default_rng(2000 + 10 * k + blocks)
+    layout = make_layout(k, blocks)
+    fps, _ = planted_set(rng, 600, k, layout)
+    fps = np.concatenate([fps, fps[:5], fps[:2]])  # exact repeats, one value three times
+    dist = np.bitwise_count(fps[:, None] ^ fps[None, :])
+    ii, jj = np.nonzero(np.triu(dist <= k, 1))
+    a, b = layout.near_pairs(fps)
+    assert sorted(zip(a.tolist(), b.tolist())) == sorted(zip(ii.tolist(), jj.tolist()))
+    assert layout.near_pairs(fps[:1])[0].tolist() == []
+
+
 def test_query_many_matches_query():
     rng = np.random.default_rng(5)
     fps = rng.integers(0, 2**64 - 1, size=500, dtype=np.uint64)

@@ -168,3 +168,22 @@ def test_a_redis_restart_is_survived(tmp_path):
         s.close()
     finally:
         server.close()
+
+
+def test_a_store_with_another_key_format_is_refused(redis_url):
+    """A Redis store written with another key layout (here: format 1, records
+    hashes not keyed by fingerprint) is refused, saying so, not misread."""
+    import redis
+
+    from dedup.store import StoreMismatchError
+
+    with SimhashStore.open(redis_url) as s:
+        assert s.check_and_add(7, "seven") is None
+        meta = s.meta_key
+    client = redis.Redis.from_url(redis_url.split("?")[0])
+    client.hdel(meta, "redis_format")
+    try:
+        with pytest.raises(StoreMismatchError, match="key format 1"):
+            SimhashStore.open(redis_url)
+    finally:
+        client.close()

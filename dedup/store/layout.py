@@ -128,6 +128,44 @@ class Layout:
                 out[t] = (out[t] << np.uint64(self.blocks[blk])) | ((fps >> src[t, j]) & mask[t, j])
         return out
 
+    def near_pairs(self, fps: np.ndarray, prefixes: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """The pairs of a small array within k bits, each once: index arrays
+        (a, b), a < b. Candidates are the pairs sharing a prefix in some table
+        (pigeonhole: every pair within k is one), checked exactly. For a batch
+        sent to a shared store, not for a store's self-join (that is the
+        compiled ``PermutedTables.row_pairs``). About n log n per table plus the
+        candidates (n**2 / 2 when all n share a prefix).
+
+        >>> lay = choose_layout(3, 1000)
+        >>> a, b = lay.near_pairs(np.array([0, 2**63, 7], dtype=np.uint64))
+        >>> a.tolist(), b.tolist()
+        ([0], [2])
+        """
+        fps = np.asarray(fps, dtype=np.uint64)
+        if prefixes is None:
+            prefixes = self.prefixes(fps)
+        parts_a, parts_b = [np.empty(0, dtype=np.int64)], [np.empty(0, dtype=np.int64)]
+        for row in prefixes:
+            order = np.argsort(row, kind="stable")
+            srt = row[order]
+            starts = np.flatnonzero(np.r_[True, srt[1:] != srt[:-1]])
+            counts = np.diff(np.r_[starts, len(srt)])
+            two = starts[counts == 2]  # (nearly all groups, in random data: at once)
+            parts_a.append(np.minimum(order[two], order[two + 1]))
+            parts_b.append(np.maximum(order[two], order[two + 1]))
+            for s, c in zip(starts[counts > 2].tolist(), counts[counts > 2].tolist()):
+                members = np.sort(order[s : s + c])
+                ia, ib = np.triu_indices(c, 1)
+                parts_a.append(members[ia])
+                parts_b.append(members[ib])
+        a, b = np.concatenate(parts_a), np.concatenate(parts_b)
+        if len(a):
+            pairs = np.unique(np.stack([a, b], axis=1), axis=0)  # (a pair may share several tables' prefixes)
+            a, b = pairs[:, 0], pairs[:, 1]
+            near = np.bitwise_count(fps[a] ^ fps[b]) <= self.k
+            a, b = a[near], b[near]
+        return a, b
+
     def block_masks(self) -> np.ndarray:
         """uint64 mask of each block in the original bit order."""
         out = []

@@ -10,7 +10,11 @@ passes through a Lua number above 2**32 (Lua numbers are doubles).
 # Shared by the scripts that scan or record: near(): is the 8-byte string at
 # s[pos] within k bits of (ah, al)? scan(): add the fingerprints of s within k to
 # found. dup(): a duplicate's verdict, "1" + a 2-byte count + its neighbours.
-# record(): write a new fingerprint's record in table 0 and count it.
+# record(): write a new fingerprint's record in table 0 and count it in counts
+# (written by add_counts once per call: one INCRBY per shard, not one INCR per record).
+# A record hash "<bucket>:r" has a field per fingerprint (8 bytes), its value
+# that fingerprint's records, each an 8-byte sequence number, a 4-byte key length
+# and the key: one HGET reads a fingerprint's records.
 _LIB = """
 local band, bxor = bit.band, bit.bxor
 local function near(ah, al, s, pos, k)
@@ -30,9 +34,16 @@ end
 local function dup(found)
   return '1' .. string.char(math.floor(#found / 256), #found % 256) .. table.concat(found)
 end
-local function record(bucket0, fp, seq, key)
-  redis.call('HSET', bucket0 .. ':r', fp .. seq, key)
-  redis.call('INCR', string.match(bucket0, '^{[^}]*}') .. ':n')
+local function record(bucket0, fp, seq, key, counts)
+  local recs, entry = bucket0 .. ':r', seq .. struct.pack('>I4', #key) .. key
+  if redis.call('HSETNX', recs, fp, entry) == 0 then  -- (the same fingerprint stored again: rare)
+    redis.call('HSET', recs, fp, redis.call('HGET', recs, fp) .. entry)
+  end
+  local n = string.match(bucket0, '^{[^}]*}') .. ':n'
+  counts[n] = (counts[n] or 0) + 1
+end
+local function add_counts(counts)
+  for n, c in pairs(counts) do redis.call('INCRBY', n, c) end
 end
 """
 
@@ -105,7 +116,7 @@ local function has(s, fp)
     i = i + 1
   end
 end
-local n, i = 0, 0
+local n, i, counts = 0, 0, {}
 for bucket in string.gmatch(ARGV[4], '%S+') do
   local fp = string.sub(fps, i * 8 + 1, i * 8 + 8)
   local skip = false
@@ -115,7 +126,7 @@ for bucket in string.gmatch(ARGV[4], '%S+') do
   end
   if not skip then
     redis.call('APPEND', bucket, fp)
-    if table0 then record(bucket, fp, string.sub(ARGV[5], i * 8 + 1, i * 8 + 8), ARGV[6 + i]) end
+    if table0 then record(bucket, fp, string.sub(ARGV[5], i * 8 + 1, i * 8 + 8), ARGV[6 + i], counts) end
     n = n + 1
   end
   -- (no other process holds a live reservation of this very fingerprint here: it
@@ -123,12 +134,17 @@ for bucket in string.gmatch(ARGV[4], '%S+') do
   redis.call('HDEL', bucket .. ':p', fp)
   i = i + 1
 end
+add_counts(counts)
 return n
 """
 
 #: One Redis (not a cluster): check and commit each fingerprint in one atomic step
 #: over all its tables, no reservations needed. The caller read the buckets and
-#: found no committed neighbour; this scans only what was committed since.
+#: found no committed neighbour; this appends the fingerprint to its T buckets and
+#: scans only what another process appended since the read (APPEND returns the new
+#: length, so in the usual case, nothing appended since, there is nothing to read).
+#: A neighbour found there undoes the appends (the fingerprint is each bucket's
+#: last 8 bytes: nothing else ran in between).
 #: KEYS[1]: any bucket. ARGV: k, T, fingerprints (concatenated), their buckets
 #: (space-separated, T per fingerprint in table order), the bucket lengths read
 #: (space-separated, likewise), sequence numbers (8 bytes each, concatenated),
@@ -140,20 +156,29 @@ local k, T, fps, seqs = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], ARGV[6]
 local names, seen = {}, {}
 for n in string.gmatch(ARGV[4], '%S+') do names[#names + 1] = n end
 for n in string.gmatch(ARGV[5], '%d+') do seen[#seen + 1] = tonumber(n) end
-local out = {}
+local out, counts = {}, {}
 for i = 0, #fps / 8 - 1 do
   local fp = string.sub(fps, i * 8 + 1, i * 8 + 8)
   local ah, al = struct.unpack('>I4I4', fp)
-  local found = {}
-  for t = 1, T do scan(ah, al, redis.call('GETRANGE', names[i * T + t], seen[i * T + t], -1), k, found) end
+  local found, lens = {}, {}
+  for t = 1, T do
+    local name, from = names[i * T + t], seen[i * T + t]
+    local len = redis.call('APPEND', name, fp)
+    lens[t] = len
+    if len > from + 8 then scan(ah, al, redis.call('GETRANGE', name, from, len - 9), k, found) end
+  end
   if #found > 0 then
+    for t = 1, T do
+      local name = names[i * T + t]
+      if lens[t] == 8 then redis.call('DEL', name) else redis.call('SET', name, redis.call('GETRANGE', name, 0, -9)) end
+    end
     out[#out + 1] = dup(found)
   else
-    for t = 1, T do redis.call('APPEND', names[i * T + t], fp) end
-    record(names[i * T + 1], fp, string.sub(seqs, i * 8 + 1, i * 8 + 8), ARGV[7 + i])
+    record(names[i * T + 1], fp, string.sub(seqs, i * 8 + 1, i * 8 + 8), ARGV[7 + i], counts)
     out[#out + 1] = '0'
   end
 end
+add_counts(counts)
 return table.concat(out)
 """
 
@@ -171,40 +196,17 @@ end
 return 0
 """
 
-#: Read buckets. KEYS[1]: the first (declares the slot). ARGV[1]: their names
-#: (space-separated). Returns bytes: every bucket's length (4 bytes each), then
-#: their contents, concatenated (so the caller splits them with numpy).
-READ = """
-local sizes, contents = {}, {}
-for name in string.gmatch(ARGV[1], '%S+') do
-  local s = redis.call('GET', name) or ''
-  sizes[#sizes + 1] = struct.pack('>I4', #s)
-  contents[#contents + 1] = s
-end
-return table.concat(sizes) .. table.concat(contents)
-"""
-
-#: Read the records of stored fingerprints. KEYS[1]: the first records hash (declares
-#: the slot). ARGV: fingerprints (concatenated), their records hashes (space-separated).
-#: Returns bytes, per fingerprint: a 4-byte count, then per record its 8-byte
-#: sequence number, a 4-byte key length and the key.
+#: Read the records of stored fingerprints. KEYS[1]: the first records hash
+#: (declares the slot). ARGV: fingerprints (concatenated), their records hashes
+#: (space-separated). Returns bytes, per fingerprint: a 4-byte length, then its
+#: field's value (its records, as ``record`` writes them; length 0: none).
+#: (One call per chunk, not one HGET each: the client's cost per command is what counts.)
 RECORDS = """
 local fps, out, i = ARGV[1], {}, 1
 for name in string.gmatch(ARGV[2], '%S+') do
-  local fp = string.sub(fps, i, i + 7)
+  local v = redis.call('HGET', name, string.sub(fps, i, i + 7)) or ''
   i = i + 8
-  local recs, n = redis.call('HGETALL', name), 0
-  local mine = {}
-  for j = 1, #recs, 2 do
-    local field = recs[j]
-    if string.sub(field, 1, 8) == fp then
-      local key = recs[j + 1]
-      mine[#mine + 1] = string.sub(field, 9, 16) .. struct.pack('>I4', #key) .. key
-      n = n + 1
-    end
-  end
-  out[#out + 1] = struct.pack('>I4', n)
-  out[#out + 1] = table.concat(mine)
+  out[#out + 1] = struct.pack('>I4', #v) .. v
 end
 return table.concat(out)
 """

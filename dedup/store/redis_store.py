@@ -13,7 +13,7 @@ default 64) and shard ``s = prefix mod S``::
 
     {NAME:t.s}:b:<prefix hex>   the bucket: stored fingerprints, 8 bytes each, appended
     {NAME:t.s}:b:<prefix hex>:p a cluster's reservations in flight in this bucket (a hash; usually absent)
-    {NAME:0.s}:b:<prefix hex>:r table 0 only: records, field fingerprint+seq -> key
+    {NAME:0.s}:b:<prefix hex>:r table 0 only: records, field fingerprint -> its (seq, key) records
     {NAME:0.s}:n                table 0 only: records in this shard
     NAME:meta                   settings and layout
 
@@ -21,14 +21,15 @@ The ``{...}`` hash tag puts one table shard in one Redis Cluster slot, so the
 ``T * S`` shards spread over the cluster's nodes and the store grows with it,
 while every server-side step touches one slot only.
 
-Every ``check_and_add`` first reads the fingerprint's T buckets (one Lua
-call per slot chunk, ``READ``) and scans them here with numpy: a committed
-neighbour makes it a duplicate with no write at all. Otherwise it must be
-admitted atomically across processes:
+Every ``check_and_add`` first reads the fingerprint's T buckets (one MGET
+per slot chunk) and scans them here with numpy: a committed neighbour makes
+it a duplicate with no write at all. Otherwise it must be admitted
+atomically across processes:
 
-* On one Redis, one Lua step per chunk (``CHECK_AND_COMMIT``) scans only
-  what was appended to each bucket since the read and, if still nothing is
-  within k, appends the fingerprint to all T buckets and writes its record.
+* On one Redis, one Lua step per chunk (``CHECK_AND_COMMIT``) appends the
+  fingerprint to its T buckets, scans whatever another process appended
+  since the read (usually nothing: APPEND's new length says so), and writes
+  its record; or, finding a neighbour there, undoes the appends.
 * On a Redis Cluster a step may touch one slot only, so a fingerprint
   *reserves* itself in each of its buckets (``RESERVE``: unless a committed
   fingerprint, or another process's live reservation, is within k). A
@@ -43,10 +44,12 @@ admitted atomically across processes:
   reserving and committing could let a near-copy in (documented).
 
 Costs: a probe reads T buckets of about ``n / 2**prefix`` fingerprints (15 at
-1M). Round trips per ``check_and_add``: a duplicate 2 (read, records); a new
-fingerprint 2 on one Redis (read, check-and-commit), 3-4 on a cluster (read,
-reserve, commit table 0, commit the rest), more when it waits. Batches
-pipeline all of it, grouped by slot (``BENCHMARKS.md``).
+1M). Round trips per ``check_and_add``: a duplicate 2 (read, records: one
+HGET of its field); a new fingerprint 2 on one Redis (read,
+check-and-commit), 3-4 on a cluster (read, reserve, commit table 0, commit
+the rest), more when it waits. Batches pipeline all of it, grouped by slot;
+on one Redis a big batch goes in two halves from two threads, so that one
+half's Python work overlaps the other's wait on Redis (``BENCHMARKS.md``).
 """
 
 from __future__ import annotations
@@ -58,6 +61,7 @@ import time
 import uuid
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -70,7 +74,9 @@ from .layout import Layout
 DEFAULT_SHARDS = 64
 DEFAULT_LEASE = 30.0
 CHUNK = 1000  # fingerprints per script call (at most: a call blocks Redis for its duration)
+OVERLAP_MIN = 200  # a batch (wave) this big is admitted in two halves at once, from two threads (one Redis)
 OWN_PARAMS = ("prefix", "cluster", "shards", "lease")
+REDIS_FORMAT = "2"  # the keys' layout (2: records hashes keyed by fingerprint)
 
 
 class StoreUnavailable(StoreError):
@@ -162,7 +168,8 @@ class _Meta:
         return {k.decode(): v.decode() for k, v in raw.items()}
 
     def write_meta(self, meta: dict[str, str]) -> None:
-        if "format" in meta:  # creating: the first process to get here sets the layout
+        if "format" in meta:  # creating: the first process to get here sets the layout and shards
+            meta = {**meta, "redis_format": REDIS_FORMAT, "shards": str(self.store.shards)}
             args = [x for kv in meta.items() for x in kv]
             self.store._call(lambda c: c.eval(scripts.INIT_META, 1, self.store.meta_key, *args))
         else:
@@ -185,6 +192,23 @@ def _verdict(raw: bytes, pos: int, fp: int, found: dict[int, dict[int, int]], i:
     return v, pos
 
 
+def _entries(raw: bytes) -> list[tuple[int, str]]:
+    """A fingerprint's records as a records hash holds them (an 8-byte sequence
+    number, a 4-byte key length and the key, each), as (seq, key) oldest first."""
+    out, pos = [], 0
+    while pos < len(raw):
+        size = int.from_bytes(raw[pos + 8 : pos + 12], "big")
+        out.append((int.from_bytes(raw[pos : pos + 8], "big"), raw[pos + 12 : pos + 12 + size].decode("utf-8")))
+        pos += 12 + size
+    out.sort()
+    return out
+
+
+def _pairs(reply: Any) -> Iterable[tuple[bytes, bytes]]:
+    """HGETALL's reply as (field, value) pairs (redis-py gives a dict, or a flat list when raw)."""
+    return reply.items() if isinstance(reply, dict) else zip(reply[::2], reply[1::2])
+
+
 def _fp8(fp: int) -> bytes:
     return int(fp).to_bytes(8, "big")
 
@@ -196,7 +220,7 @@ class RedisSimhashStore:
 
     def __init__(self, url: str, *, max_distance: int = 3, capacity: int = 1_000_000, scheme: str | None = None,
                  layout: Layout | None = None, readonly: bool = False, timeout: float = 5.0) -> None:
-        from .store import SimhashStore  # (the metadata rules are the embedded store's)
+        from .store import SimhashStore, StoreMismatchError  # (the metadata rules are the embedded store's)
 
         redis_url, own = split_url(url)
         self.location = redact(url)
@@ -215,16 +239,19 @@ class RedisSimhashStore:
         self.meta_key = f"{self.name}:meta"
         self.token = uuid.uuid4().hex  # this store's reservations
         self._last_seq = 0
+        self._seq_lock = threading.Lock()
         self._lock = threading.RLock()
+        self._pool: ThreadPoolExecutor | None = None
         self._sha: dict[str, str] = {}
         try:
             meta = _Meta(self)
             self.layout = SimhashStore._settle_meta(meta, max_distance, capacity, scheme, layout, readonly)
-            stored = meta.read_meta()
-            self.layout = Layout.from_json(stored["layout"])  # (another process may have created it first)
-            if "shards" not in stored and not readonly:
-                meta.write_meta({"shards": str(self.shards)})
-            self.shards = int(meta.read_meta().get("shards", self.shards))
+            stored = meta.read_meta()  # (another process may have created it first)
+            if stored.get("redis_format") != REDIS_FORMAT:
+                raise StoreMismatchError(f"the Redis store at {self.location} has key format "
+                                         f"{stored.get('redis_format', '1')}, this version reads {REDIS_FORMAT}")
+            self.layout = Layout.from_json(stored["layout"])
+            self.shards = int(stored["shards"])
             self.scheme = stored.get("scheme") or scheme
         except BaseException:
             self.client.close()
@@ -286,12 +313,15 @@ class RedisSimhashStore:
             sha = self._sha[src] = self.client.script_load(src)  # (on every primary of a cluster)
         return sha
 
-    def _group(self, items: Iterable[tuple[str, Any]]) -> list[list[Any]]:
-        """Items keyed by hash tag, in chunks that each stay within one slot
-        (on a single Redis, any keys go together)."""
-        groups: dict[str, list[Any]] = defaultdict(list)
-        for tag, item in items:
-            groups[tag if self.cluster else ""].append(item)
+    def _group(self, tags: Sequence[str], idx: Iterable[int]) -> list[list[int]]:
+        """Indices ``idx`` in chunks that each stay within one slot (grouped by
+        their hash tag ``tags[i]``; on a single Redis, any keys go together)."""
+        if not self.cluster:
+            idx = list(idx)
+            return [idx[i : i + CHUNK] for i in range(0, len(idx), CHUNK)]
+        groups: dict[str, list[int]] = defaultdict(list)
+        for i in idx:
+            groups[tags[i]].append(i)
         return [g[i : i + CHUNK] for g in groups.values() for i in range(0, len(g), CHUNK)]
 
     # -- keys ---------------------------------------------------------------------
@@ -306,12 +336,25 @@ class RedisSimhashStore:
         return f"{{{self.name}:0.{shard}}}:n"
 
     def _names(self, prefixes: np.ndarray, fps: np.ndarray) -> tuple[list[list[str]], list[list[str]], list[bytes]]:
-        """Per table, each fingerprint's hash tag and bucket name; and each
-        fingerprint's 8 bytes (made once per batch)."""
-        rows = [(t, prefixes[t].tolist()) for t in range(len(prefixes))]
-        tags = [[self._tag(t, p) for p in row] for t, row in rows]
-        names = [[self._bucket(t, p) for p in row] for t, row in rows]
+        """Per table, each fingerprint's hash tag (on a cluster only: ``_group``
+        needs them there) and bucket name (as ``_tag`` and ``_bucket`` make them,
+        here in one pass); and each fingerprint's 8 bytes."""
+        tags, names, S = [], [], self.shards
+        for t in range(len(prefixes)):
+            row = prefixes[t].tolist()
+            if self.cluster:
+                tag = [f"{self.name}:{t}.{p % S}" for p in row]
+                tags.append(tag)
+                names.append([f"{{{g}}}:b:{p:x}" for g, p in zip(tag, row)])
+            else:
+                tags.append([])
+                names.append([f"{{{self.name}:{t}.{p % S}}}:b:{p:x}" for p in row])
         return tags, names, [_fp8(v) for v in fps.tolist()]
+
+    def _where(self, arr: np.ndarray, prefixes: np.ndarray) -> tuple:
+        """What writing a batch needs of each fingerprint: ``_names``, and its
+        sequence number, drawn once for the batch so records keep its order."""
+        return *self._names(prefixes, arr), self._seqs(len(arr))
 
     def _calls(self, script: str, t: int, idx: list[int], fps: list[int], where: tuple, head: list[Any],
                tail=None) -> tuple[list[tuple[str, list, list]], list[list[int]]]:
@@ -320,7 +363,7 @@ class RedisSimhashStore:
         names] (+ ``tail(chunk)``)."""
         tags, names = where[0][t], where[1][t]
         calls, order = [], []
-        for chunk in self._group((tags[i], i) for i in idx):
+        for chunk in self._group(tags, idx):
             args = [*head, b"".join(where[2][i] for i in chunk), " ".join(names[i] for i in chunk)]
             calls.append((script, [names[chunk[0]]], args + (tail(chunk) if tail else [])))
             order.append(chunk)
@@ -347,8 +390,9 @@ class RedisSimhashStore:
         clock, strictly increasing in this process (no shared counter: a hot key
         on one node). They order records by age, across processes as far as the
         machines' clocks agree."""
-        first = max(self._last_seq + 1, time.time_ns() // 1000)
-        self._last_seq = first + n - 1
+        with self._seq_lock:
+            first = max(self._last_seq + 1, time.time_ns() // 1000)
+            self._last_seq = first + n - 1
         return range(first, first + n)
 
     def _commit(self, fps: list[int], keys: Sequence[str], where: tuple, idx: list[int],
@@ -359,10 +403,9 @@ class RedisSimhashStore:
         cluster the nodes run concurrently, so table 0 goes in a round of its own.)"""
         if not idx:
             return
-        seq_of = dict(zip(idx, self._seqs(len(idx))))
         head = [self.token, "1" if repair else "0"]
         first, _ = self._calls(scripts.COMMIT, 0, idx, fps, where, head,
-                               lambda chunk: [b"".join(seq_of[i].to_bytes(8, "big") for i in chunk)]
+                               lambda chunk: [b"".join(where[3][i].to_bytes(8, "big") for i in chunk)]
                                + [keys[i].encode("utf-8") for i in chunk])
         rest = [c for t in range(1, self.T) for c in self._calls(scripts.COMMIT, t, idx, fps, where, head)[0]]
         if self.cluster:
@@ -382,7 +425,7 @@ class RedisSimhashStore:
             raise ValueError(f"{len(arr)} fingerprints but {len(keys)} keys")
         with self._lock:
             self._check_writable()
-            where = self._names(self.layout.prefixes(arr), arr)
+            where = self._where(arr, self.layout.prefixes(arr))
             self._commit(arr.tolist(), keys, where, list(range(len(arr))))
 
     def check_and_add(self, fp: int, key: str) -> Any:
@@ -400,21 +443,44 @@ class RedisSimhashStore:
             self._check_writable()
             out: list[Any] = [None] * len(arr)
             values = arr.tolist()
-            where = self._names(self.layout.prefixes(arr), arr)
-            for wave in self._waves(arr):
-                if self.cluster:  # one slot per step: reserve the tables, then commit
-                    found = self._reserve(values, keys, where, wave)
-                else:  # one Redis: check and commit all tables in one step
-                    found = self._check_and_commit(values, keys, where, wave)
-                if found:
-                    dups = sorted(found)
-                    nearest = self._resolve([found[i] for i in dups])
-                    for i, m in zip(dups, nearest):
-                        out[i] = m
-                    # a record this process half-committed before an outage: finish it
-                    mine = [i for i in dups if out[i].fingerprint == values[i] and out[i].key == keys[i]]
-                    self._commit(values, keys, where, mine, repair=True)
+            prefixes = self.layout.prefixes(arr)
+            where = self._where(arr, prefixes)
+            for wave in self._waves(arr, prefixes):
+                if len(wave) < OVERLAP_MIN or self.cluster:
+                    # (a cluster pipeline from two threads measured slower, not faster)
+                    got = self._admit(values, keys, where, wave)
+                else:  # two halves at once: one's Python work overlaps the other's wait on Redis
+                    half = len(wave) // 2
+                    other = self._helper().submit(self._admit, values, keys, where, wave[half:])
+                    try:
+                        got = self._admit(values, keys, where, wave[:half])
+                    finally:
+                        rest = other.result()  # (waited for even on an error: it uses the store)
+                    got.update(rest)
+                for i, m in got.items():
+                    out[i] = m
             return out
+
+    def _helper(self) -> ThreadPoolExecutor:
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(1, thread_name_prefix="neardup-redis")
+        return self._pool
+
+    def _admit(self, values: list[int], keys: Sequence[str], where: tuple, idx: list[int]) -> dict[int, Any]:
+        """Check and add ``idx`` (no two within k of each other): {index: its
+        nearest match} for the duplicates; the others are stored."""
+        if self.cluster:  # one slot per step: reserve the tables, then commit
+            found = self._reserve(values, keys, where, idx)
+        else:  # one Redis: check and commit all tables in one step
+            found = self._check_and_commit(values, keys, where, idx)
+        if not found:
+            return {}
+        dups = sorted(found)
+        got = dict(zip(dups, self._resolve([found[i] for i in dups])))
+        # a record this process half-committed before an outage: finish it
+        mine = [i for i in dups if got[i].fingerprint == values[i] and got[i].key == keys[i]]
+        self._commit(values, keys, where, mine, repair=True)
+        return got
 
     def _resolve(self, found: list[dict[int, int]]) -> list[Any]:
         """The nearest record (ties: the oldest) of each {fingerprint: distance}."""
@@ -436,20 +502,16 @@ class RedisSimhashStore:
             out.append([Match(key, v, d) for d, _, v, key in ms])
         return out
 
-    def _waves(self, arr: np.ndarray) -> list[list[int]]:
+    def _waves(self, arr: np.ndarray, prefixes: np.ndarray) -> list[list[int]]:
         """Split a batch so that no two of a wave are within k bits, each after
         every earlier neighbour of the batch (then a wave's fingerprints are
         independent, and a later one sees an earlier one committed)."""
         if len(arr) == 1:
             return [[0]]
-        from .store import SimhashStore
-
-        with SimhashStore.open(None, max_distance=self.max_distance, layout=self.layout) as local:
-            local.add_many(arr, [""] * len(arr))
-            ra, rb, _ = local.pair_rows()  # the batch's own near pairs, a < b (rare)
+        ra, rb = self.layout.near_pairs(arr, prefixes)  # the batch's own near pairs, a < b (rare)
         wave_of = [0] * len(arr)
-        for a, b in sorted(zip(rb.tolist(), ra.tolist())):  # by the later one: its earlier ones are final
-            wave_of[a] = max(wave_of[a], wave_of[b] + 1)
+        for b, a in sorted(zip(rb.tolist(), ra.tolist())):  # by the later one: its earlier ones are final
+            wave_of[b] = max(wave_of[b], wave_of[a] + 1)
         waves: list[list[int]] = [[] for _ in range(max(wave_of) + 1)]
         for i, w in enumerate(wave_of):
             waves[w].append(i)
@@ -476,7 +538,7 @@ class RedisSimhashStore:
             calls, order = [], []
             for t in range(self.T):
                 c, o = self._calls(scripts.RESERVE, t, [i for i, s in start.items() if s <= t], fps, where, head,
-                                   lambda chunk, t=t: [" ".join(str(seen[t][i]) for i in chunk)])
+                                   lambda chunk, t=t: [" ".join(map(str, seen[t, chunk].tolist()))])
                 calls += c
                 order += [(t, chunk) for chunk in o]
             verdicts: dict[int, dict[int, int]] = {i: {} for i in start}  # i -> {table: verdict}
@@ -523,12 +585,11 @@ class RedisSimhashStore:
         calls, order = [], []
         for c in range(0, len(todo), CHUNK):
             chunk = todo[c : c + CHUNK]
-            seqs = self._seqs(len(chunk))
             calls.append((scripts.CHECK_AND_COMMIT, [where[1][0][chunk[0]]], [
                 str(self.max_distance), str(self.T), b"".join(where[2][i] for i in chunk),
                 " ".join(where[1][t][i] for i in chunk for t in range(self.T)),
-                " ".join(str(seen[t][i]) for i in chunk for t in range(self.T)),
-                b"".join(q.to_bytes(8, "big") for q in seqs), *(keys[i].encode("utf-8") for i in chunk)]))
+                " ".join(map(str, seen[:, chunk].T.ravel().tolist())),
+                b"".join(where[3][i].to_bytes(8, "big") for i in chunk), *(keys[i].encode("utf-8") for i in chunk)]))
             order.append(chunk)
         for chunk, raw in zip(order, self._run(calls) if calls else []):
             pos = 0
@@ -536,23 +597,23 @@ class RedisSimhashStore:
                 _, pos = _verdict(raw, pos, fps[i], found, i)
         return found
 
-    def _read(self, fps: list[int], where: tuple, idx: list[int]) -> tuple[list[dict[int, int]],
-                                                                           dict[int, dict[int, int]]]:
-        """Read the T buckets of ``idx`` (one round) and scan them here, with numpy.
-        Returns (per table {index: bucket length read}, {index: {stored fingerprint
-        within k: distance}} for those with a committed neighbour)."""
-        calls, order = [], []
+    def _read(self, fps: list[int], where: tuple, idx: list[int]) -> tuple[np.ndarray, dict[int, dict[int, int]]]:
+        """Read the T buckets of ``idx`` (one pipelined round of MGETs, one per
+        slot chunk) and scan them here, with numpy. Returns (the bucket lengths
+        read, (T, len(fps)) by batch index, {index: {stored fingerprint within k:
+        distance}} for those with a committed neighbour)."""
+        commands, order = [], []
         for t in range(self.T):
-            for chunk in self._group((where[0][t][i], i) for i in idx):
-                names = [where[1][t][i] for i in chunk]
-                calls.append((scripts.READ, [names[0]], [" ".join(names)]))
+            for chunk in self._group(where[0][t], idx):
+                commands.append(("MGET", *(where[1][t][i] for i in chunk)))
                 order.append((t, chunk))
-        seen: list[dict[int, int]] = [{} for _ in range(self.T)]
+        seen = np.zeros((self.T, len(fps)), dtype=np.int64)
         blobs, owners, counts = [], [], []
-        for (t, chunk), raw in zip(order, self._run(calls)):
-            sizes = np.frombuffer(raw, dtype=">u4", count=len(chunk)).astype(np.int64)
-            seen[t].update(zip(chunk, sizes.tolist()))
-            blobs.append(raw[4 * len(chunk) :])
+        for (t, chunk), values in zip(order, self._pipe(commands)):
+            values = [v or b"" for v in values]
+            sizes = np.fromiter(map(len, values), dtype=np.int64, count=len(values))
+            seen[t, chunk] = sizes
+            blobs += values
             owners.append(np.array(chunk, dtype=np.int64))
             counts.append(sizes // 8)
         found: dict[int, dict[int, int]] = {}
@@ -582,15 +643,16 @@ class RedisSimhashStore:
         return [found.get(i, {}) for i in range(len(arr))]
 
     def _records_of(self, values: Iterable[int]) -> dict[int, list[tuple[int, str]]]:
-        """{fingerprint: [(seq, key), ...] oldest first} for stored fingerprints
-        (one Lua call per slot chunk: ``redis_scripts.RECORDS``)."""
+        """{fingerprint: [(seq, key), ...] oldest first} for stored fingerprints:
+        each fingerprint's field in its table-0 records hash (one Lua call per
+        slot chunk: ``redis_scripts.RECORDS``)."""
         values = sorted(set(values))
         if not values:
             return {}
         arr = np.array(values, dtype=np.uint64)
         tags, names, fp8s = self._names(self.layout.prefixes(arr)[:1], arr)
         calls, order = [], []
-        for chunk in self._group((tags[0][i], i) for i in range(len(values))):
+        for chunk in self._group(tags[0], range(len(values))):
             recs = [names[0][i] + ":r" for i in chunk]
             calls.append((scripts.RECORDS, [recs[0]], [b"".join(fp8s[i] for i in chunk), " ".join(recs)]))
             order.append(chunk)
@@ -598,16 +660,10 @@ class RedisSimhashStore:
         for chunk, raw in zip(order, self._run(calls)):
             pos = 0
             for i in chunk:
-                n = int.from_bytes(raw[pos : pos + 4], "big")
-                pos += 4
-                recs = []
-                for _ in range(n):
-                    seq = int.from_bytes(raw[pos : pos + 8], "big")
-                    size = int.from_bytes(raw[pos + 8 : pos + 12], "big")
-                    recs.append((seq, raw[pos + 12 : pos + 12 + size].decode("utf-8")))
-                    pos += 12 + size
-                if recs:
-                    out[values[i]] = sorted(recs)
+                size = int.from_bytes(raw[pos : pos + 4], "big")
+                if size:
+                    out[values[i]] = _entries(raw[pos + 4 : pos + 4 + size])
+                pos += 4 + size
         return out
 
     def _matches(self, arr: np.ndarray) -> list[list[Any]]:
@@ -622,17 +678,22 @@ class RedisSimhashStore:
         arr = self._array(fps)
         return self._matches(arr) if len(arr) else []
 
-    def _each(self, command: str, names: Sequence[Any]) -> list[Any]:
-        """One command (``"get"``, ``"hgetall"``, ``"delete"``) on each key, pipelined."""
-        if not names:
+    def _pipe(self, commands: Sequence[tuple]) -> list[Any]:
+        """Run Redis commands (``("MGET", key, ...)``), pipelined (redis-py sends
+        each to its slot's node)."""
+        if not commands:
             return []
 
         def go(client):
             pipe = client.pipeline(transaction=False)
-            for name in names:
-                getattr(pipe, command)(name)
+            for command in commands:
+                pipe.execute_command(*command)
             return pipe.execute()
         return self._call(go)
+
+    def _each(self, command: str, names: Sequence[Any]) -> list[Any]:
+        """One command (``"GET"``, ``"HGETALL"``, ``"DEL"``) on each key, pipelined."""
+        return self._pipe([(command, name) for name in names])
 
     def _scan(self, pattern: str) -> list[bytes]:
         def scan(client):
@@ -642,9 +703,10 @@ class RedisSimhashStore:
     def _all_records(self) -> list[tuple[int, int, str]]:
         """(seq, fingerprint, key) of every record, oldest first."""
         out = []
-        for rec in self._each("hgetall", self._scan(f"{{{self.name}:0.*}}:b:*:r")):
-            for field, key in rec.items():
-                out.append((int.from_bytes(field[8:], "big"), int.from_bytes(field[:8], "big"), key.decode("utf-8")))
+        for rec in self._each("HGETALL", self._scan(f"{{{self.name}:0.*}}:b:*:r")):
+            for field, raw in _pairs(rec):
+                fp = int.from_bytes(field, "big")
+                out += [(seq, fp, key) for seq, key in _entries(raw)]
         out.sort()
         return out
 
@@ -663,7 +725,7 @@ class RedisSimhashStore:
             yield from local.pairs()
 
     def __len__(self) -> int:
-        return sum(int(x or 0) for x in self._each("get", [self._count_key(s) for s in range(self.shards)]))
+        return sum(int(x or 0) for x in self._each("GET", [self._count_key(s) for s in range(self.shards)]))
 
     def check_invariants(self) -> None:
         """Raise unless every record's fingerprint is in its bucket of every
@@ -680,7 +742,7 @@ class RedisSimhashStore:
         for t in range(self.T):
             names = [n for n in self._scan(f"{{{self.name}:{t}.*}}:b:*") if not n.endswith((b":p", b":r"))]
             seen = defaultdict(int)
-            for name, raw in zip(names, self._each("get", names)):
+            for name, raw in zip(names, self._each("GET", names)):
                 for v in np.frombuffer(raw or b"", dtype=">u8").tolist():
                     seen[v] += 1
                     i = int(np.searchsorted(fps, np.uint64(v)))
@@ -701,6 +763,9 @@ class RedisSimhashStore:
 
     def close(self) -> None:
         with self._lock:
+            if self._pool is not None:
+                self._pool.shutdown()
+                self._pool = None
             if self.client is not None:
                 self.client.close()
                 self.client = None
@@ -713,4 +778,4 @@ class RedisSimhashStore:
 
     def drop(self) -> int:
         """Delete every key of this store (for tests and benchmarks). Returns how many."""
-        return sum(self._each("delete", self._scan(f"{{{self.name}:*") + [self.meta_key.encode()]))
+        return sum(self._each("DEL", self._scan(f"{{{self.name}:*") + [self.meta_key.encode()]))
