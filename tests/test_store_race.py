@@ -187,3 +187,28 @@ def test_a_store_with_another_key_format_is_refused(redis_url):
             SimhashStore.open(redis_url)
     finally:
         client.close()
+
+
+def test_a_neighbour_committed_between_read_and_commit_is_found(shared_store_url):
+    """Another process admits a near-copy after this one read the buckets: the
+    commit step finds it in what was appended since, calls this one a
+    duplicate of it, and leaves no trace of this one (on one Redis: its
+    appends undone)."""
+    a = SimhashStore.open(shared_store_url)
+    b = SimhashStore.open(shared_store_url)
+    fps = [0x0123456789ABCDEF, 0xFEDCBA9876543210]
+    read = a._read
+
+    def read_then_race(*args):
+        out = read(*args)
+        b.check_and_add_many([fps[0] ^ 0b101, fps[1] ^ 1], ["b0", "b1"])
+        return out
+
+    a._read = read_then_race
+    got = a.check_and_add_many(fps, ["a0", "a1"])
+    assert [(m.key, m.distance) for m in got] == [("b0", 2), ("b1", 1)]
+    a._read = read
+    assert len(a) == 2 and a.check_and_add(fps[0], "again").key == "b0"
+    a.check_invariants()
+    a.close()
+    b.close()
