@@ -51,6 +51,12 @@ class NearDupConfig:
     # or let them "pass" unchecked and unstored (neardup/skipped/store_unavailable)
     store_unavailable: str = "pause"
     frontier_lease: float = 30.0  # shared frontier: a process silent this long is dead (its requests requeued)
+    url_rules: bool = True  # learn which URLs lead to duplicates and stop requesting them
+    url_rules_file: str | None = None  # the rule book (SQLite); None: in memory
+    url_rules_min_evidence: int = 10  # agreeing pairs (and no counter-example) before a rule acts
+    url_rules_explore: float = 0.05  # share of avoidable requests made all the same, to keep testing the rules
+    url_rules_pin: tuple[str, ...] = ()  # rule lines that always act
+    url_rules_forbid: tuple[str, ...] = ()  # rule lines never learned
 
     @property
     def store_shown(self) -> str:
@@ -135,6 +141,27 @@ class NearDupConfig:
                 return path(name)
             return str(base / filename) if base else None
 
+        def share(name: str, default: float) -> float:
+            raw = settings.get(name, default)
+            try:
+                value = float(raw)
+            except (TypeError, ValueError):
+                raise ConfigError(f"{name} must be a number from 0 to 1, got {raw!r}") from None
+            if not 0 <= value <= 1:
+                raise ConfigError(f"{name} must be from 0 to 1, got {raw!r}")
+            return value
+
+        def rule_lines(name: str) -> tuple[str, ...]:
+            from .url_rules.rules import RuleSyntaxError, UrlRule
+
+            lines = tuple(settings.getlist(name))
+            for line in lines:
+                try:
+                    UrlRule.parse(line)
+                except RuleSyntaxError as exc:
+                    raise ConfigError(f"{name}: {exc}") from None
+            return lines
+
         return cls(
             enabled=boolean("NEARDUP_ENABLED", True),
             max_distance=integer("NEARDUP_MAX_DISTANCE", 3, 0, MAX_DISTANCE),
@@ -154,6 +181,12 @@ class NearDupConfig:
             max_page_bytes=integer("NEARDUP_MAX_PAGE_BYTES", 10 * 1024 * 1024, 1),
             store_unavailable=choice("NEARDUP_STORE_UNAVAILABLE", "pause", UNAVAILABLE),
             frontier_lease=seconds("NEARDUP_FRONTIER_LEASE", 30.0),
+            url_rules=boolean("NEARDUP_URL_RULES", True),
+            url_rules_file=output("NEARDUP_URL_RULES_FILE", "url_rules.sqlite3"),
+            url_rules_min_evidence=integer("NEARDUP_URL_RULES_MIN_EVIDENCE", 10, 1),
+            url_rules_explore=share("NEARDUP_URL_RULES_EXPLORE", 0.05),
+            url_rules_pin=rule_lines("NEARDUP_URL_RULES_PIN"),
+            url_rules_forbid=rule_lines("NEARDUP_URL_RULES_FORBID"),
         )
 
 

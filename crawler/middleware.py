@@ -67,6 +67,7 @@ from .config import NearDupConfig
 from .frontier.acks import REDELIVERED_KEY, AckTracker, response_id
 from .frontier.scheduler import stop_crawl
 from .scope import scope_of
+from .url_rules import RuleBook
 
 logger = logging.getLogger(__name__)
 
@@ -122,6 +123,10 @@ class NearDupMiddleware:
         self.store = SimhashStore.open(config.store, max_distance=config.max_distance,
                                        capacity=config.capacity, scheme=self.scheme, commit_every=1)
         self._scope = scope_of(config.scope)
+        # learned URL rules (crawler.url_rules): outlinks whose content a fetched page already has are not requested
+        self.rules = RuleBook(config.url_rules_file, max_distance=config.max_distance,
+                              min_evidence=config.url_rules_min_evidence, explore=config.url_rules_explore,
+                              pin=config.url_rules_pin, forbid=config.url_rules_forbid) if config.url_rules else None
         self._store_failure: BaseException | None = None
         # a shared store that cannot be reached: not asked again before _down_until
         self._down_since: float | None = None
@@ -274,6 +279,7 @@ class NearDupMiddleware:
         self.stats.inc_value("neardup/checked")
         for match in matches:
             if match.key == url:
+                self._learn(url, fp)
                 return self._same_url(response, match, retried)
         nearby = bool(matches)
         if self._scope is not None:  # NEARDUP_SCOPE: only pages of the same host or domain count
@@ -290,9 +296,11 @@ class NearDupMiddleware:
                 if match is not None:
                     self.stats.inc_value("neardup/lost_race")
                     if match.key == url:
+                        self._learn(url, fp)
                         return self._same_url(response, match, retried)
             if match is None:
                 self.stats.inc_value("neardup/kept")
+                self._learn(url, fp)
                 return KEPT
         self.stats.inc_value("neardup/dropped")
         self.stats.inc_value(f"neardup/distance_count/{match.distance}")
@@ -306,14 +314,49 @@ class NearDupMiddleware:
             "referer": referer.decode("latin-1") if referer else None,
             "time": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         }
+        self._write_duplicate(record)
+        logger.debug("near-duplicate dropped: %s duplicates %s (distance %d)", url, match.key, match.distance)
+        self._learn(url, fp, match.key)
+        return DROPPED
+
+    def _write_duplicate(self, record: dict[str, Any]) -> None:
         if self._dup_fh:
             self._dup_fh.write(json.dumps(record, ensure_ascii=False) + "\n")
             self._dup_written += 1
             now = time.monotonic()
             if now - self._dup_flushed >= 1.0:  # a flush per drop is a syscall per page on a mirror
                 self._flush_duplicates()
-        logger.debug("near-duplicate dropped: %s duplicates %s (distance %d)", url, match.key, match.distance)
-        return DROPPED
+
+    def _learn(self, url: str, fp: int, duplicate_of: str | None = None) -> None:
+        """Tell the rule book what this page is (and what it duplicates)."""
+        if self.rules is None:
+            return
+        self.rules.observe(url, fp, duplicate_of)
+        for event, _ in self.rules.events:
+            self.stats.inc_value(f"neardup/url_rules/{event}")
+        self.rules.events.clear()
+
+    def _avoided(self, request: Request, response: Response) -> bool:
+        """Whether an outlink of a page is not requested: a learned rule says a
+        fetched page has its content (that page's outlinks stand for its own).
+        Explained in the duplicates file, once per URL."""
+        if self.rules is None or request.dont_filter or request.meta.get(self.config.skip_meta_key):
+            return False
+        url = urldefrag(request.url)[0]
+        verdict = self.rules.avoid(url)
+        if verdict is None:
+            return False
+        spec, target, explored = verdict
+        if explored:
+            self.stats.inc_value("neardup/url_rules/explored")
+            return False
+        if self.rules.record_avoided(url, spec, target):
+            self.stats.inc_value("neardup/requests_avoided")
+            self._write_duplicate({"url": url, "duplicate_of": target, "avoided": True, "rule": spec,
+                                   "referer": response.url,
+                                   "time": datetime.now(timezone.utc).isoformat(timespec="seconds")})
+            logger.debug("not requested: %s (rule %s: %s has its content)", url, spec, target)
+        return True
 
     def _same_url(self, response: Response, match: Any, retried: bool) -> str:
         """The same URL again with near-identical text (a later run, a re-fetch) is
@@ -422,6 +465,8 @@ class NearDupMiddleware:
             return
         for item in outputs:
             if self._keep(verdict, item):
+                if isinstance(item, Request) and self._avoided(item, response):
+                    continue
                 self._fill(item, fp_result)
                 yield item
         if error is not None:
@@ -445,6 +490,8 @@ class NearDupMiddleware:
             self._pool.shutdown(wait=True, cancel_futures=True)
         try:
             self.store.close()  # (what is committed stays, whatever fails here)
+            if self.rules is not None:
+                self.rules.close()
             if self._dup_fh:
                 self._dup_fh.close()
         except (StoreError, sqlite3.Error, OSError) as exc:

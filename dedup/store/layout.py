@@ -137,7 +137,7 @@ class Layout:
         candidates (n**2 / 2 when all n share a prefix).
 
         >>> lay = choose_layout(3, 1000)
-        >>> a, b = lay.near_pairs(np.array([0, 2**63, 7], dtype=np.uint64))
+        >>> a, b = lay.near_pairs(np.array([0, 2**64 - 1, 7], dtype=np.uint64))
         >>> a.tolist(), b.tolist()
         ([0], [2])
         """

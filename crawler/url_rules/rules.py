@@ -1,0 +1,150 @@
+"""What a URL rule says, and which rules a pair of URLs suggests.
+
+A rule claims that, on one host, URLs that differ only in one way serve the
+same content. It is a canonical form: two URLs with the same form under a rule
+are claimed to be near-duplicates. Three kinds, each learned from a dropped
+page's URL and the URL it duplicated:
+
+* ``param``: the values of these query parameters do not matter (session ids,
+  sort orders, tracking parameters, ``?print=1``): the form drops them.
+* ``prefix``: one path prefix mirrors another (``/mirror/`` and ``/``, ``/fr/``
+  and ``/en/`` for untranslated pages): the form maps the first onto the second.
+* ``suffix``: a trailing path part does not change the page (``/index.html``
+  and ``/``, ``/print`` and nothing): the form maps the first onto the second.
+
+A rule is written as a line: ``param example.com sid``, ``prefix example.com
+/mirror/ /``, ``suffix example.com /index.html /``, ``suffix example.com /print
+''``; host ``*`` (in settings) means every host.
+
+>>> [r.spec for r in derive("http://h/doc/1.html?sid=x7&lang=en", "http://h/doc/1.html?lang=en")]
+['param h sid']
+>>> [r.spec for r in derive("http://h/mirror/doc/1.html", "http://h/doc/1.html")]
+['prefix h /mirror/ /']
+>>> UrlRule.parse("suffix h /index.html /").canonical("http://h/a/index.html?x=1")
+'http://h/a/?x=1'
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+from urllib.parse import parse_qsl, urlencode, urlsplit
+
+from w3lib.url import canonicalize_url
+
+KINDS = ("param", "prefix", "suffix")
+MAX_PARAMS = 3  # a pair differing in more parameters suggests no rule
+MAX_SEGMENTS = 3  # nor one whose mirrored prefixes are deeper than this
+
+
+class RuleSyntaxError(ValueError):
+    """A rule line that cannot be read."""
+
+
+def _parts(url: str) -> tuple[str, str, str, list[tuple[str, str]]]:
+    """(scheme, host, path, sorted query pairs) of a URL, canonicalized as
+    Scrapy's request fingerprints do (w3lib), without its fragment."""
+    p = urlsplit(canonicalize_url(url))
+    return p.scheme, p.netloc, p.path or "/", sorted(parse_qsl(p.query, keep_blank_values=True))
+
+
+def host_of(url: str) -> str:
+    return urlsplit(url).netloc.lower()
+
+
+@dataclass(frozen=True)
+class UrlRule:
+    """``kind`` (``KINDS``), ``host`` (or ``*``), and what it maps: for ``param``
+    ``a`` is the comma-separated parameter names; for ``prefix`` and ``suffix``
+    ``a`` is mapped onto ``b``."""
+
+    kind: str
+    host: str
+    a: str
+    b: str = ""
+
+    @property
+    def spec(self) -> str:
+        """The rule as a line (``parse`` reads it back)."""
+        return shlex.join([self.kind, self.host, self.a] + ([self.b] if self.kind != "param" else []))
+
+    @classmethod
+    def parse(cls, line: str) -> UrlRule:
+        try:
+            words = shlex.split(line)
+        except ValueError as exc:
+            raise RuleSyntaxError(f"{line!r}: {exc}") from None
+        if not words or words[0] not in KINDS:
+            raise RuleSyntaxError(f"{line!r}: a rule starts with one of {', '.join(KINDS)}")
+        kind = words[0]
+        if kind == "param" and len(words) == 3 and words[2]:
+            return cls(kind, words[1].lower(), ",".join(sorted(words[2].split(","))))
+        if kind == "prefix" and len(words) == 4 and all(w.startswith("/") and w.endswith("/") for w in words[2:]):
+            return cls(kind, words[1].lower(), words[2], words[3])
+        if kind == "suffix" and len(words) == 4 and words[2].startswith("/") and words[3][:1] in ("", "/"):
+            return cls(kind, words[1].lower(), words[2], words[3])
+        forms = {"param": "param HOST NAME[,NAME...]", "prefix": "prefix HOST /FROM/ /TO/",
+                 "suffix": "suffix HOST /FROM /TO (or '')"}
+        raise RuleSyntaxError(f"{line!r}: write {forms[kind]}")
+
+    def covers(self, other: UrlRule) -> bool:
+        """This rule is ``other``, or the same for every host."""
+        return (self.kind, self.a, self.b) == (other.kind, other.a, other.b) and self.host in ("*", other.host)
+
+    def canonical(self, url: str) -> str:
+        """The URL's form under this rule (URLs with one form are claimed to be
+        near-duplicates); a URL the rule does not touch is its own form."""
+        scheme, host, path, query = _parts(url)
+        if self.kind == "param":
+            names = set(self.a.split(","))
+            query = [(k, v) for k, v in query if k not in names]
+        elif self.kind == "prefix":
+            if path.startswith(self.a):
+                path = self.b + path[len(self.a):]
+        elif path.endswith(self.a):
+            path = path[: len(path) - len(self.a)] + self.b or "/"
+        return f"{scheme}://{host}{path}" + (f"?{urlencode(query)}" if query else "")
+
+
+def _ordered(kind: str, host: str, x: str, y: str) -> UrlRule:
+    """The rule mapping the longer of two sides onto the shorter (ties: the
+    greater onto the smaller), so a pair suggests one rule whichever came first."""
+    a, b = sorted((x, y), key=lambda s: (len(s), s), reverse=True)
+    return UrlRule(kind, host, a, b)
+
+
+def derive(dup: str, orig: str) -> list[UrlRule]:
+    """The rules that would make ``dup`` and ``orig`` (two URLs found to be
+    near-duplicates) one form: none unless they are on one host and differ in
+    their query only (``param``) or in their path only (``suffix`` when each
+    differs in at most its last segment, else ``prefix`` when they share at
+    least their last segment and differ in at most ``MAX_SEGMENTS`` leading ones)."""
+    s1, h1, p1, q1 = _parts(dup)
+    s2, h2, p2, q2 = _parts(orig)
+    if (s1, h1) != (s2, h2) or (p1, q1) == (p2, q2):
+        return []
+    if p1 == p2:
+        values: dict[str, list[list[str]]] = {}
+        for side, query in enumerate((q1, q2)):
+            for k, v in query:
+                values.setdefault(k, [[], []])[side].append(v)
+        differ = sorted(k for k, (x, y) in values.items() if x != y)
+        return [UrlRule("param", h1, ",".join(differ))] if len(differ) <= MAX_PARAMS else []
+    if q1 != q2:
+        return []
+    seg1, seg2 = p1.split("/"), p2.split("/")
+    lead = 0
+    while lead < min(len(seg1), len(seg2)) and seg1[lead] == seg2[lead]:
+        lead += 1
+    t1, t2 = seg1[lead:], seg2[lead:]
+    if len(t1) <= 1 and len(t2) <= 1 and lead >= 1:
+        return [_ordered("suffix", h1, "".join("/" + s for s in t1), "".join("/" + s for s in t2))]
+    trail = 0
+    while trail < min(len(seg1), len(seg2)) - 1 and seg1[-1 - trail] == seg2[-1 - trail]:
+        trail += 1
+    if trail == 0:
+        return []
+    head1, head2 = seg1[: len(seg1) - trail], seg2[: len(seg2) - trail]
+    if max(len(head1), len(head2)) - 1 > MAX_SEGMENTS:
+        return []
+    return [_ordered("prefix", h1, "/".join(head1) + "/", "/".join(head2) + "/")]
