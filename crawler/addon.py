@@ -1,7 +1,8 @@
 """One-line setup: ``ADDONS = {"crawler.addon.NearDupAddon": 0}``.
 
-``NearDupAddon`` installs the filter (its spider middleware, the index
-pipeline and the summary extension) and, when the crawl persists (``JOBDIR``),
+``NearDupAddon`` installs the filter (its spider middleware, the downloader
+middleware that leaves out requests a learned URL rule maps onto a fetched
+page, the index pipeline and the summary extension) and, when the crawl persists (``JOBDIR``),
 the durable frontier (``crawler.frontier``: a scheduler, a dupe filter and
 two middlewares that say when a request is done) in place of Scrapy's
 ``JOBDIR`` queues, which a kill leaves empty. It changes nothing else. With
@@ -21,6 +22,7 @@ from __future__ import annotations
 from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
 
 MIDDLEWARE = "crawler.middleware.NearDupMiddleware"
+AVOID_MIDDLEWARE = "crawler.avoid_middleware.AvoidMiddleware"
 PIPELINE = "crawler.pipelines.IndexPipeline"
 SCHEDULER = "crawler.frontier.scheduler.DurableScheduler"
 DUPEFILTER = "crawler.frontier.dupefilter.DurableDupeFilter"
@@ -31,6 +33,8 @@ EXTENSION = "crawler.summary.SummaryExtension"
 #: Close to the spider (high order): it filters the callback's output before
 #: other spider middlewares (depth, offsite) see or count it.
 MIDDLEWARE_ORDER = 950
+#: Before RobotsTxtMiddleware (100): a request a rule avoids needs no robots.txt either
+AVOID_ORDER = 50
 PIPELINE_ORDER = 800
 EXTENSION_ORDER = 500
 #: Outermost (lowest order) among spider and downloader middlewares: see crawler.frontier.ack_middlewares
@@ -55,6 +59,8 @@ class NearDupAddon:
             return
         # setdefault: an order the project gave a component wins over ours
         settings.setdefault_in_component_priority_dict("SPIDER_MIDDLEWARES", MIDDLEWARE, MIDDLEWARE_ORDER)
+        if settings.getbool("NEARDUP_URL_RULES", True):
+            settings.setdefault_in_component_priority_dict("DOWNLOADER_MIDDLEWARES", AVOID_MIDDLEWARE, AVOID_ORDER)
         settings.setdefault_in_component_priority_dict("ITEM_PIPELINES", PIPELINE, PIPELINE_ORDER)
         settings.setdefault_in_component_priority_dict("EXTENSIONS", EXTENSION, EXTENSION_ORDER)
         if settings.get("JOBDIR") and settings.getbool("NEARDUP_FRONTIER", True):

@@ -2,6 +2,7 @@
 
     neardup crawl [URL ...] [--out DIR]   # crawl these sites; no URL: serve the demo site on 127.0.0.1 and crawl it
     neardup search INDEX WORDS            # search the index of kept pages
+    neardup rules FILE|DIR                # the URL rules a crawl learned (DIR: a crawl's --out or store)
     neardup warmup                        # compile the numba kernels now (else the first crawl does, off its thread)
     neardup fingerprint PATH... | distance HEX HEX | scheme   # the library's commands (python -m dedup)
 
@@ -60,11 +61,16 @@ def report(out: Path) -> None:
     pages = out / "pages.jsonl"
     dups = out / "store" / "duplicates.jsonl"
     kept = [json.loads(line) for line in pages.read_text().splitlines()] if pages.exists() else []
-    dropped = [json.loads(line) for line in dups.read_text().splitlines()] if dups.exists() else []
+    records = [json.loads(line) for line in dups.read_text().splitlines()] if dups.exists() else []
+    dropped = [d for d in records if not d.get("avoided")]
+    avoided = [d for d in records if d.get("avoided")]
     print(f"\nkept {len(kept)} pages -> {pages}")
     print(f"dropped {len(dropped)} near-duplicates -> {dups}")
     for d in dropped:
         print(f"  {d['url']}\n    duplicates {d['duplicate_of']} (distance {d['distance']})")
+    if avoided:
+        print(f"not requested: {len(avoided)} URLs that learned rules map onto fetched pages "
+              f"(neardup rules {out / 'store'})")
     print(f"search the index: neardup search {out / 'index.sqlite3'} WORDS")
 
 
@@ -78,6 +84,25 @@ def search(index: str, query: str, limit: int) -> int:
     for url, title, score in idx.search(query, limit):
         print(f"{score:8.3f}  {url}  {title}")
     idx.close()
+    return 0
+
+
+def rules(where: str) -> int:
+    from .url_rules.book import list_rules
+
+    path = Path(where)
+    for candidate in (path, path / "url_rules.sqlite3", path / "store" / "url_rules.sqlite3",
+                      path / "neardup" / "url_rules.sqlite3", path / "job" / "neardup" / "url_rules.sqlite3"):
+        if candidate.is_file():
+            break
+    else:
+        print(f"no URL rules at {where}", file=sys.stderr)
+        return 2
+    for r in list_rules(candidate):
+        print(f"{r['state']:<9} {r['evidence']:>6} agree {r['counter_examples']:>3} against "
+              f"{r['avoided']:>6} avoided  {r['rule']}")
+        if r["counter_example"]:
+            print(f"{'':>9} counter-example: {r['counter_example']}")
     return 0
 
 
@@ -130,6 +155,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         p.add_argument("--limit", type=int, default=10)
         a = p.parse_args(rest)
         return search(a.index, " ".join(a.query), a.limit)
+    if cmd == "rules":
+        p = argparse.ArgumentParser(prog="neardup rules", description="the URL rules a crawl learned")
+        p.add_argument("where", help="the rule book (url_rules.sqlite3), or the directory that holds it")
+        return rules(p.parse_args(rest).where)
     if cmd in ("warmup", "fingerprint", "distance", "scheme"):
         from dedup.cli import main as dedup_main
 

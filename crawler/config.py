@@ -8,6 +8,7 @@ message naming the setting.
 
 from __future__ import annotations
 
+import json
 import os
 import weakref
 from dataclasses import dataclass
@@ -154,7 +155,15 @@ class NearDupConfig:
         def rule_lines(name: str) -> tuple[str, ...]:
             from .url_rules.rules import RuleSyntaxError, UrlRule
 
-            lines = tuple(settings.getlist(name))
+            raw = settings.get(name) or ()
+            if isinstance(raw, str):  # (the command line: a JSON list, or lines separated by ";")
+                try:
+                    raw = json.loads(raw) if raw.lstrip().startswith("[") else raw.split(";")
+                except json.JSONDecodeError as exc:
+                    raise ConfigError(f"{name} must be a list of rule lines, got {raw!r} ({exc})") from None
+            if not isinstance(raw, (list, tuple)) or not all(isinstance(x, str) for x in raw):
+                raise ConfigError(f"{name} must be a list of rule lines, got {raw!r}")
+            lines = tuple(x.strip() for x in raw if x.strip())
             for line in lines:
                 try:
                     UrlRule.parse(line)

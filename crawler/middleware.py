@@ -65,6 +65,7 @@ from dedup.store.backends import StoreError, private_file
 
 from .config import NearDupConfig
 from .frontier.acks import REDELIVERED_KEY, AckTracker, response_id
+from .frontier.codec import CorruptRequest, UnserializableRequest, decode_request, encode_request
 from .frontier.scheduler import stop_crawl
 from .scope import scope_of
 from .url_rules import RuleBook
@@ -72,6 +73,7 @@ from .url_rules import RuleBook
 logger = logging.getLogger(__name__)
 
 KEPT, DROPPED, UNCHANGED, SKIPPED = "kept", "dropped", "unchanged", "skipped"
+_FILTERS: weakref.WeakKeyDictionary[Crawler, NearDupMiddleware] = weakref.WeakKeyDictionary()
 MIN_BACKOFF, MAX_BACKOFF = 0.5, 30.0  # seconds between attempts to reach a shared store that is down
 HTML_TYPES = (b"text/html", b"application/xhtml+xml")
 
@@ -149,6 +151,7 @@ class NearDupMiddleware:
         self._dup_fh = None
         self._dup_flushed = time.monotonic()
         self._dup_written = self._dup_synced = 0
+        _FILTERS[crawler] = self
         if config.duplicates_file:
             Path(config.duplicates_file).parent.mkdir(parents=True, exist_ok=True)
             private_file(config.duplicates_file)
@@ -158,6 +161,11 @@ class NearDupMiddleware:
         logger.info("near-duplicate filter on: k=%d, store %s (%d fingerprints), %s, %d worker process(es)",
                     config.max_distance, config.store_shown, len(self.store),
                     self.store.layout.describe(), workers)
+
+    @classmethod
+    def of(cls, crawler: Crawler) -> NearDupMiddleware | None:
+        """The crawl's filter, once made (for ``crawler.avoid_middleware``)."""
+        return _FILTERS.get(crawler)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> NearDupMiddleware:
@@ -332,14 +340,35 @@ class NearDupMiddleware:
         if self.rules is None:
             return
         self.rules.observe(url, fp, duplicate_of)
-        for event, _ in self.rules.events:
+        for event, st in self.rules.events:
             self.stats.inc_value(f"neardup/url_rules/{event}")
+            if event == "retired":
+                self._requeue(self.rules.release(st), st.rule.spec)
         self.rules.events.clear()
 
-    def _avoided(self, request: Request, response: Response) -> bool:
-        """Whether an outlink of a page is not requested: a learned rule says a
-        fetched page has its content (that page's outlinks stand for its own).
-        Explained in the duplicates file, once per URL."""
+    def _requeue(self, requests: list[str | None], spec: str) -> None:
+        """Make the requests a retired rule avoided, after all."""
+        engine = self.crawler.engine
+        made = 0
+        for data in requests:
+            if data is None or engine is None:
+                continue
+            try:
+                request = decode_request(data, self.crawler.spider)
+            except CorruptRequest as exc:
+                logger.warning("could not requeue a request rule %s avoided: %s", spec, exc)
+                continue
+            engine.crawl(request.replace(dont_filter=True))  # (the dupe filter saw some of them already)
+            made += 1
+        self.stats.inc_value("neardup/url_rules/requeued", made)
+        lost = len(requests) - made
+        logger.info("URL rule %s retired: %d request(s) it avoided are made after all%s", spec, made,
+                    f" ({lost} could not be)" if lost else "")
+
+    def avoided(self, request: Request, referer: str | None) -> bool:
+        """Whether ``request`` is not made: a learned rule says a fetched page
+        has its content (that page's outlinks stand for its own). Explained in
+        the duplicates file, once per URL."""
         if self.rules is None or request.dont_filter or request.meta.get(self.config.skip_meta_key):
             return False
         url = urldefrag(request.url)[0]
@@ -350,10 +379,14 @@ class NearDupMiddleware:
         if explored:
             self.stats.inc_value("neardup/url_rules/explored")
             return False
-        if self.rules.record_avoided(url, spec, target):
+        try:
+            data: str | None = encode_request(request, self.crawler.spider)
+        except UnserializableRequest:
+            data = None  # (it cannot be requeued should the rule be retired; the URL is in the duplicates file)
+        if self.rules.record_avoided(url, spec, target, data):
             self.stats.inc_value("neardup/requests_avoided")
             self._write_duplicate({"url": url, "duplicate_of": target, "avoided": True, "rule": spec,
-                                   "referer": response.url,
+                                   "referer": referer,
                                    "time": datetime.now(timezone.utc).isoformat(timespec="seconds")})
             logger.debug("not requested: %s (rule %s: %s has its content)", url, spec, target)
         return True
@@ -465,7 +498,7 @@ class NearDupMiddleware:
             return
         for item in outputs:
             if self._keep(verdict, item):
-                if isinstance(item, Request) and self._avoided(item, response):
+                if isinstance(item, Request) and self.avoided(item, response.url):
                     continue
                 self._fill(item, fp_result)
                 yield item

@@ -5,13 +5,20 @@ from __future__ import annotations
 import pytest
 from scrapy.settings import BaseSettings, Settings
 
-from crawler.addon import (ACK_DOWNLOADER_MIDDLEWARE, ACK_SPIDER_MIDDLEWARE, DUPEFILTER, EXTENSION, MIDDLEWARE, PIPELINE,
+from crawler.addon import (ACK_DOWNLOADER_MIDDLEWARE, AVOID_MIDDLEWARE, ACK_SPIDER_MIDDLEWARE, DUPEFILTER, EXTENSION, MIDDLEWARE, PIPELINE,
                            SCHEDULER, NearDupAddon, PoliteCrawlAddon)
 from crawler.config import ConfigError, NearDupConfig
 
 
 def cfg(**values) -> NearDupConfig:
     return NearDupConfig.from_settings(Settings(values))
+
+
+def test_rule_lines_from_settings_or_the_command_line():
+    lines = ("param * sid,utm_source", "suffix h /index.html /")
+    assert cfg(NEARDUP_URL_RULES_PIN=list(lines)).url_rules_pin == lines
+    assert cfg(NEARDUP_URL_RULES_PIN='["param * sid,utm_source", "suffix h /index.html /"]').url_rules_pin == lines
+    assert cfg(NEARDUP_URL_RULES_FORBID="param * sid,utm_source; suffix h /index.html /").url_rules_forbid == lines
 
 
 def test_defaults_in_memory_write_no_file():
@@ -50,6 +57,12 @@ def test_jobdir_gives_the_store_and_files_beside_it(tmp_path):
     ("NEARDUP_SCOPE", "site", "NEARDUP_SCOPE must be one of 'all', 'host', 'domain'"),
     ("NEARDUP_FRONTIER", "maybe", "NEARDUP_FRONTIER must be a boolean"),
     ("NEARDUP_FRONTIER_MAX_REDELIVERIES", -1, "NEARDUP_FRONTIER_MAX_REDELIVERIES must be >= 0"),
+    ("NEARDUP_URL_RULES", "maybe", "NEARDUP_URL_RULES must be a boolean"),
+    ("NEARDUP_URL_RULES_EXPLORE", 1.5, "NEARDUP_URL_RULES_EXPLORE must be from 0 to 1"),
+    ("NEARDUP_URL_RULES_MIN_EVIDENCE", 0, "NEARDUP_URL_RULES_MIN_EVIDENCE must be >= 1"),
+    ("NEARDUP_URL_RULES_PIN", ["param h"], "NEARDUP_URL_RULES_PIN: 'param h': write param HOST NAME"),
+    ("NEARDUP_URL_RULES_FORBID", "[not json", "NEARDUP_URL_RULES_FORBID must be a list of rule lines"),
+    ("NEARDUP_URL_RULES_FORBID", 7, "NEARDUP_URL_RULES_FORBID must be a list of rule lines"),
 ])
 def test_errors_name_the_setting(name, value, message):
     with pytest.raises(ConfigError, match=message):
@@ -69,8 +82,9 @@ def _changed(before: Settings, after: Settings) -> set[str]:
 def test_addon_adds_its_components_and_nothing_else():
     before, s = Settings(), Settings()
     NearDupAddon().update_settings(s)
-    assert _changed(before, s) == {"SPIDER_MIDDLEWARES", "ITEM_PIPELINES", "EXTENSIONS"}
+    assert _changed(before, s) == {"SPIDER_MIDDLEWARES", "DOWNLOADER_MIDDLEWARES", "ITEM_PIPELINES", "EXTENSIONS"}
     assert s.getdict("SPIDER_MIDDLEWARES")[MIDDLEWARE] == 950
+    assert s.getdict("DOWNLOADER_MIDDLEWARES") == {AVOID_MIDDLEWARE: 50}
     assert PIPELINE in s.getdict("ITEM_PIPELINES") and EXTENSION in s.getdict("EXTENSIONS")
     assert s["USER_AGENT"] == before["USER_AGENT"]
 
@@ -86,8 +100,8 @@ def test_addon_with_jobdir_installs_the_durable_frontier_unless_told_otherwise()
     NearDupAddon().update_settings(s)
     assert s["SCHEDULER"] == "scrapy_redis.scheduler.Scheduler" and ACK_SPIDER_MIDDLEWARE not in s.getdict(
         "SPIDER_MIDDLEWARES")
-    before = Settings({"JOBDIR": "/tmp/j", "NEARDUP_FRONTIER": False})
-    s = Settings({"JOBDIR": "/tmp/j", "NEARDUP_FRONTIER": False})
+    before = Settings({"JOBDIR": "/tmp/j", "NEARDUP_FRONTIER": False, "NEARDUP_URL_RULES": False})
+    s = Settings({"JOBDIR": "/tmp/j", "NEARDUP_FRONTIER": False, "NEARDUP_URL_RULES": False})
     NearDupAddon().update_settings(s)
     assert _changed(before, s) == {"SPIDER_MIDDLEWARES", "ITEM_PIPELINES", "EXTENSIONS"}
 

@@ -11,7 +11,9 @@ the past (a translated page under a mirrored language prefix, say) retires it
 at once. A rule with ``min_evidence`` agreeing pairs and no counter-example
 is *active*: ``avoid`` then tells the crawl not to request a URL whose form
 under it already has a fetched page (that page's outlinks stand for it),
-except a share ``explore`` of them, fetched to keep testing the rule.
+except a share ``explore`` of them, fetched to keep testing the rule. When a
+rule is retired, the requests it avoided are handed back (``release``) to be
+made after all: a rule that stops holding delays pages, it does not lose them.
 
 Costs: ``observe`` is one page row and, per live rule of the host, one
 lookup (and a new rule, a pass over up to ``BACKFILL`` of the host's pages);
@@ -61,7 +63,7 @@ CREATE TABLE IF NOT EXISTS pages (url TEXT PRIMARY KEY, host TEXT NOT NULL, fp I
 CREATE INDEX IF NOT EXISTS pages_by_host ON pages (host, seq);
 CREATE TABLE IF NOT EXISTS forms (rule INTEGER, form TEXT, url TEXT NOT NULL, fp INTEGER NOT NULL,
     PRIMARY KEY (rule, form)) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS avoided (url TEXT PRIMARY KEY, rule INTEGER, target TEXT) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS avoided (url TEXT PRIMARY KEY, rule INTEGER, target TEXT, request TEXT) WITHOUT ROWID;
 """
 
 
@@ -142,14 +144,28 @@ class RuleBook:
             if st.live:
                 self._compare(st, url, fp)
         if duplicate_of and duplicate_of != url:
-            for rule in derive(url, duplicate_of):
+            for rule in derive(self._strip(url), self._strip(duplicate_of)):
                 if self._state_of(rule) is None and not self._forbidden(rule) \
                         and len(self.by_host.get(rule.host, ())) < MAX_RULES_PER_HOST:
                     self._backfill(self._create(rule, CANDIDATE))
         self._maybe_commit()
 
+    def _form(self, st: RuleState, url: str) -> str:
+        """``url``'s form under a rule; for a path rule, without the parameters
+        active parameter rules say do not matter (so ``/a/index.html?sid=1`` and
+        ``/a/?sid=2`` are one form under ``suffix h /index.html /`` once ``sid`` is
+        known not to matter). A form made before a parameter rule became
+        active still has the parameter: it matches less, never wrongly."""
+        return st.rule.canonical(url if st.rule.kind == "param" else self._strip(url))
+
+    def _strip(self, url: str) -> str:
+        """``url`` without the query parameters that active rules of its host say do not matter."""
+        names = sorted({n for st in self._rules_for(host_of(url)) if st.acting and st.rule.kind == "param"
+                        for n in st.rule.a.split(",")})
+        return UrlRule("param", "*", ",".join(names)).canonical(url) if names else url
+
     def _compare(self, st: RuleState, url: str, fp: int) -> None:
-        form = st.rule.canonical(url)
+        form = self._form(st, url)
         row = self.db.execute("SELECT url, fp FROM forms WHERE rule = ? AND form = ?", (st.id, form)).fetchone()
         if row is None:
             self.db.execute("INSERT INTO forms VALUES (?, ?, ?, ?)", (st.id, form, url, _signed(fp)))
@@ -194,23 +210,34 @@ class RuleBook:
             if not st.acting:
                 continue
             row = self.db.execute("SELECT url FROM forms WHERE rule = ? AND form = ?",
-                                  (st.id, st.rule.canonical(url))).fetchone()
+                                  (st.id, self._form(st, url))).fetchone()
             if row is None or row[0] == url:
                 continue
-            explored = (mmh3.hash(url, signed=False) % 10_000) < self.explore * 10_000
+            # (drawn from the path and query: the same URLs explored on every run, whatever the port)
+            draw = mmh3.hash(url.split("/", 3)[-1], signed=False) % 10_000
+            explored = draw < self.explore * 10_000
             return st.rule.spec, row[0], explored
         return None
 
-    def record_avoided(self, url: str, spec: str, target: str) -> bool:
-        """Note an avoided request; False if it was avoided before (count it once)."""
+    def record_avoided(self, url: str, spec: str, target: str, request: str | None = None) -> bool:
+        """Note an avoided request (``request``: as the caller can make it again,
+        should the rule be retired); False if it was avoided before (count it once)."""
         st = next(s for s in self._rules_for(host_of(url)) if s.rule.spec == spec)
-        cur = self.db.execute("INSERT OR IGNORE INTO avoided VALUES (?, ?, ?)", (url, st.id, target))
+        cur = self.db.execute("INSERT OR IGNORE INTO avoided VALUES (?, ?, ?, ?)", (url, st.id, target, request))
         if not cur.rowcount:
             return False
         st.avoided += 1
         self._save(st)
         self._maybe_commit()
         return True
+
+    def release(self, st: RuleState) -> list[str | None]:
+        """A retired rule's avoided requests (as given to ``record_avoided``), to
+        be made after all: the rule was wrong for some of them. Forgets them."""
+        rows = self.db.execute("SELECT request FROM avoided WHERE rule = ?", (st.id,)).fetchall()
+        self.db.execute("DELETE FROM avoided WHERE rule = ?", (st.id,))
+        self.commit()
+        return [r for (r,) in rows]
 
     # -- listing and housekeeping -----------------------------------------------
 

@@ -1,0 +1,173 @@
+"""Requests saved by learned URL rules (issue 16): plain Scrapy, the filter
+without rules, and the filter with them, on the same site in the same run.
+
+    .venv/bin/python bench/url_rules_bench.py
+
+Sites: the generated trap site (``tests/fixtures/trap_site.py``: session ids,
+tracking and sort parameters, print views, a mirrored tree, ``index.html``
+aliases, a calendar), the demo site, and sqlite3-doc from nginx. Every crawl
+is ``scrapy crawl site`` with one request at a time (the order of a crawl
+decides what is learned when, so one at a time keeps runs comparable), no
+AutoThrottle. For each: requests made, *duplicate downloads* (responses whose
+content an earlier response of the crawl already had: the trap site's ground
+truth, the demo's planted pairs, or for sqlite3-doc the file nginx served),
+how many of plain Scrapy's duplicate downloads were never made, requests
+avoided by rules, and every avoided URL checked against the content it would
+have had (``wrong``: it would have served other content than the page it was
+mapped to).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from urllib.parse import urlsplit
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+from crawl_bench import crawl_cmd, serve_sqlite_doc  # noqa: E402
+
+from crawler.demo_site import DemoSite  # noqa: E402
+from tests.fixtures.trap_site import TrapSite  # noqa: E402
+
+MODES = {"plain": ["NEARDUP_ENABLED=False"], "no rules": ["NEARDUP_URL_RULES=False"], "rules": []}
+
+
+def run_crawl(url: str, out: Path, settings: list[str]) -> str:
+    """One ``scrapy crawl site``, one request at a time; its log."""
+    shutil.rmtree(out, ignore_errors=True)
+    cmd = crawl_cmd(url, out, 1, [f"NEARDUP_STORE={out / 'store'}", "NEARDUP_INDEX=", "ROBOTSTXT_OBEY=False",
+                                  "LOG_LEVEL=INFO", *settings])
+    r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1800)
+    if r.returncode or "'finish_reason': 'finished'" not in r.stderr:
+        raise RuntimeError(r.stderr[-2000:])
+    return r.stderr
+
+
+def summarize(targets: list[str], out: Path, truth: Callable[[str], str | None]) -> dict:
+    """What a crawl requested (``targets``: path?query, in order) and avoided
+    (its duplicates file), measured against ``truth`` (a target's content)."""
+    seen: set[str] = set()
+    dup_downloads = 0
+    for t in targets:
+        what = truth(t)
+        if what is None:
+            continue
+        dup_downloads += what in seen
+        seen.add(what)
+    dups_file = out / "store" / "duplicates.jsonl"
+    records = [json.loads(x) for x in dups_file.read_text().splitlines()] if dups_file.exists() else []
+    avoided = [r for r in records if r.get("avoided")]
+
+    def target_of(url: str) -> str:
+        p = urlsplit(url)
+        return (p.path or "/") + (f"?{p.query}" if p.query else "")
+
+    wrong = [r for r in avoided if truth(target_of(r["url"])) != truth(target_of(r["duplicate_of"]))]
+    rules: dict[str, int] = {}
+    for r in avoided:
+        rules[r["rule"]] = rules.get(r["rule"], 0) + 1
+    return {"requests": len(targets), "duplicate_downloads": dup_downloads, "contents": len(seen),
+            "avoided": len(avoided), "wrong": len(wrong), "wrong_examples": [(r["url"], r["duplicate_of"])
+                                                                             for r in wrong[:5]],
+            "avoided_by_rule": rules, "content_set": sorted(seen)}
+
+
+def compare(name: str, results: dict[str, dict]) -> dict:
+    plain = results["plain"]["duplicate_downloads"]
+    row = {"site": name}
+    for mode, r in results.items():
+        row[mode] = {k: v for k, v in r.items() if k != "content_set"}
+        if mode != "plain":
+            row[mode]["saved_vs_plain"] = round(1 - r["duplicate_downloads"] / plain, 3) if plain else None
+            row[mode]["contents_lost"] = sorted(set(results["plain"]["content_set"]) - set(r["content_set"]))
+    return row
+
+
+def local_site(name: str, site, respond, truth: Callable[[str], str | None], work: Path, start: str) -> dict:
+    from crawler.demo_site import LocalServer
+
+    results = {}
+    for mode, settings in MODES.items():
+        with LocalServer(respond) as server:
+            run_crawl(server.url + start.lstrip("/"), work / f"{name}-{mode}", settings)
+            targets = [t for t in server.requests if t != "/robots.txt"]
+        results[mode] = summarize(targets, work / f"{name}-{mode}", truth)
+        print(name, mode, {k: v for k, v in results[mode].items() if k != "content_set"}, flush=True)
+    return compare(name, results)
+
+
+def sqlite_doc(data: str, work: Path) -> dict:
+    results = {}
+    for mode, settings in MODES.items():
+        w, site, port, nginx = serve_sqlite_doc(data, "neardup-rules-", access_log=True)
+        try:
+            run_crawl(f"http://127.0.0.1:{port}/index.html", work / f"sqlite-{mode}", settings)
+        finally:
+            nginx.terminate()
+            nginx.wait(10)
+        targets = [line.split(" ", 2)[2] for line in (w / "access.log").read_text().splitlines()
+                   if line.split(" ", 2)[1] == "200"]
+
+        def truth(target: str, site: Path = site) -> str | None:
+            path = urlsplit(target).path
+            f = site / path.lstrip("/")
+            if f.is_dir():
+                f = f / "index.html"
+            return str(f.resolve()) if f.is_file() else None
+
+        results[mode] = summarize(targets, work / f"sqlite-{mode}", truth)
+        shutil.rmtree(w, ignore_errors=True)
+        print("sqlite3-doc", mode, {k: v for k, v in results[mode].items() if k != "content_set"}, flush=True)
+    return compare("sqlite3-doc", results)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data"))
+    ap.add_argument("--out", default="bench/results/url_rules.json")
+    ap.add_argument("--sites", default="trap,demo,sqlite3-doc")
+    a = ap.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="neardup-rules-bench-"))
+    rows = []
+    t = time.perf_counter()
+    try:
+        sites = a.sites.split(",")
+        if "trap" in sites:
+            trap = TrapSite()
+            rows.append(local_site("trap", trap, trap.page, trap.truth, work, "/"))
+        if "changing" in sites:
+            site = TrapSite(changing=True)
+            rows.append(local_site("changing", site, site.page, site.truth, work, "/"))
+        if "demo" in sites:
+            demo = DemoSite()
+            dropped = demo.expected_dropped()
+
+            def respond(target: str) -> tuple[int, dict[str, str], bytes]:
+                from urllib.parse import parse_qs
+                p = urlsplit(target)
+                status, ctype, body = demo.page(p.path, parse_qs(p.query))
+                return status, {"Content-Type": ctype}, body
+
+            rows.append(local_site("demo", demo, respond, lambda t: dropped.get(t, t), work, "/"))
+        if "sqlite3-doc" in sites:
+            rows.append(sqlite_doc(a.data, work))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    result = {"command": "bench/url_rules_bench.py " + " ".join(sys.argv[1:]), "seconds": time.perf_counter() - t,
+              "sites": rows}
+    print(json.dumps(rows, indent=1))
+    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(a.out).write_text(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,43 @@
+"""Requests a learned URL rule says need not be made: a downloader middleware.
+
+The filter (``crawler.middleware``) already leaves out a kept page's outlinks
+that an active rule maps onto a page already fetched. Requests queued before
+the rule was learned are still in the frontier; this middleware asks the
+filter's rule book again just before each download and drops those
+(``IgnoreRequest``: the frontier acknowledges them as done), with the same
+stat and the same line in the duplicates file. Off with the filter or with
+``NEARDUP_URL_RULES = False``.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from scrapy import Request
+from scrapy.crawler import Crawler
+from scrapy.exceptions import IgnoreRequest, NotConfigured
+
+from .config import NearDupConfig
+from .middleware import NearDupMiddleware
+
+logger = logging.getLogger(__name__)
+
+
+class AvoidMiddleware:
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> AvoidMiddleware:
+        config = NearDupConfig.of(crawler)
+        if not (config.enabled and config.url_rules):
+            raise NotConfigured("NEARDUP_URL_RULES is off")
+        return cls(crawler)
+
+    def process_request(self, request: Request) -> None:
+        neardup = NearDupMiddleware.of(self.crawler)
+        if neardup is None:
+            return
+        referer = request.headers.get("Referer")
+        if neardup.avoided(request, referer.decode("latin-1") if referer else None):
+            raise IgnoreRequest(f"a learned URL rule says a fetched page has the content of {request.url}")

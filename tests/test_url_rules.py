@@ -1,0 +1,182 @@
+"""URL rules: what a pair of URLs suggests, forms, and the rule book's states."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from crawler.url_rules import RuleBook, UrlRule, derive
+from crawler.url_rules.book import ACTIVE, CANDIDATE, PINNED, RETIRED, list_rules
+from crawler.url_rules.rules import RuleSyntaxError
+
+H = "http://h.test"
+
+
+@pytest.mark.parametrize("dup,orig,spec", [
+    ("/a.html?sid=1", "/a.html?sid=2", "param h.test sid"),
+    ("/a.html?sid=1&x=3", "/a.html?x=3", "param h.test sid"),
+    ("/a?utm_source=f&utm_medium=m", "/a", "param h.test utm_medium,utm_source"),
+    ("/l?sort=desc", "/l?sort=asc", "param h.test sort"),
+    ("/mirror/doc/1/", "/doc/1/", "prefix h.test /mirror/ /"),
+    ("/doc/1/", "/mirror/doc/1/", "prefix h.test /mirror/ /"),  # whichever was met first: one rule
+    ("/fr/guide/a.html", "/en/guide/a.html", "prefix h.test /fr/ /en/"),
+    ("/d/index.html", "/d/", "suffix h.test /index.html /"),
+    ("/index.html", "/", "suffix h.test /index.html /"),
+    ("/a/5/print", "/a/5", "suffix h.test /print ''"),
+    ("/a.html?b=1&a=2", "/a.html?a=2&b=1", None),  # the same URL (parameter order)
+    ("/a.html?sid=1", "/b.html?sid=2", None),  # path and query both differ
+    ("/a.html?p=1&q=1&r=1&s=1", "/a.html", None),  # too many parameters
+    ("/a/b/c/d/x.html", "/x.html", None),  # a mirror deeper than MAX_SEGMENTS
+])
+def test_a_pair_suggests_the_rule_that_makes_it_one_form(dup, orig, spec):
+    rules = derive(H + dup, H + orig)
+    assert [r.spec for r in rules] == ([spec] if spec else [])
+    for r in rules:
+        assert r.canonical(H + dup) == r.canonical(H + orig)
+        assert UrlRule.parse(r.spec) == r
+
+
+def test_other_hosts_suggest_nothing_and_forms_leave_other_urls_alone():
+    assert derive("http://a.test/x?sid=1", "http://b.test/x") == []
+    rule = UrlRule.parse("prefix h.test /mirror/ /")
+    assert rule.canonical(H + "/other/x.html") == H + "/other/x.html"
+    assert rule.canonical(H + "/mirror/x.html#top") == H + "/x.html"
+
+
+@pytest.mark.parametrize("line", ["", "param", "param h", "prefix h /a /b/", "suffix h index.html /", "glob h *",
+                                  "param h 'unclosed"])
+def test_bad_rule_lines_say_how_to_write_them(line):
+    with pytest.raises(RuleSyntaxError):
+        UrlRule.parse(line)
+
+
+def _pairs(book: RuleBook, n: int, start: int = 0, fp=lambda i: 1_000_003 * (i + 1)) -> None:
+    """Pages /a{i}.html, and each again with ?sid= dropped as its duplicate."""
+    for i in range(start, start + n):
+        book.observe(f"{H}/a{i}.html", fp(i))
+        book.observe(f"{H}/a{i}.html?sid={i}", fp(i) ^ 1, duplicate_of=f"{H}/a{i}.html")
+
+
+def test_a_rule_acts_after_enough_evidence_and_maps_onto_a_fetched_page():
+    book = RuleBook(None, min_evidence=5, explore=0.0)
+    _pairs(book, 4)
+    (st,) = book.rules()
+    assert (st.rule.spec, st.state, st.evidence) == ("param h.test sid", CANDIDATE, 4)
+    assert book.avoid(f"{H}/a1.html?sid=other") is None
+    _pairs(book, 1, start=4)
+    assert st.state == ACTIVE and [e for e, _ in book.events] == ["learned"]
+    assert book.avoid(f"{H}/a1.html?sid=other") == ("param h.test sid", f"{H}/a1.html", False)
+    assert book.avoid(f"{H}/a1.html") is None  # the fetched page itself
+    assert book.avoid(f"{H}/a77.html?sid=1") is None  # nothing of its form fetched yet: it stands for itself
+
+
+def test_a_counter_example_retires_a_rule_for_good_and_releases_what_it_avoided():
+    book = RuleBook(None, min_evidence=3, explore=0.0)
+    _pairs(book, 4)
+    st = book.rules()[0]
+    assert book.record_avoided(f"{H}/a1.html?sid=x", st.rule.spec, f"{H}/a1.html", "REQ")
+    assert not book.record_avoided(f"{H}/a1.html?sid=x", st.rule.spec, f"{H}/a1.html", "REQ")  # once
+    book.observe(f"{H}/a2.html?sid=new", 0xFFFF_0000_FFFF)  # far from /a2.html: the parameter mattered
+    assert st.state == RETIRED and st.counter == 1 and "a2.html?sid=new" in st.counter_example
+    assert book.release(st) == ["REQ"] and book.release(st) == []
+    _pairs(book, 10, start=10)
+    assert st.state == RETIRED and book.avoid(f"{H}/a11.html?sid=z") is None
+
+
+def test_a_new_rule_is_tried_on_the_pages_already_seen():
+    """A mirrored language prefix whose translated pages were fetched before
+    the first untranslated pair is retired at once, from the past."""
+    book = RuleBook(None, min_evidence=2, explore=0.0)
+    for i in range(5):
+        book.observe(f"{H}/en/p{i}.html", 10**6 * (i + 1))
+        book.observe(f"{H}/fr/p{i}.html", 10**9 * (i + 7))  # translated: other content
+    book.observe(f"{H}/en/q.html", 5)
+    book.observe(f"{H}/fr/q.html", 5, duplicate_of=f"{H}/en/q.html")
+    (st,) = book.rules()
+    assert st.rule.spec == "prefix h.test /fr/ /en/" and st.state == RETIRED
+
+
+def test_pinned_rules_act_at_once_and_forbidden_ones_are_never_learned(tmp_path):
+    book = RuleBook(None, min_evidence=5, explore=0.0, pin=["suffix * /index.html /"], forbid=["param * sid"])
+    book.observe(f"{H}/d/", 42)
+    assert book.avoid(f"{H}/d/index.html") == ("suffix '*' /index.html /", f"{H}/d/", False)
+    _pairs(book, 10)
+    assert [st.rule.spec for st in book.rules()] == ["suffix '*' /index.html /"]
+    assert book.rules()[0].state == PINNED
+
+
+def test_rules_and_their_evidence_persist(tmp_path):
+    path = tmp_path / "rules.sqlite3"
+    book = RuleBook(path, min_evidence=3, explore=0.0)
+    _pairs(book, 4)
+    book.close()
+    again = RuleBook(path, min_evidence=3, explore=0.0)
+    assert again.avoid(f"{H}/a2.html?sid=q") == ("param h.test sid", f"{H}/a2.html", False)
+    again.close()
+    assert [(r["rule"], r["state"], r["evidence"]) for r in list_rules(path)] == [("param h.test sid", ACTIVE, 4)]
+    assert path.stat().st_mode & 0o077 == 0
+
+
+def test_parameters_known_not_to_matter_do_not_hide_a_path_rule():
+    """/d/index.html?sid=1 and /d/?sid=2 differ in path and query: once sid is
+    known not to matter they suggest, and support, the index.html alias."""
+    book = RuleBook(None, min_evidence=3, explore=0.0)
+    _pairs(book, 3)
+    for i in range(4):
+        book.observe(f"{H}/d{i}/?sid={i}", 7 * 10**8 * (i + 1))
+        book.observe(f"{H}/d{i}/index.html?sid=x{i}", 7 * 10**8 * (i + 1), duplicate_of=f"{H}/d{i}/?sid={i}")
+    states = {st.rule.spec: st.state for st in book.rules()}
+    assert states == {"param h.test sid": ACTIVE, "suffix h.test /index.html /": ACTIVE}
+    book.observe(f"{H}/d9/?sid=9", 99)
+    assert book.avoid(f"{H}/d9/index.html")[:2] == ("suffix h.test /index.html /", f"{H}/d9/?sid=9")
+
+
+def test_exploration_is_a_stable_share():
+    book = RuleBook(None, min_evidence=1, explore=0.1)
+    _pairs(book, 1)
+    book.observe(f"{H}/a0.html", 1_000_003)
+    urls = [f"{H}/a0.html?sid={random.Random(i).random()}" for i in range(2000)]
+    explored = [book.avoid(u)[2] for u in urls]
+    assert 0.07 < sum(explored) / len(urls) < 0.13
+    assert explored == [book.avoid(u)[2] for u in urls]
+
+
+def test_seeded_random_sites_never_avoid_a_url_with_other_content():
+    """Random sites where some parameters, prefixes and suffixes matter and
+    others do not; pages met in random order: whatever the book avoids maps
+    onto a fetched page with the same content, as long as every rule it learns
+    holds everywhere (here: a parameter or alias that matters does so on every
+    page), and every rule that does not hold is retired or never acts."""
+    for seed in range(20):
+        rng = random.Random(seed)
+        inert = {"sid", "utm"} if seed % 2 else {"sid"}
+        live = {"page", "utm"} - inert
+        pages = [f"/p{i}.html" for i in range(40)]
+        urls = []
+        for p in pages:
+            urls += [p, p + "?sid=" + str(rng.random()), p + "?utm=" + str(rng.randint(1, 3)),
+                     "/mirror" + p, p + "?page=2"]
+        rng.shuffle(urls)
+
+        def content(u: str) -> tuple:
+            path, _, query = u.partition("?")
+            params = dict(kv.split("=") for kv in query.split("&")) if query else {}
+            return (path.removeprefix("/mirror"), tuple(sorted((k, v) for k, v in params.items() if k in live)))
+
+        fps: dict[tuple, int] = {}
+        first: dict[tuple, str] = {}
+        book = RuleBook(None, min_evidence=3, explore=0.0)
+        for u in urls:
+            c = content(u)
+            got = book.avoid(H + u)
+            if got is not None:
+                assert content(got[1][len(H):]) == c, (seed, u, got)
+                continue
+            fp = fps.setdefault(c, rng.getrandbits(64))
+            book.observe(H + u, fp, duplicate_of=H + first[c] if c in first else None)
+            first.setdefault(c, u)
+        learned = {st.rule.spec for st in book.rules() if st.state == ACTIVE}
+        params = [set(spec.split()[2].split(",")) for spec in learned if spec.startswith("param ")]
+        assert "prefix h.test /mirror/ /" in learned and any("sid" in names for names in params), learned
+        assert not any(names & live for names in params), learned
