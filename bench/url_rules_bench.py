@@ -5,7 +5,10 @@ without rules, and the filter with them, on the same site in the same run.
 
 Sites: the generated trap site (``tests/fixtures/trap_site.py``: session ids,
 tracking and sort parameters, print views, a mirrored tree, ``index.html``
-aliases, a calendar), the demo site, and sqlite3-doc from nginx. Every crawl
+aliases, a calendar), the same with a parameter that starts to matter midway
+(``changing``), the demo site, and from nginx sqlite3-doc, developers-reference
+(crawled from its five language front pages: mirrored trees, partly
+translated) and debian-reference. Every crawl
 is ``scrapy crawl site`` with one request at a time (the order of a crawl
 decides what is learned when, so one at a time keeps runs comparable), no
 AutoThrottle. For each: requests made, *duplicate downloads* (responses whose
@@ -14,7 +17,9 @@ truth, the demo's planted pairs, or for sqlite3-doc the file nginx served),
 how many of plain Scrapy's duplicate downloads were never made, requests
 avoided by rules, and every avoided URL checked against the content it would
 have had (``wrong``: it would have served other content than the page it was
-mapped to).
+mapped to; ``wrong_never_fetched``: of those, the ones not requested later
+either, when a retired rule's avoided requests are made after all), and the
+contents plain Scrapy fetched that the crawl did not (``contents_lost``).
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import json
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 from collections.abc import Callable
@@ -33,7 +39,7 @@ from urllib.parse import urlsplit
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
-from crawl_bench import crawl_cmd, serve_sqlite_doc  # noqa: E402
+from crawl_bench import crawl_cmd, free_port, start_nginx  # noqa: E402
 
 from crawler.demo_site import DemoSite  # noqa: E402
 from tests.fixtures.trap_site import TrapSite  # noqa: E402
@@ -67,16 +73,15 @@ def summarize(targets: list[str], out: Path, truth: Callable[[str], str | None])
     records = [json.loads(x) for x in dups_file.read_text().splitlines()] if dups_file.exists() else []
     avoided = [r for r in records if r.get("avoided")]
 
-    def target_of(url: str) -> str:
-        p = urlsplit(url)
-        return (p.path or "/") + (f"?{p.query}" if p.query else "")
-
-    wrong = [r for r in avoided if truth(target_of(r["url"])) != truth(target_of(r["duplicate_of"]))]
+    wrong = [r for r in avoided if truth(_target(r["url"])) != truth(_target(r["duplicate_of"]))]
+    requested = set(targets)
+    wrong_never_fetched = [r for r in wrong if _target(r["url"]) not in requested]  # (a retired rule's: requeued)
     rules: dict[str, int] = {}
     for r in avoided:
         rules[r["rule"]] = rules.get(r["rule"], 0) + 1
     return {"requests": len(targets), "duplicate_downloads": dup_downloads, "contents": len(seen),
-            "avoided": len(avoided), "wrong": len(wrong), "wrong_examples": [(r["url"], r["duplicate_of"])
+            "avoided": len(avoided), "wrong": len(wrong), "wrong_never_fetched": len(wrong_never_fetched),
+            "wrong_examples": [(r["url"], r["duplicate_of"])
                                                                              for r in wrong[:5]],
             "avoided_by_rule": rules, "content_set": sorted(seen)}
 
@@ -105,38 +110,83 @@ def local_site(name: str, site, respond, truth: Callable[[str], str | None], wor
     return compare(name, results)
 
 
-def sqlite_doc(data: str, work: Path) -> dict:
+def static_site(data: str, name: str, starts: list[str], work: Path) -> dict:
+    """A site from ``../shared/data/sites/NAME.tar.gz`` served by nginx, crawled
+    from ``starts`` (paths). A response's content is its file's bytes (so
+    *duplicate downloads* are URLs whose file another URL served); an avoided
+    URL is *wrong* when its page's visible text and that of the page it was
+    mapped to share less than half their word 5-shingles (Jaccard < 0.5, what a
+    reader sees as another page; ``weak``: below 0.8)."""
+    import hashlib
+
+    from quality import jaccard, shingles
+
+    from dedup.text import extract
+
+    root = work / f"{name}-site"
+    with tarfile.open(Path(data) / "sites" / f"{name}.tar.gz") as tf:
+        tf.extractall(root, filter="data")
+    root.chmod(0o755)
+    site = root / name / "site"
+
+    def file_of(target: str) -> Path | None:
+        f = site / urlsplit(target).path.lstrip("/")
+        if f.is_dir():
+            f = f / "index.html"
+        return f if f.is_file() else None
+
+    def truth(target: str) -> str | None:
+        f = file_of(target)
+        return hashlib.md5(f.read_bytes()).hexdigest() if f else None
+
+    def text_shingles(target: str) -> set[int]:
+        f = file_of(target)
+        return shingles(extract(f.read_bytes()).text) if f else set()
+
     results = {}
     for mode, settings in MODES.items():
-        w, site, port, nginx = serve_sqlite_doc(data, "neardup-rules-", access_log=True)
+        port = free_port()
+        slug = mode.replace(" ", "-")  # (nginx's config takes paths without quotes)
+        nginx = start_nginx(site, port, _fresh(work / f"{name}-nginx-{slug}"), work / f"{name}-{slug}.log")
+        base = f"http://127.0.0.1:{port}"
         try:
-            run_crawl(f"http://127.0.0.1:{port}/index.html", work / f"sqlite-{mode}", settings)
+            run_crawl(",".join(base + s for s in starts), work / f"{name}-{mode}", settings)
         finally:
             nginx.terminate()
             nginx.wait(10)
-        targets = [line.split(" ", 2)[2] for line in (w / "access.log").read_text().splitlines()
+        targets = [line.split(" ", 2)[2] for line in (work / f"{name}-{slug}.log").read_text().splitlines()
                    if line.split(" ", 2)[1] == "200"]
+        r = summarize(targets, work / f"{name}-{mode}", truth)
+        avoided = [json.loads(x) for x in (work / f"{name}-{mode}" / "store" / "duplicates.jsonl").read_text()
+                   .splitlines() if '"avoided"' in x] if mode == "rules" else []
+        js = [jaccard(text_shingles(_target(a["url"])), text_shingles(_target(a["duplicate_of"]))) for a in avoided]
+        r["wrong"] = sum(j < 0.5 for j in js)
+        r["weak"] = sum(j < 0.8 for j in js)
+        r["wrong_examples"] = [(a["url"], a["duplicate_of"], round(j, 2)) for a, j in zip(avoided, js) if j < 0.8][:5]
+        results[mode] = r
+        print(name, mode, {k: v for k, v in r.items() if k != "content_set"}, flush=True)
+    return compare(name, results)
 
-        def truth(target: str, site: Path = site) -> str | None:
-            path = urlsplit(target).path
-            f = site / path.lstrip("/")
-            if f.is_dir():
-                f = f / "index.html"
-            return str(f.resolve()) if f.is_file() else None
 
-        results[mode] = summarize(targets, work / f"sqlite-{mode}", truth)
-        shutil.rmtree(w, ignore_errors=True)
-        print("sqlite3-doc", mode, {k: v for k, v in results[mode].items() if k != "content_set"}, flush=True)
-    return compare("sqlite3-doc", results)
+def _fresh(path: Path) -> Path:
+    shutil.rmtree(path, ignore_errors=True)
+    path.mkdir(parents=True)
+    return path
+
+
+def _target(url: str) -> str:
+    p = urlsplit(url)
+    return (p.path or "/") + (f"?{p.query}" if p.query else "")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data"))
     ap.add_argument("--out", default="bench/results/url_rules.json")
-    ap.add_argument("--sites", default="trap,demo,sqlite3-doc")
+    ap.add_argument("--sites", default="trap,changing,demo,sqlite3-doc,developers-reference,debian-reference")
     a = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="neardup-rules-bench-"))
+    work.chmod(0o755)  # nginx's workers run unprivileged and must read the sites
     rows = []
     t = time.perf_counter()
     try:
@@ -159,7 +209,13 @@ def main() -> None:
 
             rows.append(local_site("demo", demo, respond, lambda t: dropped.get(t, t), work, "/"))
         if "sqlite3-doc" in sites:
-            rows.append(sqlite_doc(a.data, work))
+            rows.append(static_site(a.data, "sqlite3-doc", ["/index.html"], work))
+        if "developers-reference" in sites:  # mirrored language trees, partly translated
+            rows.append(static_site(a.data, "developers-reference",
+                                    ["/index.html"] + [f"/{lang}/index.html" for lang in ("de", "fr", "ja", "ru")], work))
+        if "debian-reference" in sites:  # one folder, a file per chapter and language
+            rows.append(static_site(a.data, "debian-reference",
+                                    [f"/index.{lang}.html" for lang in ("en", "de", "fr", "it", "ja", "zh-cn")], work))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     result = {"command": "bench/url_rules_bench.py " + " ".join(sys.argv[1:]), "seconds": time.perf_counter() - t,

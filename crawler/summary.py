@@ -29,6 +29,7 @@ class SummaryExtension:
         return (f"neardup summary: {g('response_received_count', 0)} pages fetched, "
                 f"{g('neardup/kept', 0)} kept, {g('neardup/dropped', 0)} dropped as near-duplicates, "
                 f"{g('neardup/unchanged', 0)} unchanged, {g('neardup/outlinks_dropped', 0)} outlinks not requested, "
+                f"{g('neardup/requests_avoided', 0)} requests avoided by learned URL rules, "
                 f"{g('downloader/response_bytes', 0)} bytes downloaded")
 
     def spider_closed(self, reason: str) -> None:
