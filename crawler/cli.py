@@ -2,7 +2,7 @@
 
     neardup crawl [URL ...] [--out DIR]   # crawl these sites; no URL: serve the demo site on 127.0.0.1 and crawl it
     neardup search INDEX WORDS            # search the index of kept pages
-    neardup rules FILE|DIR                # the URL rules a crawl learned (DIR: a crawl's --out or store)
+    neardup rules FILE|DIR|URL            # the URL rules a crawl learned (DIR: --out, store; URL: redis://)
     neardup warmup                        # compile the numba kernels now (else the first crawl does, off its thread)
     neardup fingerprint PATH... | distance HEX HEX | scheme   # the library's commands (python -m dedup)
 
@@ -87,18 +87,23 @@ def search(index: str, query: str, limit: int) -> int:
     return 0
 
 
-def rules(where: str) -> int:
+def rules(where: str, min_evidence: int) -> int:
+    from dedup.store.redis_store import is_redis_url
+
     from .url_rules.book import list_rules
 
     path = Path(where)
-    for candidate in (path, path / "url_rules.sqlite3", path / "store" / "url_rules.sqlite3",
-                      path / "neardup" / "url_rules.sqlite3", path / "job" / "neardup" / "url_rules.sqlite3"):
-        if candidate.is_file():
-            break
+    if is_redis_url(where):
+        candidate: str | Path = where
     else:
-        print(f"no URL rules at {where}", file=sys.stderr)
-        return 2
-    for r in list_rules(candidate):
+        for candidate in (path, path / "url_rules.sqlite3", path / "store" / "url_rules.sqlite3",
+                          path / "neardup" / "url_rules.sqlite3", path / "job" / "neardup" / "url_rules.sqlite3"):
+            if candidate.is_file():
+                break
+        else:
+            print(f"no URL rules at {where}", file=sys.stderr)
+            return 2
+    for r in list_rules(candidate, min_evidence=min_evidence):
         print(f"{r['state']:<9} {r['evidence']:>6} agree {r['counter_examples']:>3} against "
               f"{r['avoided']:>6} avoided  {r['rule']}")
         if r["counter_example"]:
@@ -157,8 +162,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return search(a.index, " ".join(a.query), a.limit)
     if cmd == "rules":
         p = argparse.ArgumentParser(prog="neardup rules", description="the URL rules a crawl learned")
-        p.add_argument("where", help="the rule book (url_rules.sqlite3), or the directory that holds it")
-        return rules(p.parse_args(rest).where)
+        p.add_argument("where", help="the rule book (url_rules.sqlite3, or the directory that holds it), "
+                                     "or the shared store's redis:// URL")
+        p.add_argument("--min-evidence", type=int, default=10, help="NEARDUP_URL_RULES_MIN_EVIDENCE of the crawl")
+        a = p.parse_args(rest)
+        return rules(a.where, a.min_evidence)
     if cmd in ("warmup", "fingerprint", "distance", "scheme"):
         from dedup.cli import main as dedup_main
 

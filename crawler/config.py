@@ -53,7 +53,7 @@ class NearDupConfig:
     store_unavailable: str = "pause"
     frontier_lease: float = 30.0  # shared frontier: a process silent this long is dead (its requests requeued)
     url_rules: bool = True  # learn which URLs lead to duplicates and stop requesting them
-    url_rules_file: str | None = None  # the rule book (SQLite); None: in memory
+    url_rules_file: str | None = None  # the rule book: a SQLite file, a redis:// URL, or None (in memory)
     url_rules_min_evidence: int = 10  # agreeing pairs (and no counter-example) before a rule acts
     url_rules_explore: float = 0.05  # share of avoidable requests made all the same, to keep testing the rules
     url_rules_pin: tuple[str, ...] = ()  # rule lines that always act
@@ -191,7 +191,9 @@ class NearDupConfig:
             store_unavailable=choice("NEARDUP_STORE_UNAVAILABLE", "pause", UNAVAILABLE),
             frontier_lease=seconds("NEARDUP_FRONTIER_LEASE", 30.0),
             url_rules=boolean("NEARDUP_URL_RULES", True),
-            url_rules_file=output("NEARDUP_URL_RULES_FILE", "url_rules.sqlite3"),
+            # with a shared store, the rules are shared beside it (on its Redis, under its prefix)
+            url_rules_file=store if "NEARDUP_URL_RULES_FILE" not in settings and store and is_redis_url(store)
+            else output("NEARDUP_URL_RULES_FILE", "url_rules.sqlite3"),
             url_rules_min_evidence=integer("NEARDUP_URL_RULES_MIN_EVIDENCE", 10, 1),
             url_rules_explore=share("NEARDUP_URL_RULES_EXPLORE", 0.05),
             url_rules_pin=rule_lines("NEARDUP_URL_RULES_PIN"),

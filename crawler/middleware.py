@@ -129,6 +129,7 @@ class NearDupMiddleware:
         self.rules = RuleBook(config.url_rules_file, max_distance=config.max_distance,
                               min_evidence=config.url_rules_min_evidence, explore=config.url_rules_explore,
                               pin=config.url_rules_pin, forbid=config.url_rules_forbid) if config.url_rules else None
+        self._rules_warned = 0.0
         self._store_failure: BaseException | None = None
         # a shared store that cannot be reached: not asked again before _down_until
         self._down_since: float | None = None
@@ -339,12 +340,25 @@ class NearDupMiddleware:
         """Tell the rule book what this page is (and what it duplicates)."""
         if self.rules is None:
             return
-        self.rules.observe(url, fp, duplicate_of)
-        for event, st in self.rules.events:
-            self.stats.inc_value(f"neardup/url_rules/{event}")
-            if event == "retired":
-                self._requeue(self.rules.release(st), st.rule.spec)
-        self.rules.events.clear()
+        try:
+            self.rules.observe(url, fp, duplicate_of)
+            for event, st in self.rules.events:
+                self.stats.inc_value(f"neardup/url_rules/{event}")
+                if event == "retired":
+                    self._requeue(self.rules.release(st), st.rule.spec)
+            self.rules.events.clear()
+        except (StoreError, sqlite3.Error, OSError) as exc:
+            self._rules_failed(exc)
+
+    def _rules_failed(self, exc: BaseException) -> None:
+        """The rule book cannot be read or written (a shared one's Redis is
+        down): nothing is learned or avoided meanwhile; the crawl goes on."""
+        self.stats.inc_value("neardup/url_rules/unavailable")
+        now = time.monotonic()
+        if now - self._rules_warned >= 60:
+            self._rules_warned = now
+            logger.warning("URL rules unavailable (%s: %s): requests are made and nothing is learned until "
+                           "they are back", type(exc).__name__, exc)
 
     def _requeue(self, requests: list[str | None], spec: str) -> None:
         """Make the requests a retired rule avoided, after all."""
@@ -372,7 +386,11 @@ class NearDupMiddleware:
         if self.rules is None or request.dont_filter or request.meta.get(self.config.skip_meta_key):
             return False
         url = urldefrag(request.url)[0]
-        verdict = self.rules.avoid(url)
+        try:
+            verdict = self.rules.avoid(url)
+        except (StoreError, sqlite3.Error, OSError) as exc:
+            self._rules_failed(exc)
+            return False
         if verdict is None:
             return False
         spec, target, explored = verdict
@@ -383,7 +401,12 @@ class NearDupMiddleware:
             data: str | None = encode_request(request, self.crawler.spider)
         except UnserializableRequest:
             data = None  # (it cannot be requeued should the rule be retired; the URL is in the duplicates file)
-        if self.rules.record_avoided(url, spec, target, data):
+        try:
+            first = self.rules.record_avoided(url, spec, target, data)
+        except (StoreError, sqlite3.Error, OSError) as exc:
+            self._rules_failed(exc)
+            return False
+        if first:
             self.stats.inc_value("neardup/requests_avoided")
             self._write_duplicate({"url": url, "duplicate_of": target, "avoided": True, "rule": spec,
                                    "referer": referer,

@@ -14,6 +14,14 @@ def cfg(**values) -> NearDupConfig:
     return NearDupConfig.from_settings(Settings(values))
 
 
+def test_url_rules_sit_beside_the_store():
+    assert cfg().url_rules_file is None
+    assert cfg(NEARDUP_STORE="/s").url_rules_file == "/s/url_rules.sqlite3"
+    shared = "redis://127.0.0.1:6379/0?prefix=crawl"
+    assert cfg(NEARDUP_STORE=shared, JOBDIR="/j").url_rules_file == shared
+    assert cfg(NEARDUP_STORE=shared, NEARDUP_URL_RULES_FILE="/r.sqlite3").url_rules_file == "/r.sqlite3"
+
+
 def test_rule_lines_from_settings_or_the_command_line():
     lines = ("param * sid,utm_source", "suffix h /index.html /")
     assert cfg(NEARDUP_URL_RULES_PIN=list(lines)).url_rules_pin == lines

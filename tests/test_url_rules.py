@@ -114,7 +114,8 @@ def test_rules_and_their_evidence_persist(tmp_path):
     again = RuleBook(path, min_evidence=3, explore=0.0)
     assert again.avoid(f"{H}/a2.html?sid=q") == ("param h.test sid", f"{H}/a2.html", False)
     again.close()
-    assert [(r["rule"], r["state"], r["evidence"]) for r in list_rules(path)] == [("param h.test sid", ACTIVE, 4)]
+    assert [(r["rule"], r["state"], r["evidence"]) for r in list_rules(path, min_evidence=3)] == [
+        ("param h.test sid", ACTIVE, 4)]
     assert path.stat().st_mode & 0o077 == 0
 
 
@@ -180,3 +181,36 @@ def test_seeded_random_sites_never_avoid_a_url_with_other_content():
         params = [set(spec.split()[2].split(",")) for spec in learned if spec.startswith("param ")]
         assert "prefix h.test /mirror/ /" in learned and any("sid" in names for names in params), learned
         assert not any(names & live for names in params), learned
+
+
+def test_a_book_on_redis_is_shared_by_every_process(redis_url):
+    """Two books on one Redis (two crawler processes): what one learns the
+    other acts on, a form's first page is one for both, an avoided URL is
+    counted once, and one's counter-example retires the rule for the other."""
+    a = RuleBook(redis_url, min_evidence=3, explore=0.0)
+    b = RuleBook(redis_url, min_evidence=3, explore=0.0)
+    _pairs(a, 4)
+    b.refresh()
+    assert b.avoid(f"{H}/a1.html?sid=other") == ("param h.test sid", f"{H}/a1.html", False)
+    b.observe(f"{H}/a1.html?sid=b", 1_000_003 * 2)  # b's page of a form a saw first: one more pair
+    assert b.rules()[0].evidence == 5
+    assert b.record_avoided(f"{H}/a1.html?sid=z", "param h.test sid", f"{H}/a1.html", "R1")
+    assert not a.record_avoided(f"{H}/a1.html?sid=z", "param h.test sid", f"{H}/a1.html", "R1")
+    b.observe(f"{H}/a3.html?sid=new", 0xFFFF_0000_FFFF)  # the parameter mattered here
+    assert b.rules()[0].state == RETIRED and [e for e, _ in b.events] == ["learned", "retired"]
+    assert b.release(b.rules()[0]) == ["R1"]
+    a.refresh()
+    assert a.rules()[0].state == RETIRED and a.avoid(f"{H}/a1.html?sid=other") is None
+    assert [(r["rule"], r["state"]) for r in list_rules(redis_url, min_evidence=3)] == [("param h.test sid", RETIRED)]
+    a.close()
+    b.close()
+
+
+def test_a_shared_book_that_cannot_be_reached_says_where(tmp_path):
+    from conftest import free_port
+
+    from dedup.store import StoreUnavailable
+
+    with pytest.raises(StoreUnavailable, match="127.0.0.1") as err:
+        RuleBook(f"redis://:pw@127.0.0.1:{free_port()}/0?prefix=x")
+    assert "pw" not in str(err.value)

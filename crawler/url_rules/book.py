@@ -1,5 +1,7 @@
 """The rule book: evidence for and against URL rules, and the decision to
-avoid a request. Kept in SQLite (a file beside the store, or in memory).
+avoid a request. Kept in SQLite (a file beside the store, or in memory), or
+on Redis beside a shared store, where every process adds to the same
+evidence and acts on the same rules (``storage``).
 
 For every page the filter checks, ``observe`` records its URL and fingerprint
 and compares it with the first page seen of the same form under each live
@@ -19,9 +21,10 @@ Costs: ``observe`` is one page row and, per live rule of the host, one
 lookup and at most one form row (and a new rule, a pass over up to
 ``BACKFILL`` of the host's pages: about 0.2 s at the most, on the crawl's
 thread); ``avoid`` one lookup per active rule of the host. Rules per host are
-capped (``MAX_RULES_PER_HOST``); a retired rule's forms are deleted. Writes are committed at least every second and at
-``close``, and a retirement at once: a kill loses at most the last second
-of evidence, never a retirement.
+capped (``MAX_RULES_PER_HOST``); a retired rule's forms are deleted. SQLite
+writes are committed at least every second and at ``close``, and a
+retirement at once: a kill loses at most the last second of evidence, never
+a retirement. A shared book reads the others' rules every ``REFRESH_EVERY``.
 
 >>> book = RuleBook(None, max_distance=3, min_evidence=2, explore=0.0)
 >>> for i in range(3):
@@ -36,49 +39,26 @@ True
 from __future__ import annotations
 
 import logging
-import sqlite3
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 
 import mmh3
 
-from dedup.store.backends import private_file
-
 from .rules import RuleSyntaxError, UrlRule, derive, host_of
+from .storage import Storage, open_storage
 
 logger = logging.getLogger(__name__)
 
 CANDIDATE, ACTIVE, RETIRED, PINNED = "candidate", "active", "retired", "pinned"
 MAX_RULES_PER_HOST = 64
 BACKFILL = 20_000  # a new rule is tried on at most this many of the host's latest pages
-COMMIT_EVERY = 1.0  # seconds
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS rules (id INTEGER PRIMARY KEY, spec TEXT UNIQUE NOT NULL, host TEXT NOT NULL,
-    state TEXT NOT NULL, evidence INTEGER NOT NULL DEFAULT 0, counter INTEGER NOT NULL DEFAULT 0,
-    avoided INTEGER NOT NULL DEFAULT 0, example TEXT, counter_example TEXT, changed TEXT);
-CREATE TABLE IF NOT EXISTS pages (url TEXT PRIMARY KEY, host TEXT NOT NULL, fp INTEGER NOT NULL, seq INTEGER);
-CREATE INDEX IF NOT EXISTS pages_by_host ON pages (host, seq);
-CREATE TABLE IF NOT EXISTS forms (rule INTEGER, form TEXT, url TEXT NOT NULL, fp INTEGER NOT NULL,
-    PRIMARY KEY (rule, form)) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS avoided (url TEXT PRIMARY KEY, rule INTEGER, target TEXT, request TEXT) WITHOUT ROWID;
-"""
-
-
-def _signed(fp: int) -> int:  # SQLite integers are signed 64-bit
-    return fp - (1 << 64) if fp >= 1 << 63 else fp
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+REFRESH_EVERY = 5.0  # seconds: rules another process learned or retired (a shared book)
 
 
 @dataclass
 class RuleState:
-    id: int
     rule: UrlRule
     state: str
     evidence: int = 0
@@ -86,6 +66,7 @@ class RuleState:
     avoided: int = 0
     example: str | None = None
     counter_example: str | None = None
+    pinned: bool = False
 
     @property
     def live(self) -> bool:
@@ -97,8 +78,9 @@ class RuleState:
 
 
 class RuleBook:
-    """See the module docstring. ``location``: a SQLite file, or None (in memory).
-    ``pin``/``forbid``: rule lines the user fixed (``UrlRule.parse``)."""
+    """See the module docstring. ``location``: a SQLite file, a ``redis://``
+    URL (``storage``), or None (in memory). ``pin``/``forbid``: rule lines the
+    user fixed (``UrlRule.parse``)."""
 
     def __init__(self, location: str | Path | None, *, max_distance: int = 3, min_evidence: int = 10,
                  explore: float = 0.05, pin: Iterable[str] = (), forbid: Iterable[str] = ()) -> None:
@@ -106,32 +88,50 @@ class RuleBook:
         self.min_evidence = min_evidence
         self.explore = explore
         self.forbid = [UrlRule.parse(line) for line in forbid]
-        pins = [UrlRule.parse(line) for line in pin]
-        if location is not None:
-            Path(location).parent.mkdir(parents=True, exist_ok=True)
-            private_file(location)
-        self.db = sqlite3.connect(":memory:" if location is None else str(location), isolation_level=None)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")
-        self.db.executescript(_SCHEMA)
-        self.db.execute("BEGIN")
-        self._committed = time.monotonic()
-        self._seq = self.db.execute("SELECT COALESCE(MAX(seq), 0) FROM pages").fetchone()[0]
+        self.pins = [UrlRule.parse(line) for line in pin]
+        self.store: Storage = open_storage(location)
         self.by_host: dict[str, list[RuleState]] = {}
-        for row in self.db.execute("SELECT id, spec, state, evidence, counter, avoided, example, counter_example "
-                                   "FROM rules ORDER BY id"):
-            st = RuleState(row[0], UrlRule.parse(row[1]), *row[2:])
-            if st.state == PINNED:  # pinned by an earlier run's settings, not this one's
-                st.state = ACTIVE if st.evidence >= min_evidence and not st.counter else CANDIDATE
-            self.by_host.setdefault(st.rule.host, []).append(st)
-        for rule in pins:
-            st = self._state_of(rule) or self._create(rule, PINNED)
-            st.state = PINNED
-        for states in self.by_host.values():
-            for st in states:
-                if self._forbidden(st.rule):
-                    st.state = RETIRED
         self.events: list[tuple[str, RuleState]] = []  # ("learned" | "retired", rule): for the caller's stats
+        for rule in self.pins:
+            self.store.create(rule.spec, rule.host)
+        self._refreshed = 0.0
+        self.refresh()
+
+    def _state_for(self, st: RuleState) -> str:
+        if st.pinned:
+            return PINNED
+        if st.counter or self._forbidden(st.rule):
+            return RETIRED
+        return ACTIVE if st.evidence >= self.min_evidence else CANDIDATE
+
+    def refresh(self) -> None:
+        """Read the rules and their counts again (a shared book: what the other
+        processes learned and retired)."""
+        known = {st.rule.spec: st for st in self.rules()}
+        for row in self.store.rules():
+            st = known.get(row["spec"])
+            if st is None:
+                rule = UrlRule.parse(row["spec"])
+                st = RuleState(rule, CANDIDATE, pinned=any(p == rule for p in self.pins))
+                self.by_host.setdefault(rule.host, []).append(st)
+            self._update(st, row)
+        self._refreshed = time.monotonic()
+
+    def _update(self, st: RuleState, counts: dict) -> None:
+        """Take a rule's counts as the storage has them; note what changed."""
+        for name in ("evidence", "counter", "avoided", "example", "counter_example"):
+            if counts.get(name) is not None:
+                setattr(st, name, counts[name])
+        was, st.state = st.state, self._state_for(st)
+        if was == CANDIDATE and st.state == ACTIVE:
+            self.events.append(("learned", st))
+            logger.info("URL rule learned: %s (%d pairs agree, e.g. %s)", st.rule.spec, st.evidence, st.example)
+        elif was == ACTIVE and st.state == RETIRED:
+            self.events.append(("retired", st))
+            logger.warning("URL rule retired: %s (%s)", st.rule.spec, st.counter_example)
+        if st.state == RETIRED and was != RETIRED:
+            self.store.drop_forms(st.rule.spec)  # (never looked at again)
+            self.store.commit()  # (a retirement is never lost: a resumed crawl must not act on the rule again)
 
     # -- learning ---------------------------------------------------------------
 
@@ -139,8 +139,7 @@ class RuleBook:
         """A page the filter checked: its URL, its fingerprint and, when it was
         dropped, the URL it duplicated."""
         host = host_of(url)
-        self._seq += 1
-        self.db.execute("INSERT OR REPLACE INTO pages VALUES (?, ?, ?, ?)", (url, host, _signed(fp), self._seq))
+        self.store.add_page(host, url, fp)
         for st in self._rules_for(host):
             if st.live:
                 self._compare(st, url, fp)
@@ -148,8 +147,15 @@ class RuleBook:
             for rule in derive(self._strip(url), self._strip(duplicate_of)):
                 if self._state_of(rule) is None and not self._forbidden(rule) \
                         and len(self.by_host.get(rule.host, ())) < MAX_RULES_PER_HOST:
-                    self._backfill(self._create(rule, CANDIDATE))
-        self._maybe_commit()
+                    st = RuleState(rule, CANDIDATE)
+                    self.by_host.setdefault(rule.host, []).append(st)
+                    if self.store.create(rule.spec, rule.host):
+                        self._backfill(st)
+                    else:  # (another process made it first, and tried it on the pages then)
+                        self._update(st, self.store.bump(rule.spec))
+        self.store.maybe_commit()
+        if time.monotonic() - self._refreshed >= REFRESH_EVERY:
+            self.refresh()
 
     def _form(self, st: RuleState, url: str) -> str:
         """``url``'s form under a rule; for a path rule, without the parameters
@@ -166,39 +172,24 @@ class RuleBook:
         return UrlRule("param", "*", ",".join(names)).canonical(url) if names else url
 
     def _compare(self, st: RuleState, url: str, fp: int) -> None:
-        form = self._form(st, url)
-        row = self.db.execute("SELECT url, fp FROM forms WHERE rule = ? AND form = ?", (st.id, form)).fetchone()
-        if row is None:
-            self.db.execute("INSERT INTO forms VALUES (?, ?, ?, ?)", (st.id, form, url, _signed(fp)))
+        first = self.store.set_form(st.rule.spec, self._form(st, url), url, fp)
+        if first is None or first[0] == url:
             return
-        if row[0] == url:
-            return
-        if ((row[1] & ((1 << 64) - 1)) ^ fp).bit_count() <= self.k:
-            st.evidence += 1
-            st.example = st.example or f"{url} = {row[0]}"
-            if st.state == CANDIDATE and st.evidence >= self.min_evidence and not st.counter:
-                st.state = ACTIVE
-                self.events.append(("learned", st))
-                logger.info("URL rule learned: %s (%d pairs agree, e.g. %s)", st.rule.spec, st.evidence, st.example)
+        if (first[1] ^ fp).bit_count() <= self.k:
+            st.example = st.example or f"{url} = {first[0]}"
+            counts = self.store.bump(st.rule.spec, evidence=1, example=st.example)
         else:
-            st.counter += 1
-            st.counter_example = f"{url} != {row[0]}"
-            if st.state == PINNED:
-                logger.warning("pinned URL rule %s does not hold: %s", st.rule.spec, st.counter_example)
-            elif st.state != RETIRED:
-                was, st.state = st.state, RETIRED
-                if was == ACTIVE:
-                    self.events.append(("retired", st))
-                    logger.warning("URL rule retired: %s (%s)", st.rule.spec, st.counter_example)
-        self._save(st)
+            st.counter_example = f"{url} != {first[0]}"
+            counts = self.store.bump(st.rule.spec, counter=1, counter_example=st.counter_example)
+            if st.pinned:
+                logger.warning("pinned URL rule %s does not hold: %s != %s", st.rule.spec, url, first[0])
+        self._update(st, counts)
 
     def _backfill(self, st: RuleState) -> None:
-        rows = self.db.execute("SELECT url, fp FROM pages WHERE host = ? ORDER BY seq DESC LIMIT ?",
-                               (st.rule.host, BACKFILL)).fetchall()
-        for url, fp in reversed(rows):
+        for url, fp in self.store.pages(st.rule.host, BACKFILL):
             if not st.live:
                 break
-            self._compare(st, url, fp & ((1 << 64) - 1))
+            self._compare(st, url, fp)
 
     # -- acting -------------------------------------------------------------------
 
@@ -210,8 +201,7 @@ class RuleBook:
         for st in self._rules_for(host_of(url)):
             if not st.acting:
                 continue
-            row = self.db.execute("SELECT url FROM forms WHERE rule = ? AND form = ?",
-                                  (st.id, self._form(st, url))).fetchone()
+            row = self.store.form(st.rule.spec, self._form(st, url))
             if row is None or row[0] == url:
                 continue
             # (drawn from the path and query: the same URLs explored on every run, whatever the port)
@@ -223,22 +213,20 @@ class RuleBook:
     def record_avoided(self, url: str, spec: str, target: str, request: str | None = None) -> bool:
         """Note an avoided request (``request``: as the caller can make it again,
         should the rule be retired); False if it was avoided before (count it once)."""
-        st = next(s for s in self._rules_for(host_of(url)) if s.rule.spec == spec)
-        cur = self.db.execute("INSERT OR IGNORE INTO avoided VALUES (?, ?, ?, ?)", (url, st.id, target, request))
-        if not cur.rowcount:
+        if not self.store.avoid_once(spec, url, target, request):
             return False
-        st.avoided += 1
-        self._save(st)
-        self._maybe_commit()
+        st = next(s for s in self._rules_for(host_of(url)) if s.rule.spec == spec)
+        self._update(st, self.store.bump(spec, avoided=1))
+        self.store.maybe_commit()
         return True
 
     def release(self, st: RuleState) -> list[str | None]:
         """A retired rule's avoided requests (as given to ``record_avoided``), to
-        be made after all: the rule was wrong for some of them. Forgets them."""
-        rows = self.db.execute("SELECT request FROM avoided WHERE rule = ?", (st.id,)).fetchall()
-        self.db.execute("DELETE FROM avoided WHERE rule = ?", (st.id,))
-        self.commit()
-        return [r for (r,) in rows]
+        be made after all: the rule was wrong for some of them. Forgets them
+        (with a shared book, the process that saw the retirement takes them all)."""
+        out = self.store.release(st.rule.spec)
+        self.store.commit()
+        return out
 
     # -- listing and housekeeping -----------------------------------------------
 
@@ -254,48 +242,27 @@ class RuleBook:
     def _forbidden(self, rule: UrlRule) -> bool:
         return any(f.covers(rule) for f in self.forbid)
 
-    def _create(self, rule: UrlRule, state: str) -> RuleState:
-        cur = self.db.execute("INSERT INTO rules (spec, host, state, changed) VALUES (?, ?, ?, ?)",
-                              (rule.spec, rule.host, state, _now()))
-        st = RuleState(cur.lastrowid, rule, state)
-        self.by_host.setdefault(rule.host, []).append(st)
-        return st
-
-    def _save(self, st: RuleState) -> None:
-        self.db.execute("UPDATE rules SET state = ?, evidence = ?, counter = ?, avoided = ?, example = ?, "
-                        "counter_example = ?, changed = ? WHERE id = ?",
-                        (st.state, st.evidence, st.counter, st.avoided, st.example, st.counter_example, _now(),
-                         st.id))
-        if st.state == RETIRED:
-            self.db.execute("DELETE FROM forms WHERE rule = ?", (st.id,))  # (never looked at again)
-            self.commit()  # (a retirement is never lost: a resumed crawl must not act on the rule again)
-
-    def _maybe_commit(self) -> None:
-        if time.monotonic() - self._committed >= COMMIT_EVERY:
-            self.commit()
-
     def commit(self) -> None:
-        self.db.execute("COMMIT")
-        self.db.execute("BEGIN")
-        self._committed = time.monotonic()
+        self.store.commit()
 
     def close(self) -> None:
-        if self.db is not None:
-            self.db.execute("COMMIT")
-            self.db.close()
-            self.db = None
+        self.store.close()
 
 
-def list_rules(location: str | Path) -> list[dict]:
-    """The rules in a rule book file, for ``neardup rules`` (read-only)."""
-    db = sqlite3.connect(f"file:{location}?mode=ro", uri=True)
+def list_rules(location: str | Path, *, min_evidence: int = 10) -> list[dict]:
+    """The rules in a rule book (a file or a ``redis://`` URL), for ``neardup rules``."""
+    store = open_storage(location)
     try:
-        rows = db.execute("SELECT spec, state, evidence, counter, avoided, example, counter_example FROM rules "
-                          "ORDER BY host, state, spec").fetchall()
+        rows = store.rules()
     finally:
-        db.close()
-    keys = ("rule", "state", "evidence", "counter_examples", "avoided", "example", "counter_example")
-    return [dict(zip(keys, row)) for row in rows]
+        store.close()
+    out = []
+    for row in rows:
+        state = RETIRED if row["counter"] else ACTIVE if row["evidence"] >= min_evidence else CANDIDATE
+        out.append({"rule": row["spec"], "state": state, "evidence": row["evidence"],
+                    "counter_examples": row["counter"], "avoided": row["avoided"], "example": row["example"],
+                    "counter_example": row["counter_example"]})
+    return out
 
 
 __all__ = ["ACTIVE", "CANDIDATE", "PINNED", "RETIRED", "RuleBook", "RuleState", "RuleSyntaxError", "list_rules"]

@@ -1,0 +1,316 @@
+"""Where a rule book keeps its state: SQLite (a file, or memory) or Redis
+(beside a shared store, so that every crawler process learns from all).
+
+The book (``book.RuleBook``) decides; a storage only keeps, with operations
+that are safe when several processes share it: counters are incremented,
+never written whole; a form's first page and an avoided request are set only
+if absent. ``open_storage(location)`` picks the implementation: None (memory),
+a file path, or a ``redis://`` URL (with ``?prefix=``: the store's name, so
+the keys sit beside the store's as ``NAME:rules:*``).
+
+>>> s = open_storage(None)
+>>> s.create("param h sid", "h"), s.create("param h sid", "h")
+(True, False)
+>>> s.bump("param h sid", evidence=2)["evidence"]
+2
+>>> s.set_form("param h sid", "http://h/a", "http://h/a?sid=1", 7), s.set_form("param h sid", "http://h/a", "x", 8)
+(None, ('http://h/a?sid=1', 7))
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any, Protocol
+
+import mmh3
+
+from dedup.store.backends import private_file
+
+from .rules import UrlRule
+
+COUNTERS = ("evidence", "counter", "avoided")
+COMMIT_EVERY = 1.0  # seconds (SQLite; Redis commits every call)
+
+
+class Storage(Protocol):
+    def rules(self) -> list[dict[str, Any]]:
+        """Every rule, oldest first: spec, host, the ``COUNTERS``, example, counter_example."""
+
+    def create(self, spec: str, host: str) -> bool:
+        """Add a rule (no evidence yet); False if it is there already."""
+
+    def bump(self, spec: str, example: str | None = None, counter_example: str | None = None,
+             **counts: int) -> dict[str, int]:
+        """Add to a rule's counters (and keep its first example, its last
+        counter-example); returns its counters now."""
+
+    def add_page(self, host: str, url: str, fp: int) -> None: ...
+
+    def pages(self, host: str, limit: int) -> list[tuple[str, int]]:
+        """Up to ``limit`` of the host's pages (url, fingerprint), the latest if there are more."""
+
+    def form(self, spec: str, form: str) -> tuple[str, int] | None:
+        """The first page (url, fingerprint) seen of a form under a rule."""
+
+    def set_form(self, spec: str, form: str, url: str, fp: int) -> tuple[str, int] | None:
+        """Make (url, fp) the form's first page unless it has one: None, or the one it has."""
+
+    def drop_forms(self, spec: str) -> None: ...
+
+    def avoid_once(self, spec: str, url: str, target: str, request: str | None) -> bool:
+        """Note an avoided request; False if the URL was avoided before."""
+
+    def release(self, spec: str) -> list[str | None]:
+        """Take the requests a rule avoided (as given to ``avoid_once``)."""
+
+    def maybe_commit(self) -> None: ...
+
+    def commit(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+def open_storage(location: str | Path | None) -> Storage:
+    from dedup.store.redis_store import is_redis_url
+
+    if location is not None and is_redis_url(str(location)):
+        return RedisStorage(str(location))
+    return SqliteStorage(location)
+
+
+# -- SQLite --------------------------------------------------------------------------
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS rules (id INTEGER PRIMARY KEY, spec TEXT UNIQUE NOT NULL, host TEXT NOT NULL,
+    evidence INTEGER NOT NULL DEFAULT 0, counter INTEGER NOT NULL DEFAULT 0,
+    avoided INTEGER NOT NULL DEFAULT 0, example TEXT, counter_example TEXT);
+CREATE TABLE IF NOT EXISTS pages (url TEXT PRIMARY KEY, host TEXT NOT NULL, fp INTEGER NOT NULL, seq INTEGER);
+CREATE INDEX IF NOT EXISTS pages_by_host ON pages (host, seq);
+CREATE TABLE IF NOT EXISTS forms (rule INTEGER, form TEXT, url TEXT NOT NULL, fp INTEGER NOT NULL,
+    PRIMARY KEY (rule, form)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS avoided (url TEXT PRIMARY KEY, rule INTEGER, target TEXT, request TEXT) WITHOUT ROWID;
+"""
+
+_MASK = (1 << 64) - 1
+
+
+def _signed(fp: int) -> int:  # SQLite integers are signed 64-bit
+    return fp - (1 << 64) if fp >= 1 << 63 else fp
+
+
+class SqliteStorage:
+    """One process's rule book in SQLite (WAL), committed every second and on demand."""
+
+    def __init__(self, location: str | Path | None) -> None:
+        if location is not None:
+            Path(location).parent.mkdir(parents=True, exist_ok=True)
+            private_file(location)
+        self.db = sqlite3.connect(":memory:" if location is None else str(location), isolation_level=None)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db.executescript(_SCHEMA)
+        self.db.execute("BEGIN")
+        self._committed = time.monotonic()
+        self._seq = self.db.execute("SELECT COALESCE(MAX(seq), 0) FROM pages").fetchone()[0]
+        self._ids = dict(self.db.execute("SELECT spec, id FROM rules"))
+
+    def rules(self) -> list[dict[str, Any]]:
+        keys = ("spec", "host", *COUNTERS, "example", "counter_example")
+        return [dict(zip(keys, row)) for row in self.db.execute(
+            f"SELECT spec, host, {', '.join(COUNTERS)}, example, counter_example FROM rules ORDER BY id")]
+
+    def create(self, spec: str, host: str) -> bool:
+        cur = self.db.execute("INSERT OR IGNORE INTO rules (spec, host) VALUES (?, ?)", (spec, host))
+        if cur.rowcount:
+            self._ids[spec] = cur.lastrowid
+        return bool(cur.rowcount)
+
+    def bump(self, spec: str, example: str | None = None, counter_example: str | None = None,
+             **counts: int) -> dict[str, int]:
+        sets = [f"{name} = {name} + ?" for name in counts]
+        args: list[Any] = list(counts.values())
+        if example:
+            sets.append("example = COALESCE(example, ?)")
+            args.append(example)
+        if counter_example:
+            sets.append("counter_example = ?")
+            args.append(counter_example)
+        if sets:
+            self.db.execute(f"UPDATE rules SET {', '.join(sets)} WHERE spec = ?", (*args, spec))
+        row = self.db.execute(f"SELECT {', '.join(COUNTERS)} FROM rules WHERE spec = ?", (spec,)).fetchone()
+        return dict(zip(COUNTERS, row))
+
+    def add_page(self, host: str, url: str, fp: int) -> None:
+        self._seq += 1
+        self.db.execute("INSERT OR REPLACE INTO pages VALUES (?, ?, ?, ?)", (url, host, _signed(fp), self._seq))
+
+    def pages(self, host: str, limit: int) -> list[tuple[str, int]]:
+        rows = self.db.execute("SELECT url, fp FROM pages WHERE host = ? ORDER BY seq DESC LIMIT ?",
+                               (host, limit)).fetchall()
+        return [(url, fp & _MASK) for url, fp in reversed(rows)]
+
+    def form(self, spec: str, form: str) -> tuple[str, int] | None:
+        row = self.db.execute("SELECT url, fp FROM forms WHERE rule = ? AND form = ?",
+                              (self._ids[spec], form)).fetchone()
+        return None if row is None else (row[0], row[1] & _MASK)
+
+    def set_form(self, spec: str, form: str, url: str, fp: int) -> tuple[str, int] | None:
+        cur = self.db.execute("INSERT OR IGNORE INTO forms VALUES (?, ?, ?, ?)",
+                              (self._ids[spec], form, url, _signed(fp)))
+        return None if cur.rowcount else self.form(spec, form)
+
+    def drop_forms(self, spec: str) -> None:
+        self.db.execute("DELETE FROM forms WHERE rule = ?", (self._ids[spec],))
+
+    def avoid_once(self, spec: str, url: str, target: str, request: str | None) -> bool:
+        cur = self.db.execute("INSERT OR IGNORE INTO avoided VALUES (?, ?, ?, ?)",
+                              (url, self._ids[spec], target, request))
+        return bool(cur.rowcount)
+
+    def release(self, spec: str) -> list[str | None]:
+        rows = self.db.execute("SELECT request FROM avoided WHERE rule = ?", (self._ids[spec],)).fetchall()
+        self.db.execute("DELETE FROM avoided WHERE rule = ?", (self._ids[spec],))
+        return [r for (r,) in rows]
+
+    def maybe_commit(self) -> None:
+        if time.monotonic() - self._committed >= COMMIT_EVERY:
+            self.commit()
+
+    def commit(self) -> None:
+        self.db.execute("COMMIT")
+        self.db.execute("BEGIN")
+        self._committed = time.monotonic()
+
+    def close(self) -> None:
+        if self.db is not None:
+            self.db.execute("COMMIT")
+            self.db.close()
+            self.db = None
+
+
+# -- Redis ---------------------------------------------------------------------------
+
+def _guarded(cls: type) -> type:
+    """Every public method of ``cls`` raises ``StoreUnavailable`` (naming the
+    URL, without its password) when Redis cannot be reached or fails."""
+    import functools
+
+    def wrap(fn):
+        @functools.wraps(fn)
+        def call(self, *args, **kwargs):
+            import redis
+
+            from dedup.store import StoreUnavailable
+
+            try:
+                return fn(self, *args, **kwargs)
+            except redis.RedisError as exc:
+                raise StoreUnavailable(f"the URL rules at {self.location}: {exc}") from None
+        return call
+
+    for name, fn in list(vars(cls).items()):
+        if callable(fn) and not name.startswith("_"):
+            setattr(cls, name, wrap(fn))
+    return cls
+
+
+@_guarded
+class RedisStorage:
+    """The rule book of every process sharing a Redis store, as keys beside it::
+
+        NAME:rules              sorted set: spec -> creation time (ms)
+        NAME:rules:n            hash: "<counter>:<spec>" -> count, "ex:<spec>", "cx:<spec>" -> examples
+        NAME:rules:p:<host>     hash: page URL -> fingerprint (8 bytes)
+        NAME:rules:f:<rule>     hash: form -> fingerprint (8 bytes) + URL of its first page
+        NAME:rules:a:<rule>     hash: avoided URL -> {"target": ..., "request": ...}
+
+    ``<rule>`` is a hash of the spec. Every call is one Redis command (or a
+    pipeline of independent ones), atomic on its own: HINCRBY, HSETNX."""
+
+    def __init__(self, url: str) -> None:
+        from dedup.store.redis_store import connect, redact, split_url
+
+        redis_url, own = split_url(url)
+        self.name = (own.get("prefix") or "neardup") + ":rules"
+        self.location = redact(url)
+        self.client, _ = connect(redis_url)
+
+    def _rule(self, spec: str) -> str:
+        return f"{self.name}:{mmh3.hash(spec, signed=False):08x}"
+
+    def rules(self) -> list[dict[str, Any]]:
+        specs = [s.decode() for s in self.client.zrange(self.name, 0, -1)]
+        raw = {k.decode(): v.decode() for k, v in self.client.hgetall(f"{self.name}:n").items()}
+        out = []
+        for spec in specs:
+            row: dict[str, Any] = {"spec": spec, "host": UrlRule.parse(spec).host}
+            row.update({c: int(raw.get(f"{c}:{spec}", 0)) for c in COUNTERS})
+            row["example"], row["counter_example"] = raw.get(f"ex:{spec}"), raw.get(f"cx:{spec}")
+            out.append(row)
+        return out
+
+    def create(self, spec: str, host: str) -> bool:
+        return bool(self.client.zadd(self.name, {spec: time.time() * 1000}, nx=True))
+
+    def bump(self, spec: str, example: str | None = None, counter_example: str | None = None,
+             **counts: int) -> dict[str, int]:
+        n = f"{self.name}:n"
+        pipe = self.client.pipeline(transaction=False)
+        for c in COUNTERS:
+            pipe.hincrby(n, f"{c}:{spec}", counts.get(c, 0))
+        if example:
+            pipe.hsetnx(n, f"ex:{spec}", example)
+        if counter_example:
+            pipe.hset(n, f"cx:{spec}", counter_example)
+        return dict(zip(COUNTERS, pipe.execute()[: len(COUNTERS)]))
+
+    def add_page(self, host: str, url: str, fp: int) -> None:
+        self.client.hset(f"{self.name}:p:{host}", url, fp.to_bytes(8, "big"))
+
+    def pages(self, host: str, limit: int) -> list[tuple[str, int]]:
+        out: list[tuple[str, int]] = []
+        for url, fp in self.client.hscan_iter(f"{self.name}:p:{host}", count=1000):
+            out.append((url.decode(), int.from_bytes(fp, "big")))
+            if len(out) >= limit:
+                break
+        return out
+
+    @staticmethod
+    def _page(raw: bytes | None) -> tuple[str, int] | None:
+        return None if raw is None else (raw[8:].decode(), int.from_bytes(raw[:8], "big"))
+
+    def form(self, spec: str, form: str) -> tuple[str, int] | None:
+        return self._page(self.client.hget(f"{self._rule(spec)}:f", form))
+
+    def set_form(self, spec: str, form: str, url: str, fp: int) -> tuple[str, int] | None:
+        key = f"{self._rule(spec)}:f"
+        if self.client.hsetnx(key, form, fp.to_bytes(8, "big") + url.encode()):
+            return None
+        return self._page(self.client.hget(key, form))
+
+    def drop_forms(self, spec: str) -> None:
+        self.client.delete(f"{self._rule(spec)}:f")
+
+    def avoid_once(self, spec: str, url: str, target: str, request: str | None) -> bool:
+        return bool(self.client.hsetnx(f"{self._rule(spec)}:a", url,
+                                       json.dumps({"target": target, "request": request})))
+
+    def release(self, spec: str) -> list[str | None]:
+        key = f"{self._rule(spec)}:a"
+        pipe = self.client.pipeline(transaction=True)  # (read and delete at once: one process requeues them)
+        pipe.hvals(key)
+        pipe.delete(key)
+        values, _ = pipe.execute()
+        return [json.loads(v)["request"] for v in values]
+
+    def maybe_commit(self) -> None:
+        """(Each call is committed on the server when it returns.)"""
+
+    def commit(self) -> None:
+        """(Each call is committed on the server when it returns.)"""
+
+    def close(self) -> None:
+        self.client.close()
