@@ -383,36 +383,48 @@ class NearDupMiddleware:
         """Whether ``request`` is not made: a learned rule says a fetched page
         has its content (that page's outlinks stand for its own). Explained in
         the duplicates file, once per URL."""
-        if self.rules is None or request.dont_filter or request.meta.get(self.config.skip_meta_key):
-            return False
-        url = urldefrag(request.url)[0]
+        return bool(self._avoided([request], referer))
+
+    def _avoided(self, requests: list[Request], referer: str | None) -> set[int]:
+        """The indexes of ``requests`` that are not made (one look-up round for
+        all: a shared rule book is a Redis round trip)."""
+        if self.rules is None:
+            return set()
+        todo = [(i, r) for i, r in enumerate(requests)
+                if not r.dont_filter and not r.meta.get(self.config.skip_meta_key)]
+        if not todo:
+            return set()
+        urls = [urldefrag(r.url)[0] for _, r in todo]
         try:
-            verdict = self.rules.avoid(url)
+            verdicts = self.rules.avoid_many(urls)
         except (StoreError, sqlite3.Error, OSError) as exc:
             self._rules_failed(exc)
-            return False
-        if verdict is None:
-            return False
-        spec, target, explored = verdict
-        if explored:
-            self.stats.inc_value("neardup/url_rules/explored")
-            return False
-        try:
-            data: str | None = encode_request(request, self.crawler.spider)
-        except UnserializableRequest:
-            data = None  # (it cannot be requeued should the rule be retired; the URL is in the duplicates file)
-        try:
-            first = self.rules.record_avoided(url, spec, target, data)
-        except (StoreError, sqlite3.Error, OSError) as exc:
-            self._rules_failed(exc)
-            return False
-        if first:
-            self.stats.inc_value("neardup/requests_avoided")
-            self._write_duplicate({"url": url, "duplicate_of": target, "avoided": True, "rule": spec,
-                                   "referer": referer,
-                                   "time": datetime.now(timezone.utc).isoformat(timespec="seconds")})
-            logger.debug("not requested: %s (rule %s: %s has its content)", url, spec, target)
-        return True
+            return set()
+        out = set()
+        for (i, request), url, verdict in zip(todo, urls, verdicts):
+            if verdict is None:
+                continue
+            spec, target, explored = verdict
+            if explored:
+                self.stats.inc_value("neardup/url_rules/explored")
+                continue
+            try:
+                data: str | None = encode_request(request, self.crawler.spider)
+            except UnserializableRequest:
+                data = None  # (it cannot be requeued should the rule be retired; the URL is in the duplicates file)
+            try:
+                first = self.rules.record_avoided(url, spec, target, data)
+            except (StoreError, sqlite3.Error, OSError) as exc:
+                self._rules_failed(exc)
+                continue
+            out.add(i)
+            if first:
+                self.stats.inc_value("neardup/requests_avoided")
+                self._write_duplicate({"url": url, "duplicate_of": target, "avoided": True, "rule": spec,
+                                       "referer": referer,
+                                       "time": datetime.now(timezone.utc).isoformat(timespec="seconds")})
+                logger.debug("not requested: %s (rule %s: %s has its content)", url, spec, target)
+        return out
 
     def _same_url(self, response: Response, match: Any, retried: bool) -> str:
         """The same URL again with near-identical text (a later run, a re-fetch) is
@@ -519,12 +531,16 @@ class NearDupMiddleware:
             AckTracker.of(self.crawler).keep_for_resume(response_id(response))
             self.stats.inc_value("neardup/held_for_resume")
             return
-        for item in outputs:
-            if self._keep(verdict, item):
-                if isinstance(item, Request) and self.avoided(item, response.url):
+        kept = [item for item in outputs if self._keep(verdict, item)]
+        skip = self._avoided([r for r in kept if isinstance(r, Request)], response.url)
+        n = -1
+        for item in kept:
+            if isinstance(item, Request):
+                n += 1
+                if n in skip:
                     continue
-                self._fill(item, fp_result)
-                yield item
+            self._fill(item, fp_result)
+            yield item
         if error is not None:
             raise error
 

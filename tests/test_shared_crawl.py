@@ -161,3 +161,36 @@ def test_a_store_outage_mid_crawl(policy, tmp_path):
             assert all(got.values()), "every group is in the index"
     finally:
         redis.close()
+
+
+def test_two_processes_learn_and_use_one_set_of_url_rules(shared_redis, tmp_path):
+    """The trap site by two processes sharing Redis: the URL rules live beside
+    the store, both act on them, and no avoided URL had other content."""
+    from crawler.url_rules.book import ACTIVE, list_rules
+    from tests.fixtures.trap_site import TrapSite
+
+    site = TrapSite(n=40)
+    with site.serve() as server:
+        cmds = [[a if not a.startswith("start_url=") else f"start_url={server.url}/" for a in
+                 shared_cmd(server.url, shared_redis, tmp_path / f"p{i}", "-s", "CONCURRENT_REQUESTS=2")]
+                for i in range(2)]
+        procs = run(cmds, [tmp_path / f"p{i}.log" for i in range(2)])
+        for p in procs:
+            p.wait(timeout=300)
+        logs = [(tmp_path / f"p{i}.log").read_text() for i in range(2)]
+        for text in logs:
+            assert "'finish_reason': 'finished'" in text, text[-3000:]
+        fetched = {site.truth(t) for t in server.requests}
+    avoided = [json.loads(line) for i in range(2)
+               for line in (tmp_path / f"p{i}" / "neardup" / "duplicates.jsonl").read_text().splitlines()
+               if '"avoided"' in line]
+    assert avoided, "no request was avoided"
+
+    def target(u: str) -> str:
+        return "/" + u.split("/", 3)[3]
+
+    assert all(site.truth(target(a["url"])) == site.truth(target(a["duplicate_of"])) for a in avoided)
+    assert {f"doc {i}" for i in range(site.n)} <= fetched
+    rules = list_rules(f"{shared_redis}?prefix=neardup")
+    assert any(r["state"] == ACTIVE for r in rules), rules
+    assert len({a["url"] for a in avoided}) == len(avoided), "an avoided URL counted by both processes"

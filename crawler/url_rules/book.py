@@ -140,9 +140,11 @@ class RuleBook:
         dropped, the URL it duplicated."""
         host = host_of(url)
         self.store.add_page(host, url, fp)
-        for st in self._rules_for(host):
-            if st.live:
-                self._compare(st, url, fp)
+        live = [st for st in self._rules_for(host) if st.live]
+        if live:
+            firsts = self.store.set_forms([(st.rule.spec, self._form(st, url), url, fp) for st in live])
+            for st, first in zip(live, firsts):
+                self._judge(st, url, fp, first)
         if duplicate_of and duplicate_of != url:
             for rule in derive(self._strip(url), self._strip(duplicate_of)):
                 if self._state_of(rule) is None and not self._forbidden(rule) \
@@ -171,8 +173,8 @@ class RuleBook:
                         for n in st.rule.a.split(",")})
         return UrlRule("param", "*", ",".join(names)).canonical(url) if names else url
 
-    def _compare(self, st: RuleState, url: str, fp: int) -> None:
-        first = self.store.set_form(st.rule.spec, self._form(st, url), url, fp)
+    def _judge(self, st: RuleState, url: str, fp: int, first: tuple[str, int] | None) -> None:
+        """A page against the first page of its form under a rule (None: it is the first)."""
         if first is None or first[0] == url:
             return
         if (first[1] ^ fp).bit_count() <= self.k:
@@ -182,14 +184,18 @@ class RuleBook:
             st.counter_example = f"{url} != {first[0]}"
             counts = self.store.bump(st.rule.spec, counter=1, counter_example=st.counter_example)
             if st.pinned:
-                logger.warning("pinned URL rule %s does not hold: %s != %s", st.rule.spec, url, first[0])
+                logger.warning("pinned URL rule %s does not hold: %s", st.rule.spec, st.counter_example)
         self._update(st, counts)
 
     def _backfill(self, st: RuleState) -> None:
-        for url, fp in self.store.pages(st.rule.host, BACKFILL):
-            if not st.live:
-                break
-            self._compare(st, url, fp)
+        pages = self.store.pages(st.rule.host, BACKFILL)
+        for start in range(0, len(pages), 1000):  # (a round per thousand pages on a shared book)
+            chunk = pages[start : start + 1000]
+            firsts = self.store.set_forms([(st.rule.spec, self._form(st, url), url, fp) for url, fp in chunk])
+            for (url, fp), first in zip(chunk, firsts):
+                if not st.live:
+                    return
+                self._judge(st, url, fp, first)
 
     # -- acting -------------------------------------------------------------------
 
@@ -198,17 +204,22 @@ class RuleBook:
         gives ``url`` the form of a page already fetched, else None. ``explored``:
         it is one of the share ``explore`` requested all the same, to keep
         testing the rule (a stable draw: the same URL, the same answer)."""
-        for st in self._rules_for(host_of(url)):
-            if not st.acting:
-                continue
-            row = self.store.form(st.rule.spec, self._form(st, url))
-            if row is None or row[0] == url:
+        return self.avoid_many([url])[0]
+
+    def avoid_many(self, urls: list[str]) -> list[tuple[str, str, bool] | None]:
+        """``avoid`` for each URL, with one look-up round for all (``Storage.forms``)."""
+        asks = [(j, st, self._form(st, url)) for j, url in enumerate(urls)
+                for st in self._rules_for(host_of(url)) if st.acting]
+        firsts = self.store.forms([(st.rule.spec, form) for _, st, form in asks]) if asks else []
+        out: list[tuple[str, str, bool] | None] = [None] * len(urls)
+        for (j, st, _), first in zip(asks, firsts):
+            url = urls[j]
+            if out[j] is not None or first is None or first[0] == url:
                 continue
             # (drawn from the path and query: the same URLs explored on every run, whatever the port)
             draw = mmh3.hash(url.split("/", 3)[-1], signed=False) % 10_000
-            explored = draw < self.explore * 10_000
-            return st.rule.spec, row[0], explored
-        return None
+            out[j] = (st.rule.spec, first[0], draw < self.explore * 10_000)
+        return out
 
     def record_avoided(self, url: str, spec: str, target: str, request: str | None = None) -> bool:
         """Note an avoided request (``request``: as the caller can make it again,

@@ -13,8 +13,8 @@ the keys sit beside the store's as ``NAME:rules:*``).
 (True, False)
 >>> s.bump("param h sid", evidence=2)["evidence"]
 2
->>> s.set_form("param h sid", "http://h/a", "http://h/a?sid=1", 7), s.set_form("param h sid", "http://h/a", "x", 8)
-(None, ('http://h/a?sid=1', 7))
+>>> s.set_forms([("param h sid", "http://h/a", "http://h/a?sid=1", 7), ("param h sid", "http://h/a", "x", 8)])
+[None, ('http://h/a?sid=1', 7)]
 """
 
 from __future__ import annotations
@@ -55,8 +55,12 @@ class Storage(Protocol):
     def form(self, spec: str, form: str) -> tuple[str, int] | None:
         """The first page (url, fingerprint) seen of a form under a rule."""
 
-    def set_form(self, spec: str, form: str, url: str, fp: int) -> tuple[str, int] | None:
-        """Make (url, fp) the form's first page unless it has one: None, or the one it has."""
+    def forms(self, asks: list[tuple[str, str]]) -> list[tuple[str, int] | None]:
+        """``form`` for each (spec, form), in one round."""
+
+    def set_forms(self, asks: list[tuple[str, str, str, int]]) -> list[tuple[str, int] | None]:
+        """For each (spec, form, url, fp), in one round: make (url, fp) the form's
+        first page unless it has one; None, or the one it has."""
 
     def drop_forms(self, spec: str) -> None: ...
 
@@ -157,10 +161,16 @@ class SqliteStorage:
                               (self._ids[spec], form)).fetchone()
         return None if row is None else (row[0], row[1] & _MASK)
 
-    def set_form(self, spec: str, form: str, url: str, fp: int) -> tuple[str, int] | None:
-        cur = self.db.execute("INSERT OR IGNORE INTO forms VALUES (?, ?, ?, ?)",
-                              (self._ids[spec], form, url, _signed(fp)))
-        return None if cur.rowcount else self.form(spec, form)
+    def forms(self, asks: list[tuple[str, str]]) -> list[tuple[str, int] | None]:
+        return [self.form(spec, form) for spec, form in asks]
+
+    def set_forms(self, asks: list[tuple[str, str, str, int]]) -> list[tuple[str, int] | None]:
+        out = []
+        for spec, form, url, fp in asks:
+            cur = self.db.execute("INSERT OR IGNORE INTO forms VALUES (?, ?, ?, ?)",
+                                  (self._ids[spec], form, url, _signed(fp)))
+            out.append(None if cur.rowcount else self.form(spec, form))
+        return out
 
     def drop_forms(self, spec: str) -> None:
         self.db.execute("DELETE FROM forms WHERE rule = ?", (self._ids[spec],))
@@ -285,11 +295,19 @@ class RedisStorage:
     def form(self, spec: str, form: str) -> tuple[str, int] | None:
         return self._page(self.client.hget(f"{self._rule(spec)}:f", form))
 
-    def set_form(self, spec: str, form: str, url: str, fp: int) -> tuple[str, int] | None:
-        key = f"{self._rule(spec)}:f"
-        if self.client.hsetnx(key, form, fp.to_bytes(8, "big") + url.encode()):
-            return None
-        return self._page(self.client.hget(key, form))
+    def forms(self, asks: list[tuple[str, str]]) -> list[tuple[str, int] | None]:
+        pipe = self.client.pipeline(transaction=False)
+        for spec, form in asks:
+            pipe.hget(f"{self._rule(spec)}:f", form)
+        return [self._page(raw) for raw in pipe.execute()]
+
+    def set_forms(self, asks: list[tuple[str, str, str, int]]) -> list[tuple[str, int] | None]:
+        pipe = self.client.pipeline(transaction=False)
+        for spec, form, url, fp in asks:
+            pipe.hsetnx(f"{self._rule(spec)}:f", form, fp.to_bytes(8, "big") + url.encode())
+            pipe.hget(f"{self._rule(spec)}:f", form)  # (after HSETNX: ours if it was absent)
+        replies = pipe.execute()
+        return [None if replies[2 * i] else self._page(replies[2 * i + 1]) for i in range(len(asks))]
 
     def drop_forms(self, spec: str) -> None:
         self.client.delete(f"{self._rule(spec)}:f")
