@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from tests.fixtures.http import PageServer
+from tests.test_crawl import stat
 
 SPIDER = '''
 import scrapy
@@ -81,11 +82,12 @@ def test_new_project_with_the_addon_and_a_cold_cache(tmp_path):
     assert r.returncode == 0, r.stderr[-3000:]
     log = r.stderr
     assert "'neardup/kept': 400" in log, log[-3000:]
-    assert "'neardup/dropped': 40" in log
+    # the 40 copies: dropped, or (once the filter has learned that /copy/ mirrors /p/) never requested
+    assert stat(log, "neardup/dropped") + (stat(log, "neardup/requests_avoided") or 0) == 40, log[-3000:]
     # with a cold cache every page was fingerprinted before the worker was ready: no wait for it
     assert "neardup/fingerprinted_while_workers_start" in log
     times = sorted(server.times)
-    assert len(times) >= 440
+    assert len(times) >= 400
     gaps = [b - a for a, b in zip(times, times[1:])]
     assert max(gaps) <= 2.0, f"the crawl stalled for {max(gaps):.1f} s"
     assert _files(project) == before, "the crawl wrote into the project directory"
