@@ -184,13 +184,15 @@ class PairSet:
     d: list[int] = field(default_factory=list)
     labels: list[str] = field(default_factory=list)
     texts: list[tuple[str, str]] = field(default_factory=list)
+    cross: list[bool] = field(default_factory=list)  # the two pages are in different languages
     no_fp: int = 0
 
-    def add(self, j: float, d: int, label: str, texts: tuple[str, str] = ("", "")) -> None:
+    def add(self, j: float, d: int, label: str, texts: tuple[str, str] = ("", ""), cross: bool = False) -> None:
         self.j.append(j)
         self.d.append(d)
         self.labels.append(label)
         self.texts.append(texts)
+        self.cross.append(cross)
 
     def report(self, show: int = 3) -> dict:
         j, d = np.array(self.j), np.array(self.d)
@@ -206,6 +208,17 @@ class PairSet:
                 band = (j >= lo) & (j < hi)
                 row[f"recall_{lo}"] = float(hit[band].mean()) if band.any() else None
             res["by_k"][k] = row
+        # every pair within 3 bits, by J band (the middle bands are wrong drops too: J < 0.5)
+        within = d <= 3
+        edges = [(0.0, 0.2), (0.2, 0.5), (0.5, 0.8), (0.8, 0.9), (0.9, 0.95), (0.95, 1.01)]
+        res["within_3_by_band"] = {f"{lo}-{min(hi, 1.0)}": int((within & (j >= lo) & (j < hi)).sum())
+                                   for lo, hi in edges}
+        res["within_3"] = int(within.sum())
+        res["within_3_below_0.5_share"] = float((within & (j < 0.5)).sum() / within.sum()) if within.any() else 0.0
+        cross = np.array(self.cross, dtype=bool)
+        res["within_3_cross_language"] = int((within & cross).sum())
+        worst = [i for i in np.argsort(j) if within[i] and j[i] < 0.5][:10]
+        res["worst_within_3"] = [(self.labels[i], round(float(j[i]), 3), int(d[i])) for i in worst]
         res["hist_near"] = np.bincount(np.minimum(d[near], 16), minlength=17).tolist()
         res["hist_distinct"] = np.bincount(np.minimum(d[dist], 16), minlength=17).tolist()
         idx_fp = [i for i in np.argsort(d) if dist[i] and d[i] <= 3][:show]
@@ -273,8 +286,11 @@ def load_zh(root: Path) -> list[tuple[str, str]]:
     return out
 
 
-def eval_site(tar: Path, fper: Fingerprinter) -> PairSet:
-    ps = PairSet("sqlite3-doc", "en")
+def eval_site(tar: Path, fper: Fingerprinter, name: str = "sqlite3-doc",
+              lang_of: Callable[[str], str] = lambda path: "") -> PairSet:
+    """Every pair of a site's pages (``lang_of``: a page's language from its
+    path, where the site says it: pairs of two languages are counted apart)."""
+    ps = PairSet(name, "")
     with tempfile.TemporaryDirectory() as tmp:
         with tarfile.open(tar) as tf:
             tf.extractall(tmp, filter="data")
@@ -292,10 +308,23 @@ def eval_site(tar: Path, fper: Fingerprinter) -> PairSet:
     j = all_pairs_jaccard(sets)
     arr = np.array(fps, dtype=np.uint64)
     dist = np.bitwise_count(arr[:, None] ^ arr[None, :])
+    langs = [lang_of(n) for n in names]
     ii, jj = np.triu_indices(len(names), 1)
     for a, b in zip(ii.tolist(), jj.tolist()):
-        ps.add(float(j[a, b]), int(dist[a, b]), f"pair:{names[a]} ~ {names[b]}")
+        ps.add(float(j[a, b]), int(dist[a, b]), f"pair:{names[a]} ~ {names[b]}", cross=langs[a] != langs[b])
     return ps
+
+
+def debian_reference_lang(path: str) -> str:
+    """``.../ch01.de.html`` -> de."""
+    return path.rsplit("/", 1)[-1].split(".")[-2]
+
+
+def developers_reference_lang(path: str) -> str:
+    """``.../site/de/x.html`` -> de; ``.../site/x.html`` -> en."""
+    parts = path.split("/")
+    i = parts.index("site")
+    return parts[i + 1] if len(parts) > i + 2 else "en"
 
 
 def _scheme(name: str) -> FeatureParams:
@@ -334,6 +363,9 @@ def main() -> None:
     for scheme in a.schemes.split(","):
         fper = Fingerprinter(SCHEMES[scheme]() if scheme in SCHEMES else _scheme(scheme))
         sets = [eval_site(data / "sites" / "sqlite3-doc.tar.gz", fper),
+                eval_site(data / "sites" / "debian-reference.tar.gz", fper, "debian-reference", debian_reference_lang),
+                eval_site(data / "sites" / "developers-reference.tar.gz", fper, "developers-reference",
+                          developers_reference_lang),
                 eval_articles("aeb", "en", aeb, fper, 1, a.distinct_per_article),
                 eval_articles("zh-cwced", "zh", zh, fper, 2, a.distinct_per_article)]
         results[scheme] = [s.report() for s in sets]
@@ -343,6 +375,9 @@ def main() -> None:
                   f"below0.5={k3['pairs_below_0.5']:3d} "
                   f"R>=.95={k3['recall_0.95']} R.9-.95={k3['recall_0.9']} R.8-.9={k3['recall_0.8']} "
                   f"near={r['near']} distinct={r['distinct']} variants={r['recall_by_variant_k3']}", flush=True)
+            print(f"{'':22s} {'':12s} within 3 by J band {r['within_3_by_band']}, "
+                  f"J<0.5 share {r['within_3_below_0.5_share']:.3%}, cross-language {r['within_3_cross_language']}, "
+                  f"worst {r['worst_within_3'][:3]}", flush=True)
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     Path(a.out).write_text(json.dumps(results, indent=1, default=str))
 
