@@ -327,6 +327,77 @@ def developers_reference_lang(path: str) -> str:
     return parts[i + 1] if len(parts) > i + 2 else "en"
 
 
+def _unpack(tar: Path, into: Path) -> Path:
+    with tarfile.open(tar) as tf:
+        tf.extractall(into, filter="data")
+    return into / tar.name.removesuffix(".tar.gz") / "site"
+
+
+def eval_generated(data: Path, fper: Fingerprinter, seed: int = 3) -> PairSet:
+    """Cases made from real pages where a long shared block or a shared
+    template could make different pages look alike:
+
+    * ``two-languages+listing``: a chapter of debian-reference in English and
+      in another language (the real, partial translations), both given the
+      same command listing (a ``<pre>`` of real listings from the book) of
+      half, once or twice the prose's length;
+    * ``template-short``: sqlite3-doc's template (``about.html``'s header) around 40-80 words
+      of two different aeb articles (one template, short distinct content).
+    """
+    import re
+
+    rng = random.Random(seed)
+    ps = PairSet("generated", "")
+    with tempfile.TemporaryDirectory() as tmp:
+        book = _unpack(data / "sites" / "debian-reference.tar.gz", Path(tmp))
+        pages = {f.name: f.read_bytes() for f in sorted(book.glob("*.html"))}
+        pool = [html.unescape(re.sub(r"<[^>]+>", "", m)) for f in sorted(pages) if ".en." in f
+                for m in re.findall(rb"<pre[^>]*>(.*?)</pre>", pages[f], re.S) for m in [m.decode("utf-8", "replace")]]
+        lines = [line for block in pool for line in block.splitlines() if line.strip()]
+        stems = sorted({f.split(".")[0] for f in pages})
+        for stem in stems:
+            en = pages.get(f"{stem}.en.html")
+            if en is None:
+                continue
+            words = len(fper.fingerprint_html(en).text.split())
+            for lang in ("de", "fr", "it", "ja", "zh-cn"):
+                other = pages.get(f"{stem}.{lang}.html")
+                if other is None:
+                    continue
+                for factor in (0.5, 1.0, 2.0):
+                    start = rng.randrange(len(lines))
+                    listing, n = [], 0
+                    while n < words * factor:
+                        line = lines[(start + len(listing)) % len(lines)]
+                        listing.append(line)
+                        n += len(line.split())
+                    block = ("<pre>" + html.escape("\n".join(listing)) + "</pre>").encode()
+                    a, b = (page.replace(b"</body>", block + b"</body>", 1) for page in (en, other))
+                    ra, rb = fper.fingerprint_html(a), fper.fingerprint_html(b)
+                    if not (ra.ok and rb.ok):
+                        ps.no_fp += 1
+                        continue
+                    ps.add(jaccard(shingles(ra.text), shingles(rb.text)), (ra.value ^ rb.value).bit_count(),
+                           f"two-languages+listing:{stem}.{lang} x{factor}", cross=True)
+        site = _unpack(data / "sites" / "sqlite3-doc.tar.gz", Path(tmp))
+        shell = (site / "about.html").read_bytes()
+        head = shell[: shell.index(b"<h1")]  # the site's header, navigation and search box
+        articles = load_aeb(data / "aeb")
+        for i in range(60):
+            (ta, xa), (tb, xb) = rng.sample(articles, 2)
+            n = rng.randint(40, 80)
+            made = []
+            for title, text in ((ta, xa), (tb, xb)):
+                main = f"<h1>{html.escape(title)}</h1><p>{html.escape(' '.join(text.split()[:n]))}</p>".encode()
+                made.append(fper.fingerprint_html(head + main + b"</body></html>"))
+            if not all(r.ok for r in made):
+                ps.no_fp += 1
+                continue
+            ps.add(jaccard(shingles(made[0].text), shingles(made[1].text)), (made[0].value ^ made[1].value).bit_count(),
+                   f"template-short:{i} ({n} words)")
+    return ps
+
+
 def _scheme(name: str) -> FeatureParams:
     """``tf0.5-sb10-fw0.2``-style names build FeatureParams from the default."""
     kw: dict = {}
@@ -366,6 +437,7 @@ def main() -> None:
                 eval_site(data / "sites" / "debian-reference.tar.gz", fper, "debian-reference", debian_reference_lang),
                 eval_site(data / "sites" / "developers-reference.tar.gz", fper, "developers-reference",
                           developers_reference_lang),
+                eval_generated(data, fper),
                 eval_articles("aeb", "en", aeb, fper, 1, a.distinct_per_article),
                 eval_articles("zh-cwced", "zh", zh, fper, 2, a.distinct_per_article)]
         results[scheme] = [s.report() for s in sets]
