@@ -100,15 +100,21 @@ class NearDupConfig:
                 raise ConfigError(f"{name} must be {rng}, got {value}")
             return value
 
-        def seconds(name: str, default: float) -> float:
+        def number(name: str, default: float, kind: str, bounds: str, ok) -> float:
             raw = settings.get(name, default)
             try:
                 value = float(raw)
             except (TypeError, ValueError):
-                raise ConfigError(f"{name} must be a number of seconds, got {raw!r}") from None
-            if not value > 0:
-                raise ConfigError(f"{name} must be > 0, got {raw!r}")
+                raise ConfigError(f"{name} must be {kind}, got {raw!r}") from None
+            if not ok(value):
+                raise ConfigError(f"{name} must be {bounds}, got {raw!r}")
             return value
+
+        def seconds(name: str, default: float) -> float:
+            return number(name, default, "a number of seconds", "> 0", lambda v: v > 0)
+
+        def share(name: str, default: float) -> float:
+            return number(name, default, "a number from 0 to 1", "from 0 to 1", lambda v: 0 <= v <= 1)
 
         def path(name: str) -> str | None:
             raw = settings.get(name)
@@ -141,16 +147,6 @@ class NearDupConfig:
             if name in settings:
                 return path(name)
             return str(base / filename) if base else None
-
-        def share(name: str, default: float) -> float:
-            raw = settings.get(name, default)
-            try:
-                value = float(raw)
-            except (TypeError, ValueError):
-                raise ConfigError(f"{name} must be a number from 0 to 1, got {raw!r}") from None
-            if not 0 <= value <= 1:
-                raise ConfigError(f"{name} must be from 0 to 1, got {raw!r}")
-            return value
 
         def rule_lines(name: str) -> tuple[str, ...]:
             from .url_rules.rules import RuleSyntaxError, UrlRule
