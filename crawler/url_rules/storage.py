@@ -234,8 +234,8 @@ class RedisStorage:
         NAME:rules              sorted set: spec -> creation time (ms)
         NAME:rules:n            hash: "<counter>:<spec>" -> count, "ex:<spec>", "cx:<spec>" -> examples
         NAME:rules:p:<host>     hash: page URL -> fingerprint (8 bytes)
-        NAME:rules:f:<rule>     hash: form -> fingerprint (8 bytes) + URL of its first page
-        NAME:rules:a:<rule>     hash: avoided URL -> {"target": ..., "request": ...}
+        NAME:rules:<rule>:f     hash: form -> fingerprint (8 bytes) + URL of its first page
+        NAME:rules:a            hash: avoided URL -> {"rule": ..., "target": ..., "request": ...}
 
     ``<rule>`` is a hash of the spec. Every call is one Redis command (or a
     pipeline of independent ones), atomic on its own: HINCRBY, HSETNX."""
@@ -313,16 +313,21 @@ class RedisStorage:
         self.client.delete(f"{self._rule(spec)}:f")
 
     def avoid_once(self, spec: str, url: str, target: str, request: str | None) -> bool:
-        return bool(self.client.hsetnx(f"{self._rule(spec)}:a", url,
-                                       json.dumps({"target": target, "request": request})))
+        # (one hash for every rule: a URL is counted once, whichever rule each process avoided it by)
+        return bool(self.client.hsetnx(f"{self.name}:a", url,
+                                       json.dumps({"rule": spec, "target": target, "request": request})))
 
     def release(self, spec: str) -> list[str | None]:
-        key = f"{self._rule(spec)}:a"
-        pipe = self.client.pipeline(transaction=True)  # (read and delete at once: one process requeues them)
-        pipe.hvals(key)
-        pipe.delete(key)
-        values, _ = pipe.execute()
-        return [json.loads(v)["request"] for v in values]
+        key = f"{self.name}:a"
+        mine = [(url, entry) for url, raw in self.client.hscan_iter(key, count=1000)
+                for entry in [json.loads(raw)] if entry["rule"] == spec]
+        if not mine:
+            return []
+        pipe = self.client.pipeline(transaction=False)
+        for url, _ in mine:
+            pipe.hdel(key, url)
+        # (only what this call deleted: two processes releasing one rule requeue each request once)
+        return [entry["request"] for (_, entry), gone in zip(mine, pipe.execute()) if gone]
 
     def maybe_commit(self) -> None:
         """(Each call is committed on the server when it returns.)"""
