@@ -214,3 +214,22 @@ def test_a_shared_book_that_cannot_be_reached_says_where(tmp_path):
     with pytest.raises(StoreUnavailable, match="127.0.0.1") as err:
         RuleBook(f"redis://:pw@127.0.0.1:{free_port()}/0?prefix=x")
     assert "pw" not in str(err.value)
+
+
+def test_the_rules_command_reads_a_file_a_directory_or_a_redis_url(tmp_path, redis_url):
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    for where in (tmp_path / "store" / "url_rules.sqlite3", redis_url):
+        book = RuleBook(where, min_evidence=3, explore=0.0)
+        _pairs(book, 4)
+        book.close()
+    for where in (str(tmp_path), str(tmp_path / "store" / "url_rules.sqlite3"), redis_url):
+        out = subprocess.run([sys.executable, "-m", "crawler", "rules", where, "--min-evidence", "3"], cwd=ROOT,
+                             capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0 and "active" in out.stdout and "param h.test sid" in out.stdout, out.stderr
+    out = subprocess.run([sys.executable, "-m", "crawler", "rules", str(tmp_path / "nothing")], cwd=ROOT,
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and "no URL rules" in out.stderr
