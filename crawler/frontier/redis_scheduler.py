@@ -227,7 +227,13 @@ class ReliableRedisScheduler(ScrapyRedisScheduler):
         if self._backlog or self._down:
             return True
         try:
-            return len(self.queue) > 0 or self._live_inflight > 0 or bool(self.server.hlen(self.inflight_key))
+            if len(self.queue) > 0 or self._live_inflight > 0 or self.server.hlen(self.inflight_key):
+                return True
+            # It looks idle, but the count of others' requests in flight is the last heartbeat's: a
+            # process that started meanwhile may have taken the start request this one's dupe filter
+            # turned away. Before saying "nothing left" (the engine then closes), look again.
+            self._heartbeat()
+            return self._live_inflight > 0 or len(self.queue) > 0
         except Exception:
             return True
 
