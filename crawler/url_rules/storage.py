@@ -204,21 +204,18 @@ class SqliteStorage:
 # -- Redis ---------------------------------------------------------------------------
 
 def _guarded(cls: type) -> type:
-    """Every public method of ``cls`` raises ``StoreUnavailable`` (naming the
-    URL, without its password) when Redis cannot be reached or fails."""
+    """Every public method of ``cls`` raises the store's errors
+    (``dedup.store.redis_store.redis_errors``) when Redis fails: ``StoreUnavailable``
+    when it cannot be reached, naming the URL without its password."""
     import functools
+
+    from dedup.store.redis_store import redis_errors
 
     def wrap(fn):
         @functools.wraps(fn)
         def call(self, *args, **kwargs):
-            import redis
-
-            from dedup.store import StoreUnavailable
-
-            try:
+            with redis_errors(f"the URL rules at {self.location}"):
                 return fn(self, *args, **kwargs)
-            except redis.RedisError as exc:
-                raise StoreUnavailable(f"the URL rules at {self.location}: {exc}") from None
         return call
 
     for name, fn in list(vars(cls).items()):

@@ -60,6 +60,7 @@ import threading
 import time
 import uuid
 from collections import defaultdict
+from contextlib import contextmanager
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -154,6 +155,24 @@ def connect(url: str, *, cluster: bool | None = None, timeout: float = 5.0) -> t
     except redis.RedisError as exc:
         raise StoreError(f"the Redis store at {shown} answered with an error: {exc}") from None
     return client, cluster
+
+
+@contextmanager
+def redis_errors(what: str) -> Iterator[None]:
+    """Turn redis-py's errors inside the block into ``StoreUnavailable`` (the
+    server cannot be reached, is loading, or a cluster is resharding: retry
+    later) or ``StoreError`` (anything else), each naming ``what`` (a redacted URL)."""
+    import redis
+
+    try:
+        yield
+    except (redis.ConnectionError, redis.TimeoutError, redis.exceptions.ClusterError,
+            redis.exceptions.BusyLoadingError, redis.exceptions.TryAgainError) as exc:
+        raise StoreUnavailable(f"{what} is unavailable: {exc}") from None
+    except redis.exceptions.ReadOnlyError as exc:
+        raise StoreError(f"{what} cannot be written: {exc}") from None
+    except redis.RedisError as exc:
+        raise StoreError(f"{what} failed: {exc}") from None
 
 
 class _Meta:
@@ -263,17 +282,8 @@ class RedisSimhashStore:
 
     def _call(self, fn):
         """Run ``fn(client)``, turning redis-py's errors into store errors."""
-        import redis
-
-        try:
+        with redis_errors(f"the Redis store at {self.location}"):
             return fn(self.client)
-        except (redis.ConnectionError, redis.TimeoutError, redis.exceptions.ClusterError,
-                redis.exceptions.BusyLoadingError, redis.exceptions.TryAgainError) as exc:
-            raise StoreUnavailable(f"the Redis store at {self.location} is unavailable: {exc}") from None
-        except redis.exceptions.ReadOnlyError as exc:
-            raise StoreError(f"the Redis store at {self.location} cannot be written: {exc}") from None
-        except redis.RedisError as exc:
-            raise StoreError(f"the Redis store at {self.location} failed: {exc}") from None
 
     def _run(self, calls: list[tuple[str, list, list]]) -> list[Any]:
         """Run script calls ``(script, keys, args)`` in one pipeline (redis-py
