@@ -27,7 +27,7 @@ from typing import Any, Protocol
 
 import mmh3
 
-from dedup.store.backends import private_file
+from dedup.store.backends import from_sqlite_int, private_file, to_sqlite_int
 
 from .rules import UrlRule
 
@@ -98,13 +98,6 @@ CREATE TABLE IF NOT EXISTS forms (rule INTEGER, form TEXT, url TEXT NOT NULL, fp
 CREATE TABLE IF NOT EXISTS avoided (url TEXT PRIMARY KEY, rule INTEGER, target TEXT, request TEXT) WITHOUT ROWID;
 """
 
-_MASK = (1 << 64) - 1
-
-
-def _signed(fp: int) -> int:  # SQLite integers are signed 64-bit
-    return fp - (1 << 64) if fp >= 1 << 63 else fp
-
-
 class SqliteStorage:
     """One process's rule book in SQLite (WAL), committed every second and on demand."""
 
@@ -149,17 +142,18 @@ class SqliteStorage:
 
     def add_page(self, host: str, url: str, fp: int) -> None:
         self._seq += 1
-        self.db.execute("INSERT OR REPLACE INTO pages VALUES (?, ?, ?, ?)", (url, host, _signed(fp), self._seq))
+        self.db.execute("INSERT OR REPLACE INTO pages VALUES (?, ?, ?, ?)",
+                        (url, host, to_sqlite_int(fp), self._seq))
 
     def pages(self, host: str, limit: int) -> list[tuple[str, int]]:
         rows = self.db.execute("SELECT url, fp FROM pages WHERE host = ? ORDER BY seq DESC LIMIT ?",
                                (host, limit)).fetchall()
-        return [(url, fp & _MASK) for url, fp in reversed(rows)]
+        return [(url, from_sqlite_int(fp)) for url, fp in reversed(rows)]
 
     def form(self, spec: str, form: str) -> tuple[str, int] | None:
         row = self.db.execute("SELECT url, fp FROM forms WHERE rule = ? AND form = ?",
                               (self._ids[spec], form)).fetchone()
-        return None if row is None else (row[0], row[1] & _MASK)
+        return None if row is None else (row[0], from_sqlite_int(row[1]))
 
     def forms(self, asks: list[tuple[str, str]]) -> list[tuple[str, int] | None]:
         return [self.form(spec, form) for spec, form in asks]
@@ -168,7 +162,7 @@ class SqliteStorage:
         out = []
         for spec, form, url, fp in asks:
             cur = self.db.execute("INSERT OR IGNORE INTO forms VALUES (?, ?, ?, ?)",
-                                  (self._ids[spec], form, url, _signed(fp)))
+                                  (self._ids[spec], form, url, to_sqlite_int(fp)))
             out.append(None if cur.rowcount else self.form(spec, form))
         return out
 

@@ -33,6 +33,16 @@ def private_file(path: str | os.PathLike[str]) -> None:
         pass
 
 
+def to_sqlite_int(fp: int) -> int:
+    """A 64-bit fingerprint as SQLite stores integers (signed 64-bit: the same bits)."""
+    return fp - (1 << 64) if fp >= 1 << 63 else fp
+
+
+def from_sqlite_int(value: int) -> int:
+    """``to_sqlite_int`` undone."""
+    return value & ((1 << 64) - 1)
+
+
 class StoreError(RuntimeError):
     """A store cannot be opened or used as asked."""
 
@@ -195,7 +205,7 @@ class SQLiteBackend(Backend):
             raise StoreError("store opened read-only")
         if row != self._count + len(self._pending):
             raise StoreError(f"row {row} appended after {self.count()} records")
-        self._pending.append((row, fp - (1 << 64) if fp >= 1 << 63 else fp, key))  # SQLite integers are signed
+        self._pending.append((row, to_sqlite_int(fp), key))
 
     def commit(self) -> None:
         if not self._pending:
