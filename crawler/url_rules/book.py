@@ -57,6 +57,17 @@ BACKFILL = 20_000  # a new rule is tried on at most this many of the host's late
 REFRESH_EVERY = 5.0  # seconds: rules another process learned or retired (a shared book)
 
 
+def state_of(evidence: int, counter: int, min_evidence: int, *, pinned: bool = False,
+             forbidden: bool = False) -> str:
+    """A rule's state from its counts: pinned by the user, retired by a
+    counter-example (or forbidden), active with enough evidence, else a candidate."""
+    if pinned:
+        return PINNED
+    if counter or forbidden:
+        return RETIRED
+    return ACTIVE if evidence >= min_evidence else CANDIDATE
+
+
 @dataclass
 class RuleState:
     rule: UrlRule
@@ -97,13 +108,6 @@ class RuleBook:
         self._refreshed = 0.0
         self.refresh()
 
-    def _state_for(self, st: RuleState) -> str:
-        if st.pinned:
-            return PINNED
-        if st.counter or self._forbidden(st.rule):
-            return RETIRED
-        return ACTIVE if st.evidence >= self.min_evidence else CANDIDATE
-
     def refresh(self) -> None:
         """Read the rules and their counts again (a shared book: what the other
         processes learned and retired)."""
@@ -122,7 +126,8 @@ class RuleBook:
         for name in ("evidence", "counter", "avoided", "example", "counter_example"):
             if counts.get(name) is not None:
                 setattr(st, name, counts[name])
-        was, st.state = st.state, self._state_for(st)
+        was, st.state = st.state, state_of(st.evidence, st.counter, self.min_evidence, pinned=st.pinned,
+                                           forbidden=self._forbidden(st.rule))
         if was == CANDIDATE and st.state == ACTIVE:
             self.events.append(("learned", st))
             logger.info("URL rule learned: %s (%d pairs agree, e.g. %s)", st.rule.spec, st.evidence, st.example)
@@ -269,8 +274,8 @@ def list_rules(location: str | Path, *, min_evidence: int = 10) -> list[dict]:
         store.close()
     out = []
     for row in rows:
-        state = RETIRED if row["counter"] else ACTIVE if row["evidence"] >= min_evidence else CANDIDATE
-        out.append({"rule": row["spec"], "state": state, "evidence": row["evidence"],
+        out.append({"rule": row["spec"], "state": state_of(row["evidence"], row["counter"], min_evidence),
+                    "evidence": row["evidence"],
                     "counter_examples": row["counter"], "avoided": row["avoided"], "example": row["example"],
                     "counter_example": row["counter_example"]})
     return out
