@@ -76,6 +76,8 @@ KEPT, DROPPED, UNCHANGED, SKIPPED = "kept", "dropped", "unchanged", "skipped"
 _FILTERS: weakref.WeakKeyDictionary[Crawler, NearDupMiddleware] = weakref.WeakKeyDictionary()
 MIN_BACKOFF, MAX_BACKOFF = 0.5, 30.0  # seconds between attempts to reach a shared store that is down
 HTML_TYPES = (b"text/html", b"application/xhtml+xml")
+#: What the filter's stores can fail with (a store or rule book on disk or on Redis): the crawl goes on or stops cleanly
+FILE_ERRORS = (StoreError, sqlite3.Error, OSError)
 
 
 def declared_encoding(response: Response) -> str | None:
@@ -284,12 +286,18 @@ class NearDupMiddleware:
             return SKIPPED
         fp = result.value
         url = urldefrag(response.url)[0]  # a #fragment names the same document
+        verdict, match = self._check(response, url, fp, retried)
+        self._learn(url, fp, match.key if verdict == DROPPED else None)
+        return verdict
+
+    def _check(self, response: Response, url: str, fp: int, retried: bool) -> tuple[str, Any]:
+        """The store's verdict on a fingerprinted page, and the stored match it
+        rests on (None for a page kept as new). A drop is explained here."""
         matches = self.store.query(fp)
         self.stats.inc_value("neardup/checked")
         for match in matches:
             if match.key == url:
-                self._learn(url, fp)
-                return self._same_url(response, match, retried)
+                return self._same_url(response, match, retried), match
         nearby = bool(matches)
         if self._scope is not None:  # NEARDUP_SCOPE: only pages of the same host or domain count
             mine = self._scope(url)
@@ -305,12 +313,10 @@ class NearDupMiddleware:
                 if match is not None:
                     self.stats.inc_value("neardup/lost_race")
                     if match.key == url:
-                        self._learn(url, fp)
-                        return self._same_url(response, match, retried)
+                        return self._same_url(response, match, retried), match
             if match is None:
                 self.stats.inc_value("neardup/kept")
-                self._learn(url, fp)
-                return KEPT
+                return KEPT, None
         self.stats.inc_value("neardup/dropped")
         self.stats.inc_value(f"neardup/distance_count/{match.distance}")
         referer = response.request.headers.get("Referer") if response.request else None
@@ -325,8 +331,7 @@ class NearDupMiddleware:
         }
         self._write_duplicate(record)
         logger.debug("near-duplicate dropped: %s duplicates %s (distance %d)", url, match.key, match.distance)
-        self._learn(url, fp, match.key)
-        return DROPPED
+        return DROPPED, match
 
     def _write_duplicate(self, record: dict[str, Any]) -> None:
         if self._dup_fh:
@@ -347,7 +352,7 @@ class NearDupMiddleware:
                 if event == "retired":
                     self._requeue(self.rules.release(st), st.rule.spec)
             self.rules.events.clear()
-        except (StoreError, sqlite3.Error, OSError) as exc:
+        except FILE_ERRORS as exc:
             self._rules_failed(exc)
 
     def _rules_failed(self, exc: BaseException) -> None:
@@ -379,29 +384,24 @@ class NearDupMiddleware:
         logger.info("URL rule %s retired: %d request(s) it avoided are made after all%s", spec, made,
                     f" ({lost} could not be)" if lost else "")
 
-    def avoided(self, request: Request, referer: str | None) -> bool:
-        """Whether ``request`` is not made: a learned rule says a fetched page
-        has its content (that page's outlinks stand for its own). Explained in
-        the duplicates file, once per URL."""
-        return bool(self._avoided([request], referer))
-
-    def _avoided(self, requests: list[Request], referer: str | None) -> set[int]:
-        """The indexes of ``requests`` that are not made (one look-up round for
-        all: a shared rule book is a Redis round trip)."""
+    def avoided(self, requests: list[Request], referer: str | None) -> set[Request]:
+        """Those of ``requests`` not to be made: a learned rule says a fetched
+        page has their content (that page's outlinks stand for theirs).
+        Explained in the duplicates file, once per URL. One look-up round for
+        all (a shared rule book is a Redis round trip)."""
         if self.rules is None:
             return set()
-        todo = [(i, r) for i, r in enumerate(requests)
-                if not r.dont_filter and not r.meta.get(self.config.skip_meta_key)]
+        todo = [r for r in requests if not r.dont_filter and not r.meta.get(self.config.skip_meta_key)]
         if not todo:
             return set()
-        urls = [urldefrag(r.url)[0] for _, r in todo]
+        urls = [urldefrag(r.url)[0] for r in todo]
         try:
             verdicts = self.rules.avoid_many(urls)
-        except (StoreError, sqlite3.Error, OSError) as exc:
+        except FILE_ERRORS as exc:
             self._rules_failed(exc)
             return set()
         out = set()
-        for (i, request), url, verdict in zip(todo, urls, verdicts):
+        for request, url, verdict in zip(todo, urls, verdicts):
             if verdict is None:
                 continue
             spec, target, explored = verdict
@@ -414,10 +414,10 @@ class NearDupMiddleware:
                 data = None  # (it cannot be requeued should the rule be retired; the URL is in the duplicates file)
             try:
                 first = self.rules.record_avoided(url, spec, target, data)
-            except (StoreError, sqlite3.Error, OSError) as exc:
+            except FILE_ERRORS as exc:
                 self._rules_failed(exc)
                 continue
-            out.add(i)
+            out.add(request)
             if first:
                 self.stats.inc_value("neardup/requests_avoided")
                 self._write_duplicate({"url": url, "duplicate_of": target, "avoided": True, "rule": spec,
@@ -524,7 +524,7 @@ class NearDupMiddleware:
         if self._store_failure is None:
             try:
                 verdict = await self._decide_when_reachable(response, fp_result)
-            except (StoreError, sqlite3.Error, OSError) as exc:
+            except FILE_ERRORS as exc:
                 self._store_failed(exc)
         if self._store_failure is not None:
             # Nothing of this page leaves: it goes back to the frontier for the resume.
@@ -532,13 +532,10 @@ class NearDupMiddleware:
             self.stats.inc_value("neardup/held_for_resume")
             return
         kept = [item for item in outputs if self._keep(verdict, item)]
-        skip = self._avoided([r for r in kept if isinstance(r, Request)], response.url)
-        n = -1
+        skip = self.avoided([r for r in kept if isinstance(r, Request)], response.url)
         for item in kept:
-            if isinstance(item, Request):
-                n += 1
-                if n in skip:
-                    continue
+            if isinstance(item, Request) and item in skip:  # (a request is its own key: identity)
+                continue
             self._fill(item, fp_result)
             yield item
         if error is not None:
@@ -566,7 +563,7 @@ class NearDupMiddleware:
                 self.rules.close()
             if self._dup_fh:
                 self._dup_fh.close()
-        except (StoreError, sqlite3.Error, OSError) as exc:
+        except FILE_ERRORS as exc:
             logger.error("near-duplicate filter: could not close its files cleanly (%s: %s); the committed "
                          "records are kept", type(exc).__name__, exc)
         self._dup_fh = None
