@@ -97,7 +97,7 @@ def compare(name: str, results: dict[str, dict]) -> dict:
     return row
 
 
-def local_site(name: str, site, respond, truth: Callable[[str], str | None], work: Path, start: str) -> dict:
+def local_site(name: str, respond, truth: Callable[[str], str | None], work: Path, start: str) -> dict:
     from crawler.demo_site import LocalServer
 
     results = {}
@@ -193,10 +193,10 @@ def main() -> None:
         sites = a.sites.split(",")
         if "trap" in sites:
             trap = TrapSite()
-            rows.append(local_site("trap", trap, trap.page, trap.truth, work, "/"))
+            rows.append(local_site("trap", trap.page, trap.truth, work, "/"))
         if "changing" in sites:
             site = TrapSite(changing=True)
-            rows.append(local_site("changing", site, site.page, site.truth, work, "/"))
+            rows.append(local_site("changing", site.page, site.truth, work, "/"))
         if "demo" in sites:
             demo = DemoSite()
             dropped = demo.expected_dropped()
@@ -207,7 +207,7 @@ def main() -> None:
                 status, ctype, body = demo.page(p.path, parse_qs(p.query))
                 return status, {"Content-Type": ctype}, body
 
-            rows.append(local_site("demo", demo, respond, lambda t: dropped.get(t, t), work, "/"))
+            rows.append(local_site("demo", respond, lambda t: dropped.get(t, t), work, "/"))
         if "sqlite3-doc" in sites:
             rows.append(static_site(a.data, "sqlite3-doc", ["/index.html"], work))
         if "developers-reference" in sites:  # mirrored language trees, partly translated
