@@ -46,7 +46,7 @@ from pathlib import Path
 
 import mmh3
 
-from .rules import RuleSyntaxError, UrlRule, derive, host_of
+from .rules import UrlRule, derive, host_of
 from .storage import Storage, open_storage
 
 logger = logging.getLogger(__name__)
@@ -258,9 +258,6 @@ class RuleBook:
     def _forbidden(self, rule: UrlRule) -> bool:
         return any(f.covers(rule) for f in self.forbid)
 
-    def commit(self) -> None:
-        self.store.commit()
-
     def close(self) -> None:
         self.store.close()
 
@@ -281,4 +278,4 @@ def list_rules(location: str | Path, *, min_evidence: int = 10) -> list[dict]:
     return out
 
 
-__all__ = ["ACTIVE", "CANDIDATE", "PINNED", "RETIRED", "RuleBook", "RuleState", "RuleSyntaxError", "list_rules"]
+__all__ = ["ACTIVE", "CANDIDATE", "PINNED", "RETIRED", "RuleBook", "RuleState", "list_rules", "state_of"]

@@ -52,11 +52,9 @@ class Storage(Protocol):
     def pages(self, host: str, limit: int) -> list[tuple[str, int]]:
         """Up to ``limit`` of the host's pages (url, fingerprint), the latest if there are more."""
 
-    def form(self, spec: str, form: str) -> tuple[str, int] | None:
-        """The first page (url, fingerprint) seen of a form under a rule."""
-
     def forms(self, asks: list[tuple[str, str]]) -> list[tuple[str, int] | None]:
-        """``form`` for each (spec, form), in one round."""
+        """For each (spec, form), in one round: the first page (url, fingerprint)
+        seen of the form under the rule, or None."""
 
     def set_forms(self, asks: list[tuple[str, str, str, int]]) -> list[tuple[str, int] | None]:
         """For each (spec, form, url, fp), in one round: make (url, fp) the form's
@@ -150,20 +148,20 @@ class SqliteStorage:
                                (host, limit)).fetchall()
         return [(url, from_sqlite_int(fp)) for url, fp in reversed(rows)]
 
-    def form(self, spec: str, form: str) -> tuple[str, int] | None:
+    def _form(self, spec: str, form: str) -> tuple[str, int] | None:
         row = self.db.execute("SELECT url, fp FROM forms WHERE rule = ? AND form = ?",
                               (self._ids[spec], form)).fetchone()
         return None if row is None else (row[0], from_sqlite_int(row[1]))
 
     def forms(self, asks: list[tuple[str, str]]) -> list[tuple[str, int] | None]:
-        return [self.form(spec, form) for spec, form in asks]
+        return [self._form(spec, form) for spec, form in asks]
 
     def set_forms(self, asks: list[tuple[str, str, str, int]]) -> list[tuple[str, int] | None]:
         out = []
         for spec, form, url, fp in asks:
             cur = self.db.execute("INSERT OR IGNORE INTO forms VALUES (?, ?, ?, ?)",
                                   (self._ids[spec], form, url, to_sqlite_int(fp)))
-            out.append(None if cur.rowcount else self.form(spec, form))
+            out.append(None if cur.rowcount else self._form(spec, form))
         return out
 
     def drop_forms(self, spec: str) -> None:
@@ -282,9 +280,6 @@ class RedisStorage:
     @staticmethod
     def _page(raw: bytes | None) -> tuple[str, int] | None:
         return None if raw is None else (raw[8:].decode(), int.from_bytes(raw[:8], "big"))
-
-    def form(self, spec: str, form: str) -> tuple[str, int] | None:
-        return self._page(self.client.hget(f"{self._rule(spec)}:f", form))
 
     def forms(self, asks: list[tuple[str, str]]) -> list[tuple[str, int] | None]:
         pipe = self.client.pipeline(transaction=False)
