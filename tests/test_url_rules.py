@@ -71,6 +71,16 @@ def test_a_rule_acts_after_enough_evidence_and_maps_onto_a_fetched_page():
     assert book.avoid(f"{H}/a77.html?sid=1") is None  # nothing of its form fetched yet: it stands for itself
 
 
+def test_rules_learned_on_an_international_host_act_there():
+    book = RuleBook(None, min_evidence=3, explore=0.0)
+    _pairs(book, 4)
+    for i in range(4):
+        book.observe(f"http://Bücher.test/a{i}.html", 77 * (i + 1))
+        book.observe(f"http://Bücher.test/a{i}.html?sid={i}", 77 * (i + 1), duplicate_of=f"http://Bücher.test/a{i}.html")
+    assert book.avoid("http://bücher.test/a2.html?sid=z") == ("param xn--bcher-kva.test sid",
+                                                             "http://Bücher.test/a2.html", False)
+
+
 def test_a_counter_example_retires_a_rule_for_good_and_releases_what_it_avoided():
     book = RuleBook(None, min_evidence=3, explore=0.0)
     _pairs(book, 4)

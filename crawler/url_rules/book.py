@@ -46,7 +46,7 @@ from pathlib import Path
 
 import mmh3
 
-from .rules import UrlRule, derive, host_of
+from .rules import Parts, UrlRule, derive, host_of, parts_of, url_of
 from .storage import Storage, open_storage
 
 logger = logging.getLogger(__name__)
@@ -151,7 +151,7 @@ class RuleBook:
             for st, first in zip(live, firsts):
                 self._judge(st, url, fp, first)
         if duplicate_of and duplicate_of != url:
-            for rule in derive(self._strip(url), self._strip(duplicate_of)):
+            for rule in derive(url_of(self._strip(parts_of(url))), url_of(self._strip(parts_of(duplicate_of)))):
                 if self._state_of(rule) is None and not self._forbidden(rule) \
                         and len(self.by_host.get(rule.host, ())) < MAX_RULES_PER_HOST:
                     st = RuleState(rule, CANDIDATE)
@@ -170,13 +170,14 @@ class RuleBook:
         ``/a/?sid=2`` are one form under ``suffix h /index.html /`` once ``sid`` is
         known not to matter). A form made before a parameter rule became
         active still has the parameter: it matches less, never wrongly."""
-        return st.rule.canonical(url if st.rule.kind == "param" else self._strip(url))
+        parts = parts_of(url)
+        return url_of(st.rule.apply(parts if st.rule.kind == "param" else self._strip(parts)))
 
-    def _strip(self, url: str) -> str:
-        """``url`` without the query parameters that active rules of its host say do not matter."""
-        names = sorted({n for st in self._rules_for(host_of(url)) if st.acting and st.rule.kind == "param"
+    def _strip(self, parts: Parts) -> Parts:
+        """A URL's parts without the query parameters that active rules of its host say do not matter."""
+        names = sorted({n for st in self._rules_for(parts[1]) if st.acting and st.rule.kind == "param"
                         for n in st.rule.a.split(",")})
-        return UrlRule("param", "*", ",".join(names)).canonical(url) if names else url
+        return UrlRule("param", "*", ",".join(names)).apply(parts) if names else parts
 
     def _judge(self, st: RuleState, url: str, fp: int, first: tuple[str, int] | None) -> None:
         """A page against the first page of its form under a rule (None: it is the first)."""

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass
+from functools import lru_cache
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from w3lib.url import canonicalize_url
@@ -41,15 +42,28 @@ class RuleSyntaxError(ValueError):
     """A rule line that cannot be read."""
 
 
-def _parts(url: str) -> tuple[str, str, str, list[tuple[str, str]]]:
+Parts = tuple[str, str, str, tuple[tuple[str, str], ...]]
+
+
+@lru_cache(maxsize=8192)
+def parts_of(url: str) -> Parts:
     """(scheme, host, path, sorted query pairs) of a URL, canonicalized as
-    Scrapy's request fingerprints do (w3lib), without its fragment."""
+    Scrapy's request fingerprints do (w3lib), without its fragment. Cached:
+    w3lib's canonicalisation is most of the cost of a form, and a page's
+    outlinks come again on other pages."""
     p = urlsplit(canonicalize_url(url))
-    return p.scheme, p.netloc, p.path or "/", sorted(parse_qsl(p.query, keep_blank_values=True))
+    return p.scheme, p.netloc, p.path or "/", tuple(sorted(parse_qsl(p.query, keep_blank_values=True)))
+
+
+def url_of(parts: Parts) -> str:
+    scheme, host, path, query = parts
+    return f"{scheme}://{host}{path}" + (f"?{urlencode(query)}" if query else "")
 
 
 def host_of(url: str) -> str:
-    return urlsplit(url).netloc.lower()
+    """The host rules are filed under: as ``parts_of`` (and ``derive``) have it
+    (lower case, an international name in its ASCII form)."""
+    return parts_of(url)[1]
 
 
 @dataclass(frozen=True)
@@ -94,16 +108,21 @@ class UrlRule:
     def canonical(self, url: str) -> str:
         """The URL's form under this rule (URLs with one form are claimed to be
         near-duplicates); a URL the rule does not touch is its own form."""
-        scheme, host, path, query = _parts(url)
+        return url_of(self.apply(parts_of(url)))
+
+    def apply(self, parts: Parts) -> Parts:
+        """``canonical`` on a URL's ``parts_of`` (canonicalised once, however
+        many rules look at it)."""
+        scheme, host, path, query = parts
         if self.kind == "param":
             names = set(self.a.split(","))
-            query = [(k, v) for k, v in query if k not in names]
+            query = tuple((k, v) for k, v in query if k not in names)
         elif self.kind == "prefix":
             if path.startswith(self.a):
                 path = self.b + path[len(self.a):]
         elif path.endswith(self.a):
             path = path[: len(path) - len(self.a)] + self.b or "/"
-        return f"{scheme}://{host}{path}" + (f"?{urlencode(query)}" if query else "")
+        return scheme, host, path, query
 
 
 def _ordered(kind: str, host: str, x: str, y: str) -> UrlRule:
@@ -119,8 +138,8 @@ def derive(dup: str, orig: str) -> list[UrlRule]:
     their query only (``param``) or in their path only (``suffix`` when each
     differs in at most its last segment, else ``prefix`` when they share at
     least their last segment and differ in at most ``MAX_SEGMENTS`` leading ones)."""
-    s1, h1, p1, q1 = _parts(dup)
-    s2, h2, p2, q2 = _parts(orig)
+    s1, h1, p1, q1 = parts_of(dup)
+    s2, h2, p2, q2 = parts_of(orig)
     if (s1, h1) != (s2, h2) or (p1, q1) == (p2, q2):
         return []
     if p1 == p2:
