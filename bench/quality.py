@@ -25,6 +25,7 @@ import gzip
 import html
 import json
 import random
+import re
 import sys
 import tarfile
 import tempfile
@@ -215,8 +216,18 @@ class PairSet:
                                    for lo, hi in edges}
         res["within_3"] = int(within.sum())
         res["within_3_below_0.5_share"] = float((within & (j < 0.5)).sum() / within.sum()) if within.any() else 0.0
-        cross = np.array(self.cross, dtype=bool)
+        # two languages: under two languages' paths, and not >= 0.8 alike (an untranslated
+        # page under another language's path is in the original's language)
+        cross = np.array(self.cross, dtype=bool) & (j < 0.8)
         res["within_3_cross_language"] = int((within & cross).sum())
+        kinds: dict[str, list[int]] = {}
+        for lab, w, jj in zip(self.labels, within.tolist(), j.tolist()):
+            row = kinds.setdefault(lab.split(":")[0], [0, 0, 0])
+            row[0] += 1
+            row[1] += w
+            row[2] += w and jj < 0.5
+        res["within_3_by_kind"] = {k: {"pairs": a, "within_3": b, "within_3_below_0.5": c}
+                                   for k, (a, b, c) in sorted(kinds.items())}
         worst = [i for i in np.argsort(j) if within[i] and j[i] < 0.5][:10]
         res["worst_within_3"] = [(self.labels[i], round(float(j[i]), 3), int(d[i])) for i in worst]
         res["hist_near"] = np.bincount(np.minimum(d[near], 16), minlength=17).tolist()
@@ -341,13 +352,34 @@ def eval_generated(data: Path, fper: Fingerprinter, seed: int = 3) -> PairSet:
       in another language (the real, partial translations), both given the
       same command listing (a ``<pre>`` of real listings from the book) of
       half, once or twice the prose's length;
+    * ``one-language+listing``: two different articles in one language (aeb in
+      English, zh-cwced in Chinese; 100-400 words or twice as many characters)
+      with the same listing of half, once, twice or four times the prose's length;
+    * ``partly-translated``: a debian-reference chapter against itself with the
+      first 10%, 25%, 50%, 75% or 90% of its paragraphs taken from a real
+      translation (the books' paragraphs align one to one);
     * ``template-short``: sqlite3-doc's template (``about.html``'s header) around 40-80 words
       of two different aeb articles (one template, short distinct content).
     """
-    import re
-
     rng = random.Random(seed)
     ps = PairSet("generated", "")
+
+    def pair(label: str, a: bytes, b: bytes, cross: bool = False) -> None:
+        ra, rb = fper.fingerprint_html(a), fper.fingerprint_html(b)
+        if not (ra.ok and rb.ok):
+            ps.no_fp += 1
+            return
+        ps.add(jaccard(shingles(ra.text), shingles(rb.text)), (ra.value ^ rb.value).bit_count(), label, cross=cross)
+
+    def listing_of(words: int) -> bytes:
+        start = rng.randrange(len(lines))
+        listing, n = [], 0
+        while n < words:
+            line = lines[(start + len(listing)) % len(lines)]
+            listing.append(line)
+            n += len(line.split())
+        return ("<pre>" + html.escape("\n".join(listing)) + "</pre>").encode()
+
     with tempfile.TemporaryDirectory() as tmp:
         book = _unpack(data / "sites" / "debian-reference.tar.gz", Path(tmp))
         pages = {f.name: f.read_bytes() for f in sorted(book.glob("*.html"))}
@@ -365,50 +397,93 @@ def eval_generated(data: Path, fper: Fingerprinter, seed: int = 3) -> PairSet:
                 if other is None:
                     continue
                 for factor in (0.5, 1.0, 2.0):
-                    start = rng.randrange(len(lines))
-                    listing, n = [], 0
-                    while n < words * factor:
-                        line = lines[(start + len(listing)) % len(lines)]
-                        listing.append(line)
-                        n += len(line.split())
-                    block = ("<pre>" + html.escape("\n".join(listing)) + "</pre>").encode()
+                    block = listing_of(int(words * factor))
                     a, b = (page.replace(b"</body>", block + b"</body>", 1) for page in (en, other))
-                    ra, rb = fper.fingerprint_html(a), fper.fingerprint_html(b)
-                    if not (ra.ok and rb.ok):
-                        ps.no_fp += 1
+                    pair(f"two-languages+listing:{stem}.{lang} x{factor}", a, b, cross=True)
+                # the chapter against itself, partly translated
+                para = re.compile(rb"<p>.*?</p>", re.S)
+                theirs = para.findall(other)
+                for share in (0.1, 0.25, 0.5, 0.75, 0.9):
+                    n_ours = len(para.findall(en))
+                    if n_ours != len(theirs) or not n_ours:
                         continue
-                    ps.add(jaccard(shingles(ra.text), shingles(rb.text)), (ra.value ^ rb.value).bit_count(),
-                           f"two-languages+listing:{stem}.{lang} x{factor}", cross=True)
+                    cut = round(share * n_ours)
+                    count = iter(range(n_ours))
+                    mixed = para.sub(lambda m: theirs[i] if (i := next(count)) < cut else m.group(), en)
+                    # in two languages when most of its paragraphs come from the translation
+                    pair(f"partly-translated:{stem}.{lang} {share:.0%}", en, mixed, cross=share > 0.5)
+        aeb, zh = load_aeb(data / "aeb"), load_zh(data / "zh-cwced")
+        for i in range(120):
+            chinese = i % 2 == 1
+            (ta, xa), (tb, xb) = rng.sample(zh if chinese else aeb, 2)
+            n, factor = rng.randint(100, 400), (0.5, 1.0, 2.0, 4.0)[i // 2 % 4]
+            xa, xb = (x[: 2 * n] if chinese else " ".join(x.split()[:n]) for x in (xa, xb))
+            block = listing_of(int((len(xa) / 2 if chinese else len(xa.split())) * factor))
+            a, b = (f"<html><head><title>{html.escape(t)}</title></head><body><h1>{html.escape(t)}</h1>"
+                    f"<p>{html.escape(x)}</p>".encode() + block + b"</body></html>" for t, x in ((ta, xa), (tb, xb)))
+            pair(f"one-language+listing:{i} {'zh' if chinese else 'en'} x{factor}", a, b)
         site = _unpack(data / "sites" / "sqlite3-doc.tar.gz", Path(tmp))
         shell = (site / "about.html").read_bytes()
         head = shell[: shell.index(b"<h1")]  # the site's header, navigation and search box
-        articles = load_aeb(data / "aeb")
         for i in range(60):
-            (ta, xa), (tb, xb) = rng.sample(articles, 2)
+            (ta, xa), (tb, xb) = rng.sample(aeb, 2)
             n = rng.randint(40, 80)
-            made = []
-            for title, text in ((ta, xa), (tb, xb)):
-                main = f"<h1>{html.escape(title)}</h1><p>{html.escape(' '.join(text.split()[:n]))}</p>".encode()
-                made.append(fper.fingerprint_html(head + main + b"</body></html>"))
-            if not all(r.ok for r in made):
-                ps.no_fp += 1
+            a, b = (head + f"<h1>{html.escape(title)}</h1><p>{html.escape(' '.join(text.split()[:n]))}</p>"
+                    f"</body></html>".encode() for title, text in ((ta, xa), (tb, xb)))
+            pair(f"template-short:{i} ({n} words)", a, b)
+    return ps
+
+
+def eval_release_notes(data: Path, fper: Fingerprinter, seed: int = 4, max_words: int = 150) -> PairSet:
+    """Parallel release notes: one fix announced for three branches. Each
+    short sqlite3-doc release note (at most ``max_words`` words of visible
+    text) in three versions: its own, and two older branches' (``3.40.1`` ->
+    ``3.39.5``, ``3.38.6``-like numbers everywhere it appears), each with its
+    own release date and check-in hashes. Pairs of the three."""
+
+    rng = random.Random(seed)
+    ps = PairSet("parallel-release-notes", "")
+    date = re.compile(rb"\d{4}-\d\d-\d\d")
+    digest = re.compile(rb"\b[0-9a-f]{40,64}\b")
+    with tempfile.TemporaryDirectory() as tmp:
+        site = _unpack(data / "sites" / "sqlite3-doc.tar.gz", Path(tmp))
+        for f in sorted((site / "releaselog").glob("3_*.html")):
+            page = f.read_bytes()
+            r = fper.fingerprint_html(page)
+            if not r.ok or len(r.text.split()) > max_words:
                 continue
-            ps.add(jaccard(shingles(made[0].text), shingles(made[1].text)), (made[0].value ^ made[1].value).bit_count(),
-                   f"template-short:{i} ({n} words)")
+            parts = [int(x) for x in f.stem.split("_")[1:]]
+            version = ".".join(map(str, [3, *parts])).encode()
+            made = [page]
+            for back in (1, 2):
+                other = ".".join(map(str, [3, max(parts[0] - back, 0), rng.randint(1, 12)])).encode()
+                day = f"20{rng.randint(10, 22)}-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}".encode()
+                p = page.replace(version, other).replace(f.name.encode(), other.replace(b".", b"_") + b".html")
+                p = date.sub(day, p)
+                p = digest.sub(lambda m: bytes(rng.choice(b"0123456789abcdef") for _ in m.group()), p)
+                made.append(p)
+            rs = [fper.fingerprint_html(p) for p in made]
+            for a, b in ((0, 1), (0, 2), (1, 2)):
+                if rs[a].ok and rs[b].ok:
+                    ps.add(jaccard(shingles(rs[a].text), shingles(rs[b].text)), (rs[a].value ^ rs[b].value).bit_count(),
+                           f"release-notes:{f.stem} {a}-{b}")
     return ps
 
 
 def _scheme(name: str) -> FeatureParams:
-    """``tf0.5-sb10-fw0.2``-style names build FeatureParams from the default."""
+    """``tf0.5-sb10-fw0.2-lp0-nolang``-style names build FeatureParams from the default."""
     kw: dict = {}
     for part in name.split("-"):
         for prefix, field_name, cast in (("tf", "tf_power", float), ("sb", "short_block_tokens", int),
                                          ("fw", "furniture_weight", float), ("sw", "stop_weight", float),
-                                         ("nw", "number_weight", float), ("ms", "max_share", float)):
+                                         ("nw", "number_weight", float), ("ms", "max_share", float),
+                                         ("lp", "listing_prose_tokens", int)):
             if part.startswith(prefix):
                 kw[field_name] = cast(part[len(prefix):])
         if part == "bi":
             kw["bigrams"] = True
+        if part == "nolang":
+            kw["language"] = False
     return FeatureParams(**kw)
 
 
@@ -421,25 +496,33 @@ SCHEMES: dict[str, Callable[[], FeatureParams]] = {
 }
 
 
+SETS: dict[str, Callable[[Path, Fingerprinter, argparse.Namespace], PairSet]] = {
+    "sqlite3-doc": lambda data, fper, a: eval_site(data / "sites" / "sqlite3-doc.tar.gz", fper),
+    "debian-reference": lambda data, fper, a: eval_site(data / "sites" / "debian-reference.tar.gz", fper,
+                                                        "debian-reference", debian_reference_lang),
+    "developers-reference": lambda data, fper, a: eval_site(data / "sites" / "developers-reference.tar.gz", fper,
+                                                            "developers-reference", developers_reference_lang),
+    "generated": lambda data, fper, a: eval_generated(data, fper),
+    "parallel-release-notes": lambda data, fper, a: eval_release_notes(data, fper),
+    "aeb": lambda data, fper, a: eval_articles("aeb", "en", load_aeb(data / "aeb"), fper, 1, a.distinct_per_article),
+    "zh-cwced": lambda data, fper, a: eval_articles("zh-cwced", "zh", load_zh(data / "zh-cwced"), fper, 2,
+                                                    a.distinct_per_article),
+}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--data", default=str(Path(__file__).resolve().parent.parent.parent / "shared" / "data"))
     ap.add_argument("--schemes", default="default")
     ap.add_argument("--distinct-per-article", type=int, default=20)
     ap.add_argument("--out", default="bench/results/quality.json")
+    ap.add_argument("--sets", default=",".join(SETS), help="which sets, comma-separated (default: all)")
     a = ap.parse_args()
     data = Path(a.data)
-    aeb, zh = load_aeb(data / "aeb"), load_zh(data / "zh-cwced")
     results = {}
     for scheme in a.schemes.split(","):
         fper = Fingerprinter(SCHEMES[scheme]() if scheme in SCHEMES else _scheme(scheme))
-        sets = [eval_site(data / "sites" / "sqlite3-doc.tar.gz", fper),
-                eval_site(data / "sites" / "debian-reference.tar.gz", fper, "debian-reference", debian_reference_lang),
-                eval_site(data / "sites" / "developers-reference.tar.gz", fper, "developers-reference",
-                          developers_reference_lang),
-                eval_generated(data, fper),
-                eval_articles("aeb", "en", aeb, fper, 1, a.distinct_per_article),
-                eval_articles("zh-cwced", "zh", zh, fper, 2, a.distinct_per_article)]
+        sets = [SETS[name](data, fper, a) for name in a.sets.split(",")]
         results[scheme] = [s.report() for s in sets]
         for r in results[scheme]:
             k3 = r["by_k"][3]
@@ -450,6 +533,7 @@ def main() -> None:
             print(f"{'':22s} {'':12s} within 3 by J band {r['within_3_by_band']}, "
                   f"J<0.5 share {r['within_3_below_0.5_share']:.3%}, cross-language {r['within_3_cross_language']}, "
                   f"worst {r['worst_within_3'][:3]}", flush=True)
+            print(f"{'':22s} {'':12s} by kind {r['within_3_by_kind']}", flush=True)
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     Path(a.out).write_text(json.dumps(results, indent=1, default=str))
 

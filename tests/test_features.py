@@ -47,7 +47,9 @@ def pages(draw):
     blocks = []
     for _ in range(draw(st.integers(0, 8))):
         words = draw(st.lists(st.sampled_from(WORDS), max_size=40))
-        blocks.append(Block(" ".join(words), link_chars=draw(st.integers(0, 5)), furniture=draw(st.booleans())))
+        text = " ".join(words)
+        blocks.append(Block(text, link_chars=draw(st.integers(0, 5)), furniture=draw(st.booleans()),
+                            code_chars=draw(st.sampled_from([0, len(text)]))))
     return Page(draw(st.sampled_from(["", "Title - Site", "A | B | C"])), blocks)
 
 
@@ -80,7 +82,7 @@ def test_page_rows_and_blocks_round_trip():
     blocks = [Block("Home About", 10, True), Block("Body text 中文字", 0, False), Block("x", 1, False)]
     page = Page("T", blocks)
     assert page.text == "Home About\nBody text 中文字\nx"
-    assert page.rows.tolist() == [[0, 10, 1, 10, 2, 0], [11, 24, 0, 0, 3, 3], [25, 26, 0, 1, 1, 0]]
+    assert page.rows.tolist() == [[0, 10, 1, 10, 2, 0, 0], [11, 24, 0, 0, 3, 3, 0], [25, 26, 0, 1, 1, 0, 0]]
     again = Page("T", encoding="utf-8", text=page.text, rows=page.rows).blocks
     assert [(b.text, b.link_chars, b.furniture, b.n_words, b.n_han) for b in again] == [
         ("Home About", 10, True, 2, 0), ("Body text 中文字", 0, False, 3, 3), ("x", 1, False, 1, 0)]
@@ -139,13 +141,16 @@ def test_other_scripts_read_straight_from_the_page_text(text):
         _same(page, params)
 
 
-def _plan_reference(rows, cutoff, short_block_tokens):
+def _plan_reference(rows, cutoff, short_block_tokens, listing_prose_tokens):
     """The block plan block by block, in Python integers: the oracle of the numpy ``_block_plan``."""
-    kinds = []  # 0 long, 1 furniture, 2 short
+    kinds = []  # 0 long, 1 furniture, 2 short, 3 listing
     long_tokens = short_tokens = 0
-    for start, end, furniture, link, words, han in rows.tolist():
+    for start, end, furniture, link, words, han, code in rows.tolist():
         if furniture or link > cutoff * (end - start):
             kinds.append(1)
+            continue
+        if code / (end - start) > 0.5 if end > start else False:
+            kinds.append(3)
             continue
         tokens10 = 10 * words + 6 * han
         if short_block_tokens and tokens10 < 10 * short_block_tokens:
@@ -157,9 +162,17 @@ def _plan_reference(rows, cutoff, short_block_tokens):
     content = [i for i, k in enumerate(kinds) if k == 0]
     furn = [i for i, k in enumerate(kinds) if k == 1]
     shorts = [i for i, k in enumerate(kinds) if k == 2]
+    listings = [i for i, k in enumerate(kinds) if k == 3]
+    prose = [i for i, k in enumerate(kinds) if k in (0, 2)]
     if short_block_tokens and long_tokens >= short_tokens:
-        return np.array(content), np.array(furn + shorts)
-    return np.array(content + shorts), np.array(furn)
+        furn += shorts
+    else:
+        content += shorts
+    if listing_prose_tokens and long_tokens + short_tokens >= 10 * listing_prose_tokens:
+        furn += listings
+    else:
+        content += listings
+    return np.array(content), np.array(furn), np.array(prose)
 
 
 def test_block_plan_equals_the_row_by_row_reference():
@@ -168,13 +181,14 @@ def test_block_plan_equals_the_row_by_row_reference():
     rng = np.random.default_rng(5)
     for _ in range(2000):
         n = int(rng.integers(0, 30))
-        rows = np.zeros((n, 6), dtype=np.int64)
+        rows = np.zeros((n, 7), dtype=np.int64)
         rows[:, 0] = rng.integers(0, 100, n)
         rows[:, 1] = rows[:, 0] + rng.integers(0, 200, n)
         rows[:, 2] = rng.integers(0, 2, n) * (rng.random(n) < 0.3)
         rows[:, 3] = rng.integers(0, 200, n)
         rows[:, 4] = rng.integers(0, 60, n)
         rows[:, 5] = rng.integers(0, 60, n)
-        cutoff, sbt = float(rng.choice([0.0, 0.3, 0.5, 1.0])), int(rng.choice([0, 5, 20]))
-        got, want = _block_plan(rows, cutoff, sbt), _plan_reference(rows, cutoff, sbt)
-        assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()
+        rows[:, 6] = (rows[:, 1] - rows[:, 0]) * rng.integers(0, 3, n) // 2 * (rng.random(n) < 0.4)
+        cutoff, sbt, lpt = float(rng.choice([0.0, 0.3, 0.5, 1.0])), int(rng.choice([0, 5, 20])), int(rng.choice([0, 40]))
+        got, want = _block_plan(rows, cutoff, sbt, lpt), _plan_reference(rows, cutoff, sbt, lpt)
+        assert [g.tolist() for g in got] == [w.tolist() for w in want]

@@ -4,11 +4,13 @@
 ``stopwords`` lists the function words damped, ``weights`` weighs tokens by
 block and term and caps each one's share; ``word_kernel`` (with
 ``han_segmenter`` and ``murmur``) does the same tokenising, hashing and
-counting in one compiled pass.
+counting in one compiled pass. ``language`` reads the language of the prose,
+which the fingerprint carries as a mask.
 """
 
+from .language import UNDETERMINED, language_mask, page_language
 from .murmur import feature_hash, feature_hashes
 from .weights import FeatureParams, feature_vector, hashed_features, page_features, page_plan, page_texts, split_title
 
-__all__ = ["FeatureParams", "feature_hash", "feature_hashes", "feature_vector", "hashed_features", "page_features",
-           "page_plan", "page_texts", "split_title"]
+__all__ = ["FeatureParams", "UNDETERMINED", "feature_hash", "feature_hashes", "feature_vector", "hashed_features",
+           "language_mask", "page_features", "page_language", "page_plan", "page_texts", "split_title"]

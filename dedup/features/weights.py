@@ -49,7 +49,7 @@ import regex
 from numba import njit
 
 from .. import jit
-from ..text.page import ROW_END, ROW_FURNITURE, ROW_HAN, ROW_LINK, ROW_START, ROW_WORDS, Page
+from ..text.page import ROW_CODE, ROW_END, ROW_FURNITURE, ROW_HAN, ROW_LINK, ROW_START, ROW_WORDS, Page
 from .han_segmenter import default_dictionary
 from .murmur import feature_hashes
 from .stopwords import STOPWORDS
@@ -71,13 +71,19 @@ class FeatureParams:
     title_weight: float = 1.0
     short_block_tokens: int = 20  # blocks with fewer (estimated) tokens count as furniture; 0: off
     max_share: float = 0.05  # cap on one feature's share of the page's total weight; 0: off
+    #: listings (blocks mostly inside <pre>/<code>/<kbd>/<samp>) count as furniture on a page with at
+    #: least this many tokens of prose; 0: listings are content
+    listing_prose_tokens: int = 40
+    #: the prose's language is part of the fingerprint (see ``language``)
+    language: bool = True
 
     @property
     def tag(self) -> str:
         """Short text naming these parameters, part of the scheme identity."""
         return (f"fw{self.furniture_weight:g}ld{self.link_density_cutoff:g}sw{self.stop_weight:g}"
                 f"nw{self.number_weight:g}tf{self.tf_power:g}{'bi' if self.bigrams else 'uni'}"
-                f"tw{self.title_weight:g}sb{self.short_block_tokens}ms{self.max_share:g}")
+                f"tw{self.title_weight:g}sb{self.short_block_tokens}ms{self.max_share:g}"
+                f"lp{self.listing_prose_tokens}{'lang' if self.language else ''}")
 
 
 # "Article title - Site name", "Site | Section | Article", "标题_频道_新浪网"
@@ -100,17 +106,23 @@ def page_plan(page: Page, params: FeatureParams) -> tuple[np.ndarray, np.ndarray
 
     Returns (content block indices, furniture block indices, content title
     parts, furniture title parts). Furniture: blocks in page furniture or
-    denser in links than the cutoff. Short blocks (fewer estimated tokens than
-    ``short_block_tokens``: words between spaces plus ~0.6 per Han character,
-    jieba's average) are furniture only beside a real body of long ones (an
-    article among ad lines and bylines); on a page made of short blocks
-    (release notes, lists) they are the content, read after the long ones.
-    The title's main segment counts as content; site names and sections
-    around it count as furniture. Decided on the block rows as arrays, in
-    integers (tokens x 10), so no float rounding can flip a block.
+    denser in links than the cutoff. Listings (blocks more than half inside
+    ``<pre> <code> <kbd> <samp>``: commands, code, output) count as furniture
+    on a page with at least ``listing_prose_tokens`` tokens of prose: a
+    listing two pages quote, or one that is long and repetitive, would
+    otherwise outweigh prose that differs; on a page that is mostly listing
+    (a source file, a mail in ``<pre>``) they are the content, read last.
+    Short blocks (fewer estimated tokens than ``short_block_tokens``: words
+    between spaces plus ~0.6 per Han character, jieba's average) are furniture
+    only beside a real body of long ones (an article among ad lines and
+    bylines); on a page made of short blocks (release notes, lists) they are
+    the content, read after the long ones. The title's main segment counts as
+    content; site names and sections around it count as furniture. Decided on
+    the block rows as arrays, in integers (tokens x 10), so no float rounding
+    can flip a block.
     """
-    content_idx, furniture_idx = _block_plan(page.rows, float(params.link_density_cutoff),
-                                             int(params.short_block_tokens))
+    content_idx, furniture_idx, _ = _block_plan(page.rows, float(params.link_density_cutoff),
+                                                int(params.short_block_tokens), int(params.listing_prose_tokens))
     return (content_idx, furniture_idx, *_title_parts(page, params))
 
 
@@ -120,20 +132,31 @@ def _title_parts(page: Page, params: FeatureParams) -> tuple[list[str], list[str
     return ([main] if main else []), rest
 
 
-def _block_plan(rows: np.ndarray, cutoff: float, short_block_tokens: int) -> tuple[np.ndarray, np.ndarray]:
-    """(content block indices, furniture block indices) of ``page_plan``, on the
-    rows as arrays: long blocks, then short ones where they go; furniture, then
-    short ones where they go. O(blocks)."""
+def _block_plan(rows: np.ndarray, cutoff: float, short_block_tokens: int, listing_prose_tokens: int
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(content block indices, furniture block indices, prose block indices)
+    of ``page_plan``, on the rows as arrays: long blocks, then short ones and
+    listings where they go; furniture, then short ones and listings where they
+    go. Prose: the blocks that are neither furniture nor listings, in page
+    order (``language`` reads them). O(blocks)."""
     length = rows[:, ROW_END] - rows[:, ROW_START]
     # link density > cutoff, without a division: link chars > cutoff x length
     furniture = (rows[:, ROW_FURNITURE] != 0) | (rows[:, ROW_LINK] > cutoff * length)
+    listing = ~furniture & (2 * rows[:, ROW_CODE] > length)
+    prose = ~furniture & ~listing
     tokens10 = 10 * rows[:, ROW_WORDS] + 6 * rows[:, ROW_HAN]
-    short = ~furniture & (tokens10 < 10 * short_block_tokens) if short_block_tokens else np.zeros(len(rows), bool)
-    long = ~furniture & ~short
-    content, furn, shorts = np.flatnonzero(long), np.flatnonzero(furniture), np.flatnonzero(short)
+    short = prose & (tokens10 < 10 * short_block_tokens) if short_block_tokens else np.zeros(len(rows), bool)
+    long = prose & ~short
+    content, furn = [np.flatnonzero(long)], [np.flatnonzero(furniture)]
     if short_block_tokens and int(tokens10[long].sum()) >= int(tokens10[short].sum()):
-        return content, np.concatenate((furn, shorts))
-    return np.concatenate((content, shorts)), furn
+        furn.append(np.flatnonzero(short))
+    else:
+        content.append(np.flatnonzero(short))
+    if listing_prose_tokens and int(tokens10[prose].sum()) >= 10 * listing_prose_tokens:
+        furn.append(np.flatnonzero(listing))
+    else:
+        content.append(np.flatnonzero(listing))
+    return np.concatenate(content), np.concatenate(furn), np.flatnonzero(prose)
 
 
 @njit(cache=True, inline="always")
@@ -407,7 +430,8 @@ def _page_spans(page: Page, params: FeatureParams) -> tuple[np.ndarray, ...] | N
         return None
     buf = np.frombuffer(data, dtype=np.uint8)
     title_lens = np.array([len(t) for t in titles], dtype=np.int64)
-    content, furniture = _block_plan(page.rows, float(params.link_density_cutoff), int(params.short_block_tokens))
+    content, furniture, _ = _block_plan(page.rows, float(params.link_density_cutoff), int(params.short_block_tokens),
+                                        int(params.listing_prose_tokens))
     return (buf, *_plan_spans(buf, len(data) == len(full), page.rows, offsets, content, furniture, len(folded),
                               title_lens, len(main)))
 

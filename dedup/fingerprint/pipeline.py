@@ -16,13 +16,13 @@ from pathlib import Path
 
 
 from .. import jit
-from ..features import FeatureParams, hashed_features
+from ..features import UNDETERMINED, FeatureParams, hashed_features, language_mask, page_language
 from ..simhash import FP_BITS, simhash, to_hex
 from ..text import Page, extract
 from ..text.binary_sniff import binary_kind
 
 #: Bump when extraction, tokenisation, features or hashing change output.
-SCHEME_VERSION = 6  # v6: undeclared Japanese, Korean and some Western pages decode right
+SCHEME_VERSION = 7  # v7: listings damped beside prose; the prose's language is part of the fingerprint
 DEFAULT_MIN_TOKENS = 15
 
 
@@ -36,6 +36,8 @@ class Fingerprint:
     text: str = ""
     n_tokens: int = 0
     page: Page | None = field(default=None, repr=False)
+    #: the language of the page's prose (ISO 639-1), or "und"; see ``features.language``
+    language: str = UNDETERMINED
 
     @property
     def ok(self) -> bool:
@@ -49,6 +51,11 @@ class Fingerprint:
 class Fingerprinter:
     """Turns pages into fingerprints. Stateless and deterministic: the same
     bytes and scheme always give the same fingerprint.
+
+    The fingerprint is the simhash of the page's weighted features (``features``)
+    XORed with the mask of its prose's language (``features.language``): pages in
+    one language keep their distances, pages in two are as far apart as
+    unrelated ones.
 
     ``min_tokens``: pages with fewer content+furniture tokens get no
     fingerprint (reason ``too_short``) rather than a near-constant value that
@@ -67,7 +74,8 @@ class Fingerprinter:
     def scheme(self) -> str:
         """Identity of everything that shapes a fingerprint; stores record it."""
         return (f"neardup-v{SCHEME_VERSION};text=lexbor-visible;tok=jieba-dict+bigram-fallback;"
-                f"feat={self.params.tag};hash=mmh3x64s{self.seed};f={FP_BITS}")
+                f"feat={self.params.tag};{'lang=cld2;' if self.params.language else ''}"
+                f"hash=mmh3x64s{self.seed};f={FP_BITS}")
 
     def fingerprint_page(self, page: Page, compiled: bool | None = None) -> Fingerprint:
         """``compiled``: the compiled features and simhash (True) or the reference
@@ -81,7 +89,8 @@ class Fingerprinter:
         if n_tokens < self.min_tokens or not hashes.size:
             return Fingerprint(None, "too_short", page.title, text, n_tokens, page)
         value = simhash(hashes, weights, compiled=compiled)
-        return Fingerprint(value, None, page.title, text, n_tokens, page)
+        language = page_language(page, self.params) if self.params.language else UNDETERMINED
+        return Fingerprint(value ^ language_mask(language, self.seed), None, page.title, text, n_tokens, page, language)
 
     def fingerprint_html(self, data: bytes, encoding: str | None = None,
                          compiled: bool | None = None) -> Fingerprint:

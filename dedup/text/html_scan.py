@@ -10,8 +10,8 @@ Python calls on each node.
 
 ``scan(src)`` returns the visible text (UTF-8, whitespace folded, blocks
 separated by newlines) and one row per block: its code-point span in the text, whether it is
-furniture, how many of its characters sit inside ``<a href>``, and its
-counts of words and Han characters (for the features' short-block test). The rules
+furniture, how many of its characters sit inside ``<a href>`` and how many
+inside a listing (``<pre> <code>``...), and its counts of words and Han characters (for the features' short-block test). The rules
 are those of ``dedup.text`` (see its docstring); a hidden element is treated
 as absent, as a browser renders ``display: none``.
 
@@ -23,10 +23,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .page import ROW_END, ROW_FURNITURE, ROW_HAN, ROW_LINK, ROW_START, ROW_WORDS
+from .page import N_COLUMNS, ROW_CODE, ROW_END, ROW_FURNITURE, ROW_HAN, ROW_LINK, ROW_START, ROW_WORDS
 
 # Tag classes (bit flags).
-BLOCK, FURNITURE, DROPPED, RAW_DROPPED, RAW_KEPT, VOID, ANCHOR = 1, 2, 4, 8, 16, 32, 64
+BLOCK, FURNITURE, DROPPED, RAW_DROPPED, RAW_KEPT, VOID, ANCHOR, CODE = 1, 2, 4, 8, 16, 32, 64, 128
 
 #: Raw-text elements (serialised verbatim, not escaped) whose text is never shown.
 RAW_DROPPED_TAGS = ("script", "style", "iframe", "noembed", "noframes", "noscript")
@@ -49,9 +49,10 @@ def _name_table(names: dict[str, int]) -> tuple[np.ndarray, np.ndarray, np.ndarr
             first)
 
 
-def tag_table(block: frozenset[str], furniture: frozenset[str], dropped: frozenset[str]) -> tuple:
+def tag_table(block: frozenset[str], furniture: frozenset[str], dropped: frozenset[str],
+              code: frozenset[str]) -> tuple:
     flags: dict[str, int] = {}
-    for group, bit in ((block, BLOCK), (furniture, FURNITURE), (dropped, DROPPED),
+    for group, bit in ((block, BLOCK), (furniture, FURNITURE), (dropped, DROPPED), (code, CODE),
                        (RAW_DROPPED_TAGS, RAW_DROPPED), (RAW_KEPT_TAGS, RAW_KEPT), (VOID_TAGS, VOID), (("a",), ANCHOR)):
         for name in group:
             flags[name] = flags.get(name, 0) | bit
@@ -191,7 +192,7 @@ def _eq_lower(src, s, e, word):
 
 # Slots of the scan's state vector (one int64 array, so that the inlined
 # helpers below can update it in place).
-_OUT, _CP, _START, _HAS, _PENDING, _RAW, _LINK, _SPACES, _HAN, _BLOCKS, _NSTATE = range(11)
+_OUT, _CP, _START, _HAS, _PENDING, _RAW, _LINK, _SPACES, _HAN, _BLOCKS, _CODE, _NSTATE = range(12)
 # columns of the block rows ``scan`` returns (``text.Page.rows``)
 
 
@@ -202,11 +203,13 @@ def _is_han(c):
 
 
 @njit(cache=True)
-def _space(st, link):
+def _space(st, link, code):
     """One white space character of the source: folded into a pending space."""
     st[_RAW] += 1
     if link:
         st[_LINK] += 1
+    if code:
+        st[_CODE] += 1
     if st[_HAS]:
         st[_PENDING] = 1
 
@@ -230,7 +233,7 @@ def _open_char(out, st):
 
 
 @njit(cache=True)
-def _char(out, st, link, value):
+def _char(out, st, link, code, value):
     """One visible character given by its code point (< 0x800: entities)."""
     _open_char(out, st)
     o = st[_OUT]
@@ -245,10 +248,12 @@ def _char(out, st, link, value):
     st[_RAW] += 1
     if link:
         st[_LINK] += 1
+    if code:
+        st[_CODE] += 1
 
 
 @njit(cache=True)
-def _text(out, st, link, src, k, e, raw):
+def _text(out, st, link, code, src, k, e, raw):
     """Visible text from src[k] up to e, or up to the next ``<`` unless ``raw``
     (raw-text elements, whose text is also not entity-decoded). Returns where it stopped."""
     while k < e:
@@ -271,6 +276,8 @@ def _text(out, st, link, src, k, e, raw):
             st[_RAW] += k - k0
             if link:
                 st[_LINK] += k - k0
+            if code:
+                st[_CODE] += k - k0
             continue
         if ch >= 0x80 and not _ws_len(src, k, e):
             # a run of visible characters with non-ASCII ones (Chinese text): counted
@@ -315,10 +322,12 @@ def _text(out, st, link, src, k, e, raw):
             st[_RAW] += n_cp
             if link:
                 st[_LINK] += n_cp
+            if code:
+                st[_CODE] += n_cp
             st[_HAN] += han
             continue
         if ch == 32 or 9 <= ch <= 13:
-            _space(st, link)
+            _space(st, link, code)
             k += 1
             continue
         if ch == 38:  # an entity: the serialiser writes only &amp; &lt; &gt; &nbsp; (&quot; in values)
@@ -337,21 +346,21 @@ def _text(out, st, link, src, k, e, raw):
                     and src[k + 4] == 116 and src[k + 5] == 59:
                 value, ln = 34, 6
             if value == 0xA0:  # no-break space: white space
-                _space(st, link)
+                _space(st, link, code)
                 k += ln
                 continue
             if value >= 0:
-                _char(out, st, link, value)
+                _char(out, st, link, code, value)
                 k += ln
                 continue
         w = _ws_len(src, k, e)
         if w:
-            _space(st, link)
+            _space(st, link, code)
             k += w
             continue
         # what is left is one ASCII character: a control character, or "&" that starts no entity
         # (any other non-ASCII character went to the run above, or was white space)
-        _char(out, st, link, src[k])
+        _char(out, st, link, code, src[k])
         k += 1
     return k
 
@@ -369,6 +378,7 @@ def _end_block(blocks, nb, st, furniture):
         blocks[nb, ROW_FURNITURE] = furniture
         # link characters counted before white space folding: scaled down with it
         blocks[nb, ROW_LINK] = min(length, (st[_LINK] * length) // st[_RAW]) if st[_RAW] else 0
+        blocks[nb, ROW_CODE] = min(length, (st[_CODE] * length) // st[_RAW]) if st[_RAW] else 0
         blocks[nb, ROW_WORDS] = st[_SPACES] + 1
         blocks[nb, ROW_HAN] = st[_HAN]
         nb += 1
@@ -377,6 +387,7 @@ def _end_block(blocks, nb, st, furniture):
     st[_PENDING] = 0
     st[_RAW] = 0
     st[_LINK] = 0
+    st[_CODE] = 0
     st[_SPACES] = 0
     st[_HAN] = 0
     return blocks, nb
@@ -390,25 +401,27 @@ def scan(src, names, offs, vals, first, role_names, role_offs, role_vals, role_f
 
     Returns (out, n_out, rows): the visible text is ``out[:n_out]`` (UTF-8,
     blocks separated by a newline);
-    rows is an (m, 6) int64 array, one row per block: start and end code
+    rows is an (m, 7) int64 array, one row per block: start and end code
     point in the text, furniture (0/1), link characters, words (white-space
-    separated) and Han characters.
+    separated), Han characters and listing characters (``text.page.ROW_*``).
     """
     n = src.shape[0]
     out = np.empty(n + 1, dtype=np.uint8)
     st = np.zeros(_NSTATE, dtype=np.int64)
-    blocks = np.empty((16, 6), dtype=np.int64)
+    blocks = np.empty((16, N_COLUMNS), dtype=np.int64)
     nb = 0
     depth_cap = 16
     st_block = np.zeros(depth_cap, dtype=np.bool_)
     st_furn = np.zeros(depth_cap, dtype=np.bool_)
     st_link = np.zeros(depth_cap, dtype=np.bool_)
     st_hide = np.zeros(depth_cap, dtype=np.bool_)
+    st_code = np.zeros(depth_cap, dtype=np.bool_)
     depth = 0
     # the current element's context
     furn = False
     link = False
     hide = False
+    code = False
 
     kw_hidden = kw[0:6]
     kw_aria = kw[6:17]
@@ -429,7 +442,7 @@ def scan(src, names, offs, vals, first, role_names, role_offs, role_vals, role_f
                 while i < n and src[i] != 60:
                     i += 1
             else:
-                i = _text(out, st, link, src, i, n, False)
+                i = _text(out, st, link, code, src, i, n, False)
             continue
         if i + 1 >= n:
             break
@@ -451,9 +464,9 @@ def scan(src, names, offs, vals, first, role_names, role_offs, role_vals, role_f
             if st_block[depth]:
                 blocks, nb = _end_block(blocks, nb, st, furn)
             if depth > 0:
-                furn, link, hide = st_furn[depth - 1], st_link[depth - 1], st_hide[depth - 1]
+                furn, link, hide, code = st_furn[depth - 1], st_link[depth - 1], st_hide[depth - 1], st_code[depth - 1]
             else:
-                furn, link, hide = False, False, False
+                furn, link, hide, code = False, False, False, False
             continue
         # a start tag: its name, then its attributes
         ns = i + 1
@@ -522,26 +535,29 @@ def scan(src, names, offs, vals, first, role_names, role_offs, role_vals, role_f
             if is_block:  # a block starts: the text so far is one block
                 blocks, nb = _end_block(blocks, nb, st, furn)
         new_link = link or ((flags & ANCHOR) != 0 and has_href)
+        new_code = code or (flags & CODE) != 0
         if flags & VOID:
             continue  # no content, no end tag (<br>, <hr> ended the block above)
         if flags & (RAW_DROPPED | RAW_KEPT):
             # raw text runs, verbatim, to the end tag, which is then read as usual
             e = _find_end_tag(src, i, n, ns, ne)
             if not new_hide:
-                _text(out, st, new_link, src, i, e, True)
+                _text(out, st, new_link, new_code, src, i, e, True)
             i = e
         if depth == depth_cap:
             st_block = np.concatenate((st_block, np.zeros(depth_cap, dtype=np.bool_)))
             st_furn = np.concatenate((st_furn, np.zeros(depth_cap, dtype=np.bool_)))
             st_link = np.concatenate((st_link, np.zeros(depth_cap, dtype=np.bool_)))
             st_hide = np.concatenate((st_hide, np.zeros(depth_cap, dtype=np.bool_)))
+            st_code = np.concatenate((st_code, np.zeros(depth_cap, dtype=np.bool_)))
             depth_cap *= 2
         st_block[depth] = is_block
         st_furn[depth] = new_furn
         st_link[depth] = new_link
         st_hide[depth] = new_hide
+        st_code[depth] = new_code
         depth += 1
-        furn, link, hide = new_furn, new_link, new_hide
+        furn, link, hide, code = new_furn, new_link, new_hide, new_code
     blocks, nb = _end_block(blocks, nb, st, False)
     return out, st[_OUT], blocks[:nb]
 

@@ -23,10 +23,12 @@ Both keep only what a reader would see:
 * block-level elements start new lines; whitespace is normalised.
 
 Besides the text, they record *blocks* (one per block-level run of text)
-with their link density, words, Han characters and whether they sit in page
-furniture (``nav header footer aside`` or the matching ARIA roles). The
-fingerprint features use this to damp navigation and templates; the visible
-text itself keeps everything a reader sees.
+with their link density, words, Han characters, listing characters (inside
+``pre code kbd samp xmp listing``) and whether they sit in page furniture
+(``nav header footer aside`` or the matching ARIA roles). The fingerprint
+features use this to damp navigation, templates and listings, and to read
+the language of the prose; the visible text itself keeps everything a
+reader sees.
 
 Cost: O(size of the page): one parse, then one serialisation and one
 compiled scan, or one walk.
@@ -69,9 +71,13 @@ BLOCK_TAGS = frozenset(
 #: Page furniture: navigation, banners, footers, sidebars.
 FURNITURE_TAGS = frozenset({"nav", "header", "footer", "aside", "menu"})
 FURNITURE_ROLES = frozenset({"navigation", "banner", "contentinfo", "complementary", "menu", "menubar"})
+#: Listings: code, commands and their output. Their characters are counted per
+#: block, so that the features can tell a listing from prose (they are text a
+#: reader sees, and stay in the visible text).
+CODE_TAGS = frozenset({"pre", "code", "kbd", "samp", "xmp", "listing"})
 
 _WS = re.compile(r"\s+")
-_TAG_TABLE = html_scan.tag_table(BLOCK_TAGS, FURNITURE_TAGS, DROPPED_TAGS)
+_TAG_TABLE = html_scan.tag_table(BLOCK_TAGS, FURNITURE_TAGS, DROPPED_TAGS, CODE_TAGS)
 _ROLE_TABLE = html_scan.role_table(FURNITURE_ROLES)
 
 

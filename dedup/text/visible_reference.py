@@ -8,7 +8,7 @@ not ready (``dedup.jit``).
 
 >>> from dedup.text.visible import parse_document
 >>> reference_page(parse_document(b"<nav><a href=/>Home</a></nav><p>Hello <b>world</b></p>"), "", "utf-8").blocks
-[Block(text='Home', link_chars=4, furniture=True, n_words=1, n_han=0), Block(text='Hello world', link_chars=0, furniture=False, n_words=2, n_han=0)]
+[Block(text='Home', link_chars=4, furniture=True, n_words=1, n_han=0, code_chars=0), Block(text='Hello world', link_chars=0, furniture=False, n_words=2, n_han=0, code_chars=0)]
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import re
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from .page import HAN, Block, Page
-from .visible import BLOCK_TAGS, DROPPED_TAGS, FURNITURE_ROLES, FURNITURE_TAGS
+from .visible import BLOCK_TAGS, CODE_TAGS, DROPPED_TAGS, FURNITURE_ROLES, FURNITURE_TAGS
 
 _WS = re.compile(r"\s+")
 _HIDDEN_STYLE = re.compile(r"display[ \t\n\r\f\v]*:[ \t\n\r\f\v]*none|visibility[ \t\n\r\f\v]*:[ \t\n\r\f\v]*hidden",
@@ -39,19 +39,21 @@ def reference_page(doc: LexborHTMLParser, title: str, encoding: str) -> Page:
     root = doc.body if doc.body is not None else doc.root
     blocks: list[Block] = []
     parts: list[str] = []
-    link_chars = 0
+    link_chars = code_chars = 0
 
     def flush(furniture: bool) -> None:
-        nonlocal link_chars
+        nonlocal link_chars, code_chars
         raw = "".join(parts)
         parts.clear()
         folded = _WS.sub(" ", raw).strip()
         if folded:
+            # link and code characters counted before white space folding: scaled down with it
             blocks.append(Block(folded, min(len(folded), link_chars * len(folded) // len(raw)), furniture,
-                                len(folded.split()), len(HAN.findall(folded))))
-        link_chars = 0
+                                len(folded.split()), len(HAN.findall(folded)),
+                                min(len(folded), code_chars * len(folded) // len(raw))))
+        link_chars = code_chars = 0
 
-    def enter(el: LexborNode, furniture: bool, in_link: bool) -> list | None:
+    def enter(el: LexborNode, furniture: bool, in_link: bool, in_code: bool) -> list | None:
         """Open an element: the frame to walk its children in, or None if it is dropped."""
         tag = el.tag
         if tag in DROPPED_TAGS or _hidden(el):
@@ -65,13 +67,13 @@ def reference_page(doc: LexborHTMLParser, title: str, encoding: str) -> Page:
         elif is_block:
             flush(furniture)
         link = in_link or (tag == "a" and "href" in el.attributes)
-        return [el.iter(include_text=True), furniture, link, is_block]
+        return [el.iter(include_text=True), furniture, link, in_code or tag in CODE_TAGS, is_block]
 
     # An explicit stack, not recursion: pages nest up to deep_nesting's bound
     # (2,048), deeper than Python's recursion limit.
-    stack = [f] if root is not None and (f := enter(root, False, False)) is not None else []
+    stack = [f] if root is not None and (f := enter(root, False, False, False)) is not None else []
     while stack:
-        children, furniture, link, is_block = stack[-1]
+        children, furniture, link, code, is_block = stack[-1]
         child = next(children, None)
         if child is None:
             stack.pop()
@@ -82,7 +84,9 @@ def reference_page(doc: LexborHTMLParser, title: str, encoding: str) -> Page:
             parts.append(t)
             if link:
                 link_chars += len(t)
-        elif child.is_element_node and (f := enter(child, furniture, link)) is not None:
+            if code:
+                code_chars += len(t)
+        elif child.is_element_node and (f := enter(child, furniture, link, code)) is not None:
             stack.append(f)
     flush(False)
     return Page(title=title, blocks=blocks, encoding=encoding)
