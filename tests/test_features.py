@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dedup.features import FeatureParams, feature_vector, hashed_features
+from dedup.features import FeatureParams, feature_vector, hashed_features, page_plan
 from dedup.features.murmur import hash64_many
 from dedup.features import feature_hashes
 from dedup.text import Block, Page, extract
@@ -192,3 +192,15 @@ def test_block_plan_equals_the_row_by_row_reference():
         cutoff, sbt, lpt = float(rng.choice([0.0, 0.3, 0.5, 1.0])), int(rng.choice([0, 5, 20])), int(rng.choice([0, 40]))
         got, want = _block_plan(rows, cutoff, sbt, lpt), _plan_reference(rows, cutoff, sbt, lpt)
         assert [g.tolist() for g in got] == [w.tolist() for w in want]
+
+
+def test_listings_are_furniture_beside_prose_and_content_without_it():
+    prose = " ".join(WORDS[i % len(WORDS)] for i in range(60))
+    listing = "sudo apt-get install foo && systemctl restart foo " * 20
+    page = extract(f"<p>{prose}</p><pre>{listing}</pre>".encode())
+    assert page.blocks[1].code_density == 1.0
+    content, furniture, _, _ = page_plan(page, FeatureParams())
+    assert content.tolist() == [0] and furniture.tolist() == [1]
+    assert page_plan(page, FeatureParams(listing_prose_tokens=0))[0].tolist() == [0, 1]
+    only = extract(f"<p>Source of foo.c</p><pre>{listing}</pre>".encode())  # mostly listing: its content
+    assert only.rows[:, 6].tolist()[1] > 0 and 1 in page_plan(only, FeatureParams())[0].tolist()

@@ -71,7 +71,7 @@ def _page(prose: str, listing: str = "", nav: str = "") -> bytes:
 def test_the_language_is_read_from_prose_not_listings_or_furniture():
     prose = " ".join([SAMPLES["de"]] * 3)
     page = extract(_page(prose, LISTING, nav=SAMPLES["en"] * 5))
-    assert detect(LISTING + SAMPLES["en"]) == "en"
+    assert detect(page.text) != "de"  # the whole visible text is mostly listing and English navigation
     assert page_language(page) == "de"
 
 

@@ -54,7 +54,7 @@ class Page:
     gets its rows from them.
     """
 
-    __slots__ = ("title", "text", "rows", "encoding", "_blocks")
+    __slots__ = ("title", "text", "rows", "encoding", "_blocks", "plan")
 
     def __init__(self, title: str = "", blocks: list[Block] | None = None, encoding: str = "utf-8", *,
                  text: str = "", rows: np.ndarray | None = None) -> None:
@@ -65,6 +65,8 @@ class Page:
             text, rows = _text_and_rows(self._blocks)
         self.text = text
         self.rows = rows if rows is not None else np.zeros((0, N_COLUMNS), dtype=np.int64)
+        #: (parameters, block plan) of the features' last ``block_plan``, so that it is made once
+        self.plan: tuple | None = None
 
     @property
     def blocks(self) -> list[Block]:
