@@ -15,7 +15,7 @@ from tests.conftest import shared_path
 
 
 def _rows(page):
-    return page.title, [(b.text, b.furniture, b.link_chars, b.n_words, b.n_han) for b in page.blocks]
+    return page.title, [(b.text, b.furniture, b.link_chars, b.n_words, b.n_han, b.code_chars) for b in page.blocks]
 
 
 def _same(text: str) -> None:
@@ -26,7 +26,8 @@ TAGS = ["div", "p", "span", "a", "b", "nav", "footer", "li", "ul", "br", "hr", "
         "script", "style", "noscript", "template", "svg", "xmp", "textarea", "title", "button", "select",
         "option", "selectedcontent", "iframe", "plaintext", "section", "header", "custom-el", "pre", "form", "label",
         "math", "mi", "foreignObject", "desc", "frameset", "frame", "noembed", "noframes", "listing", "tr", "caption",
-        "body", "html", "head", "object", "image", "aside", "menu", "dialog", "details", "summary"]
+        "body", "html", "head", "object", "image", "aside", "menu", "dialog", "details", "summary",
+        "text", "tspan", "code", "kbd", "samp"]
 ATTRS = ['', ' href="/x"', " hidden", ' aria-hidden="true"', ' aria-hidden=" TRUE "', ' aria-hidden="false"',
          ' style="display:none"', ' style="color:red; DISPLAY : none"', ' style="visibility: hidden"',
          ' style="display:block"', ' role="navigation"', ' role="NAVIGATION"', ' role="main"',

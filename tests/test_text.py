@@ -29,7 +29,18 @@ def test_drops_invisible_and_keeps_title_apart():
     <div>tail <span>inner</span> after</div></body></html>"""
     page = extract(html)
     assert page.title == "My Title"
-    assert page.text == "Visible bold text\naria shown\ntail inner after"
+    assert page.text == "Visible bold text\nsvg text\naria shown\ntail inner after"
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_an_svg_shows_the_words_of_its_text_elements(compiled):
+    html = b"""<html><body><p>Syntax: <svg class="d"><title>tooltip</title><style>.x{}</style>
+    <path d="M0 0"/><text x="9">NATURAL</text><g><text>LEFT <tspan>OUTER</tspan></text></g>
+    <svg><text>JOIN</text></svg><desc>not drawn</desc></svg> is the operator.</p>
+    <p><svg aria-hidden="true"><text>icon</text></svg>Icons hidden</p></body></html>"""
+    page = extract(html, compiled=compiled)
+    assert page.title == ""  # an <svg>'s <title> is not the page's
+    assert page.text == "Syntax: NATURAL LEFT OUTER JOIN is the operator.\nIcons hidden"
 
 
 def test_blocks_and_furniture_and_link_density():

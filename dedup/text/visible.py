@@ -15,11 +15,12 @@ every real page and on generated markup):
 
 Both keep only what a reader would see:
 
-* dropped whole: ``DROPPED_TAGS`` (``script style noscript template svg head``
+* dropped whole: ``DROPPED_TAGS`` (``script style noscript template head math``
   and the like; the ``<title>`` is kept apart), comments, processing
   instructions, and hidden elements (``hidden`` attribute, ``aria-hidden="true"``,
   inline ``display:none`` or ``visibility:hidden``), which count as absent, as
   ``display: none`` renders;
+* an ``<svg>`` shows only the words of its ``<text>`` elements (``svg_as_text``);
 * block-level elements start new lines; whitespace is normalised.
 
 Besides the text, they record *blocks* (one per block-level run of text)
@@ -81,6 +82,30 @@ _TAG_TABLE = html_scan.tag_table(BLOCK_TAGS, FURNITURE_TAGS, DROPPED_TAGS, CODE_
 _ROLE_TABLE = html_scan.role_table(FURNITURE_ROLES)
 
 
+def svg_as_text(doc: LexborHTMLParser) -> None:
+    """Replace each outermost <svg> by a <span> with its attributes that holds
+    the words of its <text> elements (with their <tspan>s and <textPath>s),
+    one space between two. They are what a reader sees of a drawing: the
+    words of a syntax diagram, a chart's labels. The rest of an <svg> (shapes,
+    its <style>, its <title> and <desc>, which are not drawn) has no text to
+    show. A <span>, inline as an <svg> is, keeps its place in the block and
+    its hidden attributes (icons are often ``aria-hidden``). Done before
+    either reading of the tree, so that both see the same."""
+    for node in doc.css("svg"):
+        parent = node.parent
+        while parent is not None and parent.tag != "svg":
+            parent = parent.parent
+        if parent is not None:
+            continue  # inside another <svg>: its words go with that one's
+        span = doc.create_node("span")
+        for name, value in node.attributes.items():
+            span.attrs[name] = value if value is not None else ""
+        words = " ".join(t.text(deep=True) for t in node.css("text"))
+        if words:
+            span.insert_child(words)
+        node.replace_with(span)
+
+
 def _plaintext_as_span(doc: LexborHTMLParser) -> None:
     """Replace each <plaintext> (obsolete, rare) by a <span> with its attributes
     and children. Its own text is serialised unescaped, yet it may hold elements
@@ -139,6 +164,7 @@ def page_of_document(doc: LexborHTMLParser, encoding: str, compiled: bool | None
     ``jit`` says this process may run now."""
     if compiled is None:
         compiled = jit.ready("fingerprint")
+    svg_as_text(doc)  # (first: an <svg>'s <title> is not the page's)
     title = document_title(doc)
     if not compiled:
         from .visible_reference import reference_page
