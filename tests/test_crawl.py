@@ -215,3 +215,44 @@ def test_scope_limits_comparison_to_the_same_host(site, tmp_path, scope, dropped
     assert r.returncode == 0, r.stderr[-2000:]
     assert (stat(r.stderr, "neardup/dropped") or 0) == dropped
     assert (stat(r.stderr, "neardup/kept") or 0) == 2 - dropped
+
+
+class TranslatedSite:
+    """One weather report in seven languages (``PARAGRAPHS``, zh-hant aside),
+    each page with the same long command listing, and the French report under
+    the Korean path with a note that its translation is on the way."""
+
+    LISTING = "\n".join(f"$ sudo apt-get install --no-install-recommends pkg{i % 7}-dev && make -C /usr/src/pkg{i % 7}"
+                        for i in range(40))
+
+    def __init__(self) -> None:
+        self.langs = [lang for lang in PARAGRAPHS if lang != "zh-hant"]
+        self.pages = {f"/{lang}/weather.html": self._page(PARAGRAPHS[lang]) for lang in self.langs}
+        self.pages["/ko/weather-untranslated.html"] = self._page(PARAGRAPHS["fr"], "<p>번역 중</p>")
+
+    def _page(self, text: str, note: str = "") -> bytes:
+        return (f"<html><head><meta charset=utf-8><title>Weather</title></head><body><h1>Weather</h1>{note}"
+                + f"<p>{text}</p>" * 3 + f"<pre>{self.LISTING}</pre></body></html>").encode()
+
+    def page(self, path: str, query: dict[str, list[str]]) -> tuple[int, str, bytes]:
+        if path == "/":
+            links = "".join(f'<a href="{p}">{p}</a> ' for p in self.pages)
+            return 200, "text/html", f"<html><body>{links}</body></html>".encode()
+        return (200, "text/html", self.pages[path]) if path in self.pages else (404, "text/plain", b"not found")
+
+
+def test_pages_in_two_languages_sharing_a_listing_are_both_kept(tmp_path):
+    """Issue 17: a long listing two pages share does not make them duplicates
+    across languages (weighed as prose and without the language, it puts ru and ar
+    3 bits apart); an untranslated
+    page under another language's path is still a duplicate of its original."""
+    site = TranslatedSite()
+    with DemoServer(site) as server:  # type: ignore[arg-type]
+        store = tmp_path / "store"
+        r = scrapy_crawl(server.url, tmp_path, f"NEARDUP_STORE={store}")
+    assert r.returncode == 0, r.stderr[-3000:]
+    kept = paths([i["url"] for i in read_jsonl(tmp_path / "pages.jsonl")], server.url)
+    assert kept == sorted(["/", *(f"/{lang}/weather.html" for lang in site.langs)])
+    dups = read_jsonl(store / "duplicates.jsonl")
+    assert [(d["url"][len(server.url) - 1:], d["duplicate_of"][len(server.url) - 1:]) for d in dups] == [
+        ("/ko/weather-untranslated.html", "/fr/weather.html")]
