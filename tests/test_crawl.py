@@ -243,9 +243,9 @@ class TranslatedSite:
 
 def test_pages_in_two_languages_sharing_a_listing_are_both_kept(tmp_path):
     """Issue 17: a long listing two pages share does not make them duplicates
-    across languages (weighed as prose and without the language, it puts ru and ar
-    3 bits apart); an untranslated
-    page under another language's path is still a duplicate of its original."""
+    across languages (weighed as prose and without the language, it puts ru
+    and ar 3 bits apart); an untranslated page under another language's path
+    is still a duplicate of its original."""
     site = TranslatedSite()
     with DemoServer(site) as server:  # type: ignore[arg-type]
         store = tmp_path / "store"
