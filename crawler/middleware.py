@@ -506,7 +506,7 @@ class NearDupMiddleware:
         if "fingerprint" not in adapter or adapter["fingerprint"] is not None:
             return
         adapter["fingerprint"] = None if result.value is None else to_hex(result.value)
-        for name, value in (("title", result.title), ("text", result.text)):
+        for name, value in (("title", result.title), ("text", result.text), ("language", result.language)):
             if name in adapter and adapter[name] is None:
                 adapter[name] = value
 

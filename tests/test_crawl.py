@@ -251,8 +251,11 @@ def test_pages_in_two_languages_sharing_a_listing_are_both_kept(tmp_path):
         store = tmp_path / "store"
         r = scrapy_crawl(server.url, tmp_path, f"NEARDUP_STORE={store}")
     assert r.returncode == 0, r.stderr[-3000:]
-    kept = paths([i["url"] for i in read_jsonl(tmp_path / "pages.jsonl")], server.url)
+    items = read_jsonl(tmp_path / "pages.jsonl")
+    kept = paths([i["url"] for i in items], server.url)
     assert kept == sorted(["/", *(f"/{lang}/weather.html" for lang in site.langs)])
+    languages = {i["url"][len(server.url) - 1:]: i["language"] for i in items}
+    assert all(languages[f"/{lang}/weather.html"] == lang.split("-")[0] for lang in site.langs), languages
     dups = read_jsonl(store / "duplicates.jsonl")
     assert [(d["url"][len(server.url) - 1:], d["duplicate_of"][len(server.url) - 1:]) for d in dups] == [
         ("/ko/weather-untranslated.html", "/fr/weather.html")]

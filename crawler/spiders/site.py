@@ -80,6 +80,7 @@ class SiteSpider(scrapy.Spider):
                 "title": page.title if page else None,
                 "text": page.text if page else None,
                 "fingerprint": None,
+                "language": None,
                 "fetched_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                 "status": response.status,
             }

@@ -25,6 +25,7 @@ class JobResult(NamedTuple):
     reason: str | None
     title: str
     text: str
+    language: str = "und"  # of the page's prose (``features.language``)
 
 
 def fingerprint_job(body: bytes, encoding: str | None, min_tokens: int) -> JobResult:
@@ -33,7 +34,7 @@ def fingerprint_job(body: bytes, encoding: str | None, min_tokens: int) -> JobRe
     if fper is None:
         fper = _FINGERPRINTERS[min_tokens] = Fingerprinter(min_tokens=min_tokens)
     r = fper.fingerprint_html(body, encoding)
-    return JobResult(r.value, r.reason, r.title, r.text)
+    return JobResult(r.value, r.reason, r.title, r.text, r.language)
 
 
 def _exit_with_parent() -> None:
