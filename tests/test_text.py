@@ -43,6 +43,14 @@ def test_an_svg_shows_the_words_of_its_text_elements(compiled):
     assert page.text == "Syntax: NATURAL LEFT OUTER JOIN is the operator.\nIcons hidden"
 
 
+@pytest.mark.parametrize("compiled", [True, False])
+def test_a_formula_shows_its_tokens_not_its_annotations(compiled):
+    html = b"""<p>The area is <math><semantics><mrow><mi>&pi;</mi><mo>&#x2062;</mo><msup><mi>r</mi><mn>2</mn></msup>
+    </mrow><annotation encoding="application/x-tex">\\pi r^2</annotation><annotation-xml encoding="MathML-Content">
+    <apply><times/><ci>pi</ci></apply></annotation-xml></semantics></math> square units.</p>"""
+    assert extract(html, compiled=compiled).text == "The area is \u03c0 \u2062 r 2 square units."
+
+
 def test_blocks_and_furniture_and_link_density():
     html = b"""<body><nav><a href="/a">Home</a> <a href="/b">About</a></nav>
     <article><h1>Head</h1><p>Body text here.</p></article>

@@ -15,12 +15,13 @@ every real page and on generated markup):
 
 Both keep only what a reader would see:
 
-* dropped whole: ``DROPPED_TAGS`` (``script style noscript template head math``
+* dropped whole: ``DROPPED_TAGS`` (``script style noscript template head``
   and the like; the ``<title>`` is kept apart), comments, processing
   instructions, and hidden elements (``hidden`` attribute, ``aria-hidden="true"``,
   inline ``display:none`` or ``visibility:hidden``), which count as absent, as
   ``display: none`` renders;
-* an ``<svg>`` shows only the words of its ``<text>`` elements (``svg_as_text``);
+* an ``<svg>`` shows only the words of its ``<text>`` elements, a ``<math>``
+  only its tokens (``foreign_as_text``);
 * block-level elements start new lines; whitespace is normalised.
 
 Besides the text, they record *blocks* (one per block-level run of text)
@@ -82,28 +83,44 @@ _TAG_TABLE = html_scan.tag_table(BLOCK_TAGS, FURNITURE_TAGS, DROPPED_TAGS, CODE_
 _ROLE_TABLE = html_scan.role_table(FURNITURE_ROLES)
 
 
-def svg_as_text(doc: LexborHTMLParser) -> None:
-    """Replace each outermost <svg> by a <span> with its attributes that holds
-    the words of its <text> elements (with their <tspan>s and <textPath>s),
-    one space between two. They are what a reader sees of a drawing: the
-    words of a syntax diagram, a chart's labels. The rest of an <svg> (shapes,
-    its <style>, its <title> and <desc>, which are not drawn) has no text to
-    show. A <span>, inline as an <svg> is, keeps its place in the block and
-    its hidden attributes (icons are often ``aria-hidden``). Done before
-    either reading of the tree, so that both see the same."""
-    for node in doc.css("svg"):
+#: Foreign elements (HTML's name for SVG and MathML) and the descendants whose
+#: text a reader sees of them: an SVG's <text> (with its <tspan>s and
+#: <textPath>s), a formula's tokens.
+_FOREIGN_TEXT = {"svg": "text", "math": "mi, mn, mo, mtext, ms"}
+
+
+def foreign_as_text(doc: LexborHTMLParser) -> None:
+    """Replace each outermost <svg> and <math> by a <span> with its attributes
+    that holds the words a reader sees of it (``_FOREIGN_TEXT``), one space
+    between two: a syntax diagram's keywords, a chart's labels, a formula's
+    symbols. The rest (shapes, an SVG's <style>, <title> and <desc>, a
+    formula's TeX annotation) is not drawn. A <span>, inline as they are,
+    keeps its place in the block and its hidden attributes (icons are often
+    ``aria-hidden``). Done before either reading of the tree, so that both
+    see the same. O(elements of the foreign subtrees)."""
+    for node in doc.css("svg, math"):
         parent = node.parent
-        while parent is not None and parent.tag != "svg":
+        while parent is not None and parent.tag not in _FOREIGN_TEXT:
             parent = parent.parent
         if parent is not None:
-            continue  # inside another <svg>: its words go with that one's
+            continue  # inside another drawing: its words go with that one's
         span = doc.create_node("span")
         for name, value in node.attributes.items():
             span.attrs[name] = value if value is not None else ""
-        words = " ".join(t.text(deep=True) for t in node.css("text"))
+        words = " ".join(t.text(deep=True) for t in node.css(_FOREIGN_TEXT[node.tag]) if not _annotation(t, node))
         if words:
             span.insert_child(words)
         node.replace_with(span)
+
+
+def _annotation(node, root) -> bool:
+    """True when ``node`` sits in an <annotation-xml> below ``root`` (another
+    form of a formula, not drawn)."""
+    while node is not None and node is not root:
+        if node.tag == "annotation-xml":
+            return True
+        node = node.parent
+    return False
 
 
 def _plaintext_as_span(doc: LexborHTMLParser) -> None:
@@ -164,7 +181,7 @@ def page_of_document(doc: LexborHTMLParser, encoding: str, compiled: bool | None
     ``jit`` says this process may run now."""
     if compiled is None:
         compiled = jit.ready("fingerprint")
-    svg_as_text(doc)  # (first: an <svg>'s <title> is not the page's)
+    foreign_as_text(doc)  # (first: an <svg>'s <title> is not the page's)
     title = document_title(doc)
     if not compiled:
         from .visible_reference import reference_page
