@@ -15,6 +15,7 @@ from multiprocessing.synchronize import Event
 from typing import NamedTuple
 
 from .. import jit
+from ..features import UNDETERMINED
 from .pipeline import Fingerprinter
 
 _FINGERPRINTERS: dict[int, Fingerprinter] = {}
@@ -25,7 +26,7 @@ class JobResult(NamedTuple):
     reason: str | None
     title: str
     text: str
-    language: str = "und"  # of the page's prose (``features.language``)
+    language: str = UNDETERMINED  # of the page's prose (``features.language``)
 
 
 def fingerprint_job(body: bytes, encoding: str | None, min_tokens: int) -> JobResult:

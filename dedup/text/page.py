@@ -16,7 +16,7 @@ import numpy as np
 
 #: Columns of ``Page.rows``.
 ROW_START, ROW_END, ROW_FURNITURE, ROW_LINK, ROW_WORDS, ROW_HAN, ROW_CODE = range(7)
-N_COLUMNS = 7
+N_COLUMNS = ROW_CODE + 1
 
 #: Han characters. stdlib re with explicit ranges: much faster than regex's \\p{Han} for counting.
 HAN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f]")

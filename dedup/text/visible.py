@@ -47,7 +47,7 @@ import codecs
 import re
 
 import numpy as np
-from selectolax.lexbor import LexborDocumentOptions, LexborHTMLParser
+from selectolax.lexbor import LexborDocumentOptions, LexborHTMLParser, LexborNode
 from w3lib.encoding import to_unicode
 
 from .. import jit
@@ -99,28 +99,32 @@ def foreign_as_text(doc: LexborHTMLParser) -> None:
     ``aria-hidden``). Done before either reading of the tree, so that both
     see the same. O(elements of the foreign subtrees)."""
     for node in doc.css("svg, math"):
-        parent = node.parent
-        while parent is not None and parent.tag not in _FOREIGN_TEXT:
-            parent = parent.parent
-        if parent is not None:
+        if _below(node.parent, _FOREIGN_TEXT):
             continue  # inside another drawing: its words go with that one's
-        span = doc.create_node("span")
-        for name, value in node.attributes.items():
-            span.attrs[name] = value if value is not None else ""
-        words = " ".join(t.text(deep=True) for t in node.css(_FOREIGN_TEXT[node.tag]) if not _annotation(t, node))
+        span = _span_like(doc, node)
+        # (not an <annotation-xml>'s: another form of a formula, not drawn)
+        words = " ".join(t.text(deep=True) for t in node.css(_FOREIGN_TEXT[node.tag])
+                         if not _below(t, ("annotation-xml",), node))
         if words:
             span.insert_child(words)
-        node.replace_with(span)
+        node.replace_with(span, move=True)
 
 
-def _annotation(node, root) -> bool:
-    """True when ``node`` sits in an <annotation-xml> below ``root`` (another
-    form of a formula, not drawn)."""
+def _below(node: LexborNode | None, tags, root: LexborNode | None = None) -> bool:
+    """True when ``node`` or one of its ancestors up to (not including) ``root`` is one of ``tags``."""
     while node is not None and node is not root:
-        if node.tag == "annotation-xml":
+        if node.tag in tags:
             return True
         node = node.parent
     return False
+
+
+def _span_like(doc: LexborHTMLParser, node: LexborNode) -> LexborNode:
+    """A new <span> with ``node``'s attributes, to put in its place."""
+    span = doc.create_node("span")
+    for name, value in node.attributes.items():
+        span.attrs[name] = value if value is not None else ""
+    return span
 
 
 def _plaintext_as_span(doc: LexborHTMLParser) -> None:
@@ -129,9 +133,7 @@ def _plaintext_as_span(doc: LexborHTMLParser) -> None:
     too (the parser reconstructs <a>, <b>... inside it), so its serialisation is
     ambiguous; as a <span> (also inline) its text is escaped like any other."""
     for node in doc.css("plaintext"):
-        span = doc.create_node("span")
-        for name, value in node.attributes.items():
-            span.attrs[name] = value if value is not None else ""
+        span = _span_like(doc, node)
         for child in list(node.iter(include_text=True)):
             span.insert_child(child, move=True)
         node.replace_with(span, move=True)
