@@ -28,7 +28,7 @@ from urllib.parse import urlsplit
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
-from dedup.text import extract  # noqa: E402
+from scrapy_neardup.dedup.text import extract  # noqa: E402
 from quality import jaccard, shingles  # noqa: E402
 
 

@@ -23,9 +23,9 @@ from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from dedup import Fingerprinter  # noqa: E402
-from dedup.text import extract  # noqa: E402
-from dedup.features.tokens import tokenize  # noqa: E402
+from scrapy_neardup.dedup import Fingerprinter  # noqa: E402
+from scrapy_neardup.dedup.text import extract  # noqa: E402
+from scrapy_neardup.dedup.features.tokens import tokenize  # noqa: E402
 
 
 def load_aeb(root: Path) -> list[tuple[str, bytes, str]]:

@@ -18,11 +18,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.fingerprint_bench import load_aeb, load_zh  # noqa: E402
-from dedup import jit  # noqa: E402
-from dedup.features import FeatureParams, hashed_features  # noqa: E402
-from dedup.simhash import simhash  # noqa: E402
-from dedup.text import sniff_encoding  # noqa: E402
-from dedup.text.visible import page_of_document, parse_document  # noqa: E402
+from scrapy_neardup.dedup import jit  # noqa: E402
+from scrapy_neardup.dedup.features import FeatureParams, hashed_features  # noqa: E402
+from scrapy_neardup.dedup.simhash import simhash  # noqa: E402
+from scrapy_neardup.dedup.text import sniff_encoding  # noqa: E402
+from scrapy_neardup.dedup.text.visible import page_of_document, parse_document  # noqa: E402
 from w3lib.encoding import to_unicode  # noqa: E402
 
 STAGES = ("sniff encoding", "decode", "parse (lexbor)", "read the tree", "features + hashes", "simhash")

@@ -54,7 +54,7 @@ def new_project(where: Path) -> Path:
                    capture_output=True)
     project = where / "firstcrawl"
     settings = project / "firstcrawl" / "settings.py"
-    settings.write_text(settings.read_text() + '\nADDONS = {"crawler.addon.NearDupAddon": 0}\n')
+    settings.write_text(settings.read_text() + '\nADDONS = {"scrapy_neardup.NearDupAddon": 0}\n')
     (project / "firstcrawl" / "spiders" / "site.py").write_text(SPIDER)
     return project
 
@@ -96,7 +96,7 @@ def main() -> None:
             cache = work / f"cache-{i}"
             for mode in ("cold", "warm"):
                 if mode == "warm":  # complete the cache the cold run began
-                    subprocess.run([sys.executable, "-m", "dedup", "warmup"], check=True, capture_output=True,
+                    subprocess.run([sys.executable, "-m", "scrapy_neardup.dedup", "warmup"], check=True, capture_output=True,
                                    env={**os.environ, "NUMBA_CACHE_DIR": str(cache)})
                 runs[mode].append(run(project, url, cache, access, a.concurrency))
                 print(mode, json.dumps(runs[mode][-1]), flush=True)

@@ -44,8 +44,8 @@ class S(Spider):
 variant, n, jobdir = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 settings = {"LOG_ENABLED": False}
 if variant == "durable":
-    settings.update(JOBDIR=jobdir, SCHEDULER="crawler.frontier.scheduler.DurableScheduler",
-                    DUPEFILTER_CLASS="crawler.frontier.dupefilter.DurableDupeFilter")
+    settings.update(JOBDIR=jobdir, SCHEDULER="scrapy_neardup.crawler.frontier.scheduler.DurableScheduler",
+                    DUPEFILTER_CLASS="scrapy_neardup.crawler.frontier.dupefilter.DurableDupeFilter")
 else:  # (Scrapy's default DownloaderAwarePriorityQueue needs a running engine)
     settings.update(SCHEDULER_PRIORITY_QUEUE="scrapy.pqueues.ScrapyPriorityQueue")
     if variant == "scrapy-jobdir":

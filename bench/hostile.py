@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CHILD = r"""
 import json, resource, sys, time
 sys.path.insert(0, sys.argv[4])
-from dedup.fingerprint.jobs import fingerprint_job
+from scrapy_neardup.dedup.fingerprint.jobs import fingerprint_job
 path, enc = sys.argv[1], (sys.argv[3] or None)
 with open(sys.argv[2], "rb") as fh:
     body = fh.read()

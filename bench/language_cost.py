@@ -20,8 +20,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from dedup.features import FeatureParams  # noqa: E402
-from dedup.fingerprint import Fingerprinter  # noqa: E402
+from scrapy_neardup.dedup.features import FeatureParams  # noqa: E402
+from scrapy_neardup.dedup.fingerprint import Fingerprinter  # noqa: E402
 
 
 def main() -> None:

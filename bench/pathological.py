@@ -14,8 +14,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from dedup import Fingerprinter  # noqa: E402
-from dedup.text import visible as T  # noqa: E402
+from scrapy_neardup.dedup import Fingerprinter  # noqa: E402
+from scrapy_neardup.dedup.text import visible as T  # noqa: E402
 
 WORDS = b"near duplicate detection for web crawling with simhash fingerprints " * 3
 DEEP = {

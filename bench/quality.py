@@ -37,9 +37,9 @@ import numpy as np
 import regex
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from dedup.features import FeatureParams  # noqa: E402
-from dedup.fingerprint import Fingerprinter  # noqa: E402
-from dedup.text import extract  # noqa: E402
+from scrapy_neardup.dedup.features import FeatureParams  # noqa: E402
+from scrapy_neardup.dedup.fingerprint import Fingerprinter  # noqa: E402
+from scrapy_neardup.dedup.text import extract  # noqa: E402
 
 KS = range(9)
 BANDS = [(0.95, 1.01), (0.9, 0.95), (0.8, 0.9)]

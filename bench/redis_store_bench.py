@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 from store_bench import K, make_data, queries  # noqa: E402
 
-from dedup.store import SimhashStore  # noqa: E402
+from scrapy_neardup.dedup.store import SimhashStore  # noqa: E402
 from tests.fixtures.redis_servers import RedisCluster, RedisServer  # noqa: E402
 
 

@@ -25,7 +25,7 @@ from crawl_bench import ROOT, crawl_args, crawl_cmd, finish, read_stats, serve_s
 
 from tests.fixtures.redis_servers import RedisServer
 
-ADDONS = json.dumps({"crawler.addon.NearDupAddon": 0, "crawler.addon.SharedCrawlAddon": 0})
+ADDONS = json.dumps({"scrapy_neardup.NearDupAddon": 0, "scrapy_neardup.SharedCrawlAddon": 0})
 
 
 def children_cpu() -> float:

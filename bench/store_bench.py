@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from dedup.store import SimhashStore  # noqa: E402
+from scrapy_neardup.dedup.store import SimhashStore  # noqa: E402
 
 K = 3
 

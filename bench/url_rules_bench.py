@@ -41,7 +41,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 from crawl_bench import crawl_cmd, free_port, start_nginx  # noqa: E402
 
-from crawler.demo_site import DemoSite  # noqa: E402
+from scrapy_neardup.crawler.demo_site import DemoSite  # noqa: E402
 from tests.fixtures.trap_site import TrapSite  # noqa: E402
 
 MODES = {"plain": ["NEARDUP_ENABLED=False"], "no rules": ["NEARDUP_URL_RULES=False"], "rules": []}
@@ -98,7 +98,7 @@ def compare(name: str, results: dict[str, dict]) -> dict:
 
 
 def local_site(name: str, respond, truth: Callable[[str], str | None], work: Path, start: str) -> dict:
-    from crawler.demo_site import LocalServer
+    from scrapy_neardup.crawler.demo_site import LocalServer
 
     results = {}
     for mode, settings in MODES.items():
@@ -121,7 +121,7 @@ def static_site(data: str, name: str, starts: list[str], work: Path) -> dict:
 
     from quality import jaccard, shingles
 
-    from dedup.text import extract
+    from scrapy_neardup.dedup.text import extract
 
     root = work / f"{name}-site"
     with tarfile.open(Path(data) / "sites" / f"{name}.tar.gz") as tf:

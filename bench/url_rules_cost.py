@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from crawler.url_rules import RuleBook  # noqa: E402
+from scrapy_neardup.crawler.url_rules import RuleBook  # noqa: E402
 
 H = "http://h.test"
 
@@ -33,7 +33,7 @@ def measure() -> dict:
         book.observe(f"{H}/x{i}.html", 9000 + i, duplicate_of=f"{H}/m/x{i}.html")
     active = [st.rule.spec for st in book.rules() if st.acting]
     pages = [[f"{H}/p{j}/{i}.html?q={i}" for i in range(100)] for j in range(50)]
-    from crawler.url_rules import rules
+    from scrapy_neardup.crawler.url_rules import rules
 
     if hasattr(rules.parts_of, "cache_clear"):
         rules.parts_of.cache_clear()
@@ -56,7 +56,7 @@ def measure() -> dict:
 def main() -> None:
     """Alternately with and without the cache of canonicalised URLs (the
     baseline: w3lib once per URL and rule), three rounds each."""
-    from crawler.url_rules import book, rules
+    from scrapy_neardup.crawler.url_rules import book, rules
 
     cached = rules.parts_of
     out: dict = {"command": "bench/url_rules_cost.py", "cached": [], "uncached": []}

@@ -1,4 +1,4 @@
-"""One-line setup: ``ADDONS = {"crawler.addon.NearDupAddon": 0}``.
+"""One-line setup: ``ADDONS = {"scrapy_neardup.NearDupAddon": 0}``.
 
 ``NearDupAddon`` installs the filter (its spider middleware, the downloader
 middleware that leaves out requests a learned URL rule maps onto a fetched
@@ -12,8 +12,8 @@ crawl without it.
 ``PoliteCrawlAddon`` is the opt-in crawl profile for sparing the servers:
 robots.txt, AutoThrottle, 4 requests per domain and breadth-first order (so
 the shallower, usually canonical URL of a pair is met first and kept).
-Add it beside the first: ``ADDONS = {"crawler.addon.NearDupAddon": 0,
-"crawler.addon.PoliteCrawlAddon": 0}``. Anything the project sets itself
+Add it beside the first: ``ADDONS = {"scrapy_neardup.NearDupAddon": 0,
+"scrapy_neardup.PoliteCrawlAddon": 0}``. Anything the project sets itself
 wins over both (they write at "addon" priority, below "project").
 """
 
@@ -21,14 +21,14 @@ from __future__ import annotations
 
 from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
 
-MIDDLEWARE = "crawler.middleware.NearDupMiddleware"
-AVOID_MIDDLEWARE = "crawler.avoid_middleware.AvoidMiddleware"
-PIPELINE = "crawler.pipelines.IndexPipeline"
-SCHEDULER = "crawler.frontier.scheduler.DurableScheduler"
-DUPEFILTER = "crawler.frontier.dupefilter.DurableDupeFilter"
-ACK_SPIDER_MIDDLEWARE = "crawler.frontier.ack_middlewares.AckSpiderMiddleware"
-ACK_DOWNLOADER_MIDDLEWARE = "crawler.frontier.ack_middlewares.AckDownloaderMiddleware"
-EXTENSION = "crawler.summary.SummaryExtension"
+MIDDLEWARE = "scrapy_neardup.crawler.middleware.NearDupMiddleware"
+AVOID_MIDDLEWARE = "scrapy_neardup.crawler.avoid_middleware.AvoidMiddleware"
+PIPELINE = "scrapy_neardup.crawler.pipelines.IndexPipeline"
+SCHEDULER = "scrapy_neardup.crawler.frontier.scheduler.DurableScheduler"
+DUPEFILTER = "scrapy_neardup.crawler.frontier.dupefilter.DurableDupeFilter"
+ACK_SPIDER_MIDDLEWARE = "scrapy_neardup.crawler.frontier.ack_middlewares.AckSpiderMiddleware"
+ACK_DOWNLOADER_MIDDLEWARE = "scrapy_neardup.crawler.frontier.ack_middlewares.AckDownloaderMiddleware"
+EXTENSION = "scrapy_neardup.crawler.summary.SummaryExtension"
 
 #: Close to the spider (high order): it filters the callback's output before
 #: other spider middlewares (depth, offsite) see or count it.
@@ -80,7 +80,7 @@ class NearDupAddon:
                                                        ACK_ORDER)
 
 
-REDIS_SCHEDULER = "crawler.frontier.redis_scheduler.ReliableRedisScheduler"
+REDIS_SCHEDULER = "scrapy_neardup.crawler.frontier.redis_scheduler.ReliableRedisScheduler"
 REDIS_SETTINGS = {
     "SCHEDULER": REDIS_SCHEDULER,
     "DUPEFILTER_CLASS": "scrapy_redis.dupefilter.RFPDupeFilter",
@@ -97,7 +97,7 @@ class SharedCrawlAddon:
     (scrapy-redis's queue and dupe filter, with reliable acknowledgements:
     ``crawler.frontier.redis_scheduler``) and one near-duplicate store, all on
     the Redis at ``REDIS_URL``. Add it beside the filter:
-    ``ADDONS = {"crawler.addon.NearDupAddon": 0, "crawler.addon.SharedCrawlAddon": 0}``.
+    ``ADDONS = {"scrapy_neardup.NearDupAddon": 0, "scrapy_neardup.SharedCrawlAddon": 0}``.
     ``NEARDUP_STORE`` defaults to ``REDIS_URL`` with ``?prefix=neardup``."""
 
     def update_settings(self, settings: BaseSettings) -> None:

@@ -40,7 +40,7 @@ def crawl(urls: list[str], out: Path, settings: dict[str, str], spider_args: dic
     out.mkdir(parents=True, exist_ok=True)
     s = Settings()
     s.setdict({
-        "ADDONS": {"crawler.addon.NearDupAddon": 0, "crawler.addon.PoliteCrawlAddon": 0},
+        "ADDONS": {"scrapy_neardup.NearDupAddon": 0, "scrapy_neardup.PoliteCrawlAddon": 0},
         "FEEDS": {str(out / "pages.jsonl"): {"format": "jsonlines", "overwrite": not resumable,
                                              "encoding": "utf-8"}},
         "NEARDUP_STORE": str(out / "store"),
@@ -88,7 +88,7 @@ def search(index: str, query: str, limit: int) -> int:
 
 
 def rules(where: str, min_evidence: int) -> int:
-    from dedup.store.redis_store import is_redis_url
+    from scrapy_neardup.dedup.store.redis_store import is_redis_url
 
     from .url_rules.book import list_rules
 
@@ -168,7 +168,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         a = p.parse_args(rest)
         return rules(a.where, a.min_evidence)
     if cmd in ("warmup", "fingerprint", "distance", "scheme"):
-        from dedup.cli import main as dedup_main
+        from scrapy_neardup.dedup.cli import main as dedup_main
 
         return dedup_main(argv)
     print(USAGE, file=sys.stderr if cmd not in ("-h", "--help") else sys.stdout)

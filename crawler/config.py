@@ -17,9 +17,9 @@ from pathlib import Path
 from scrapy.crawler import Crawler
 from scrapy.settings import BaseSettings
 
-from dedup.fingerprint import DEFAULT_MIN_TOKENS
-from dedup.store.layout import MAX_DISTANCE
-from dedup.store.redis_store import is_redis_url, redact
+from scrapy_neardup.dedup.fingerprint import DEFAULT_MIN_TOKENS
+from scrapy_neardup.dedup.store.layout import MAX_DISTANCE
+from scrapy_neardup.dedup.store.redis_store import is_redis_url, redact
 
 
 SCOPES = ("all", "host", "domain")

@@ -11,8 +11,8 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from dedup.features.tokens import tokenize
-from dedup.store.backends import private_file
+from scrapy_neardup.dedup.features.tokens import tokenize
+from scrapy_neardup.dedup.store.backends import private_file
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS pages (

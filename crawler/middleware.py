@@ -55,13 +55,13 @@ from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.reactor import is_asyncio_reactor_installed
 from w3lib.encoding import http_content_type_encoding
 
-from dedup import jit
-from dedup.fingerprint import Fingerprinter
-from dedup.fingerprint.jobs import JobResult, fingerprint_job, warm_up
-from dedup.simhash import to_hex
-from dedup.store import SimhashStore
-from dedup.store import StoreUnavailable
-from dedup.store.backends import StoreError, private_file
+from scrapy_neardup.dedup import jit
+from scrapy_neardup.dedup.fingerprint import Fingerprinter
+from scrapy_neardup.dedup.fingerprint.jobs import JobResult, fingerprint_job, warm_up
+from scrapy_neardup.dedup.simhash import to_hex
+from scrapy_neardup.dedup.store import SimhashStore
+from scrapy_neardup.dedup.store import StoreUnavailable
+from scrapy_neardup.dedup.store.backends import StoreError, private_file
 
 from .config import NearDupConfig
 from .frontier.acks import REDELIVERED_KEY, AckTracker, response_id

@@ -50,7 +50,7 @@ def _cmd_scheme(args: argparse.Namespace) -> int:
 def _cmd_warmup(args: argparse.Namespace) -> int:
     from .jit import warm_all
 
-    print(f"dedup: compiled kernels in {warm_all():.1f} s")
+    print(f"neardup: compiled kernels in {warm_all():.1f} s")
     return 0
 
 

@@ -157,7 +157,7 @@ def warm_all() -> float:
     """Compile every group, each in a process of its own, at the same time;
     returns the wall seconds. Raises if one fails."""
     t = time.perf_counter()
-    procs = [subprocess.Popen([sys.executable, "-c", f"from dedup import jit; jit.warm({g!r})"]) for g in GROUPS]
+    procs = [subprocess.Popen([sys.executable, "-c", f"from scrapy_neardup.dedup import jit; jit.warm({g!r})"]) for g in GROUPS]
     codes = [p.wait() for p in procs]
     if any(codes):
         raise RuntimeError(f"compiling the kernels failed (exit codes {codes})")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import sys
 from pathlib import Path
 
 import pytest
@@ -70,3 +71,16 @@ def redis_cluster_url(redis_cluster):
 def shared_store_url(request):
     """A store URL with a prefix of its own, on one Redis and on a Redis Cluster."""
     return request.getfixturevalue("redis_url" if request.param == "redis" else "redis_cluster_url")
+
+
+# -- one name for every module -------------------------------------------------------
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """The repository's folders ``crawler/`` and ``dedup/`` are importable under
+    those bare names from its root, but the code is ``scrapy_neardup.crawler`` and
+    ``scrapy_neardup.dedup``: a bare import would load a second copy of a module."""
+    bare = sorted(m for m in sys.modules if m.split(".")[0] in ("crawler", "dedup"))
+    if bare:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        print(f"\nmodules imported under a bare repository name (use scrapy_neardup.*): {bare}", file=sys.stderr)

@@ -8,8 +8,8 @@ import zlib
 
 import pytest
 
-from dedup import Fingerprinter
-from dedup.text.binary_sniff import binary_kind
+from scrapy_neardup.dedup import Fingerprinter
+from scrapy_neardup.dedup.text.binary_sniff import binary_kind
 from tests.conftest import shared_path
 from tests.fixtures.pages import EN_PAGE, ZH_PAGE
 

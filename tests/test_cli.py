@@ -11,7 +11,7 @@ from tests.test_fingerprint import GOLDEN_EN
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "dedup", *args], capture_output=True, text=True, timeout=120)
+    return subprocess.run([sys.executable, "-m", "scrapy_neardup.dedup", *args], capture_output=True, text=True, timeout=120)
 
 
 def test_fingerprint_lines(tmp_path):
@@ -46,7 +46,7 @@ def test_neardup_crawl_of_urls_goes_on_where_it_stopped(tmp_path):
     site = DupSite(n=30, delay=(0, 0.005))
     out = tmp_path / "out"
     with site.serve() as server:
-        cmd = [sys.executable, "-m", "crawler", "crawl", f"{server.url}/a/0.html", "--out", str(out),
+        cmd = [sys.executable, "-m", "scrapy_neardup", "crawl", f"{server.url}/a/0.html", "--out", str(out),
                "-s", "AUTOTHROTTLE_ENABLED=False", "-s", "ROBOTSTXT_OBEY=False"]
         first = subprocess.run(cmd + ["-s", "CLOSESPIDER_PAGECOUNT=8"], capture_output=True, text=True, timeout=300)
         assert "goes on where it stopped" in first.stdout, first.stderr[-2000:]

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from scrapy.settings import BaseSettings, Settings
 
-from crawler.addon import (ACK_DOWNLOADER_MIDDLEWARE, AVOID_MIDDLEWARE, ACK_SPIDER_MIDDLEWARE, DUPEFILTER, EXTENSION, MIDDLEWARE, PIPELINE,
+from scrapy_neardup.crawler.addon import (ACK_DOWNLOADER_MIDDLEWARE, AVOID_MIDDLEWARE, ACK_SPIDER_MIDDLEWARE, DUPEFILTER, EXTENSION, MIDDLEWARE, PIPELINE,
                            SCHEDULER, NearDupAddon, PoliteCrawlAddon)
-from crawler.config import ConfigError, NearDupConfig
+from scrapy_neardup.crawler.config import ConfigError, NearDupConfig
 
 
 def cfg(**values) -> NearDupConfig:
@@ -122,7 +122,7 @@ def test_a_redis_store_url_is_shown_without_its_password():
 
 
 def test_shared_profile_sets_the_scrapy_redis_frontier_and_the_store_on_the_same_redis():
-    from crawler.addon import REDIS_SCHEDULER, SharedCrawlAddon
+    from scrapy_neardup.crawler.addon import REDIS_SCHEDULER, SharedCrawlAddon
 
     s = Settings({"REDIS_URL": "redis://10.0.0.5:6379/2"}, priority="project")
     SharedCrawlAddon().update_settings(s)

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from w3lib.encoding import html_body_declared_encoding
 
-from crawler.demo_site import DemoServer, DemoSite
-from dedup import Fingerprinter
+from scrapy_neardup.crawler.demo_site import DemoServer, DemoSite
+from scrapy_neardup.dedup import Fingerprinter
 from tests.conftest import ROOT, SHARED
 from tests.fixtures.pages import LEGACY_ENCODINGS, PARAGRAPHS, legacy_page
 
@@ -86,7 +86,7 @@ def test_crawl_drops_planted_duplicates_and_their_outlinks(site, tmp_path):
     indexed = [u for (u,) in db.execute("SELECT url FROM pages")]
     assert paths(indexed, server.url) == sorted(s.expected_kept() | {"/short.html"})
     word = s.titles[4].split()[0]
-    out = subprocess.run([sys.executable, "-m", "crawler", "search", str(tmp_path / "index.sqlite3"), word],
+    out = subprocess.run([sys.executable, "-m", "scrapy_neardup", "search", str(tmp_path / "index.sqlite3"), word],
                          cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert "/articles/a4.html" in out.stdout
 

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dedup.text import visible as T
-from dedup.text.deep_nesting import MAX_DEPTH, bound_nesting
+from scrapy_neardup.dedup.text import visible as T
+from scrapy_neardup.dedup.text.deep_nesting import MAX_DEPTH, bound_nesting
 
 
 @pytest.mark.parametrize(("data", "depth", "expected"), [

@@ -8,10 +8,11 @@ import pkgutil
 
 import pytest
 
-import crawler
-import dedup
+import scrapy_neardup
+import scrapy_neardup.crawler
+import scrapy_neardup.dedup
 
-MODULES = sorted(m.name for pkg in (dedup, crawler) for m in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + ".")
+MODULES = ["scrapy_neardup"] + sorted(m.name for pkg in (scrapy_neardup.dedup, scrapy_neardup.crawler) for m in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + ".")
                  if not m.name.endswith("__main__"))
 
 

@@ -13,11 +13,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dedup.features import FeatureParams, feature_vector, hashed_features, page_plan
-from dedup.features.murmur import hash64_many
-from dedup.features import feature_hashes
-from dedup.text import Block, Page, extract
-from dedup import jit
+from scrapy_neardup.dedup.features import FeatureParams, feature_vector, hashed_features, page_plan
+from scrapy_neardup.dedup.features.murmur import hash64_many
+from scrapy_neardup.dedup.features import feature_hashes
+from scrapy_neardup.dedup.text import Block, Page, extract
+from scrapy_neardup.dedup import jit
 from tests.conftest import shared_path
 
 PARAMS = [FeatureParams(), FeatureParams(tf_power=0.5, stop_weight=0.0, max_share=0.0),
@@ -112,7 +112,7 @@ def test_warmup_runs_every_kernel(runs):
     ("网页去重，我们！ 〇 々 crawler\u3000ok", True),          # full-width punctuation and U+3000: separators either way
 ])
 def test_both_compiled_routes_equal_the_reference(words, straight):
-    from dedup.features.weights import _page_spans
+    from scrapy_neardup.dedup.features.weights import _page_spans
 
     blocks = [Block(" ".join([words] * 8)), Block("Menu Home " + words, 10, True), Block("short " + words)]
     page = Page("Title – Site | Section", blocks)
@@ -122,7 +122,7 @@ def test_both_compiled_routes_equal_the_reference(words, straight):
 
 
 def test_chinese_pages_take_the_compiled_path():
-    from dedup.features.weights import _page_spans
+    from scrapy_neardup.dedup.features.weights import _page_spans
 
     pages = [extract(p.read_bytes()) for p in sorted((shared_path("zh-cwced") / "original").glob("*.html"))]
     straight = [page for page in pages if _page_spans(page, FeatureParams()) is not None]
@@ -133,7 +133,7 @@ def test_chinese_pages_take_the_compiled_path():
 @pytest.mark.parametrize("text", ["日本語のテキストです。ひらがなとカタカナ", "ภาษาไทย ๑๒๓ ทดสอบ", "नमस्ते दुनिया café",
                                   "𤨒晶 𠀀𠀁 emoji 😀 𝐀𝐁 math", "字\U000E0100 variation"])
 def test_other_scripts_read_straight_from_the_page_text(text):
-    from dedup.features.weights import _page_spans
+    from scrapy_neardup.dedup.features.weights import _page_spans
 
     page = Page("", [Block(" ".join([text] * 10))])
     assert _page_spans(page, FeatureParams()) is not None or "𝐀" in text  # (𝐀: NFKC makes it A)
@@ -176,7 +176,7 @@ def _plan_reference(rows, cutoff, short_block_tokens, listing_prose_tokens):
 
 
 def test_block_plan_equals_the_row_by_row_reference():
-    from dedup.features.weights import _block_plan
+    from scrapy_neardup.dedup.features.weights import _block_plan
 
     rng = np.random.default_rng(5)
     for _ in range(2000):

@@ -7,8 +7,8 @@ import gzip
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dedup import Fingerprinter, extract, hamming
-from dedup.text import extract_text
+from scrapy_neardup.dedup import Fingerprinter, extract, hamming
+from scrapy_neardup.dedup.text import extract_text
 from tests.fixtures.pages import EN_PAGE, ZH_PAGE
 
 # Pinned: a change here is a change of fingerprint scheme. Bump SCHEME_VERSION with it.
@@ -82,7 +82,7 @@ def test_arbitrary_tag_soup_never_raises(parts):
 
 
 def test_title_split_keeps_the_article_title():
-    from dedup.features import split_title
+    from scrapy_neardup.dedup.features import split_title
 
     assert split_title("Markets slide as investors weigh the rate outlook - Daily Chronicle") == (
         "Markets slide as investors weigh the rate outlook", ["Daily Chronicle"])

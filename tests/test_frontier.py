@@ -12,9 +12,9 @@ from scrapy import Request, Spider
 from scrapy.http import FormRequest
 from scrapy.utils.test import get_crawler
 
-from crawler.frontier.codec import CorruptRequest, UnserializableRequest, decode_request, encode_request
-from crawler.frontier.db import FrontierDB, FrontierError
-from crawler.frontier.scheduler import DurableScheduler
+from scrapy_neardup.crawler.frontier.codec import CorruptRequest, UnserializableRequest, decode_request, encode_request
+from scrapy_neardup.crawler.frontier.db import FrontierDB, FrontierError
+from scrapy_neardup.crawler.frontier.scheduler import DurableScheduler
 from tests.conftest import ROOT
 
 
@@ -171,8 +171,8 @@ def test_nothing_is_pickled(tmp_path):
 
 
 def test_scheduler_orders_by_priority_and_spreads_over_slots(tmp_path):
-    crawler = get_crawler(S, {"JOBDIR": str(tmp_path), "SCHEDULER": "crawler.frontier.scheduler.DurableScheduler",
-                              "DUPEFILTER_CLASS": "crawler.frontier.dupefilter.DurableDupeFilter",
+    crawler = get_crawler(S, {"JOBDIR": str(tmp_path), "SCHEDULER": "scrapy_neardup.crawler.frontier.scheduler.DurableScheduler",
+                              "DUPEFILTER_CLASS": "scrapy_neardup.crawler.frontier.dupefilter.DurableDupeFilter",
                               "SCHEDULER_DISK_QUEUE": "scrapy.squeues.PickleFifoDiskQueue"})
     crawler.spider = S()
     sched = DurableScheduler.from_crawler(crawler)
@@ -195,8 +195,8 @@ def test_scheduler_orders_by_priority_and_spreads_over_slots(tmp_path):
 
 
 def test_unserializable_requests_stay_in_memory_and_are_counted(tmp_path, caplog):
-    crawler = get_crawler(S, {"JOBDIR": str(tmp_path), "SCHEDULER": "crawler.frontier.scheduler.DurableScheduler",
-                              "DUPEFILTER_CLASS": "crawler.frontier.dupefilter.DurableDupeFilter"})
+    crawler = get_crawler(S, {"JOBDIR": str(tmp_path), "SCHEDULER": "scrapy_neardup.crawler.frontier.scheduler.DurableScheduler",
+                              "DUPEFILTER_CLASS": "scrapy_neardup.crawler.frontier.dupefilter.DurableDupeFilter"})
     crawler.spider = S()
     sched = DurableScheduler.from_crawler(crawler)
     sched.open(crawler.spider)
@@ -229,8 +229,8 @@ def test_every_request_is_acknowledged_exactly_when_done(tmp_path):
 
 def test_a_request_in_flight_at_every_kill_is_given_up_after_max_redeliveries(tmp_path, caplog):
     """A page that kills the crawler each time it is fetched must not stop the crawl forever."""
-    settings = {"JOBDIR": str(tmp_path), "SCHEDULER": "crawler.frontier.scheduler.DurableScheduler",
-                "DUPEFILTER_CLASS": "crawler.frontier.dupefilter.DurableDupeFilter",
+    settings = {"JOBDIR": str(tmp_path), "SCHEDULER": "scrapy_neardup.crawler.frontier.scheduler.DurableScheduler",
+                "DUPEFILTER_CLASS": "scrapy_neardup.crawler.frontier.dupefilter.DurableDupeFilter",
                 "NEARDUP_FRONTIER_MAX_REDELIVERIES": 2}
     handed = []
     for attempt in range(4):

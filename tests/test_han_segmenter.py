@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dedup.features.han_segmenter import (build_dictionary, check_dictionary, default_dictionary, dictionary_path,
+from scrapy_neardup.dedup.features.han_segmenter import (build_dictionary, check_dictionary, default_dictionary, dictionary_path,
                                  segment)
-from dedup.text import extract
-from dedup.features.tokens import _RUNS, normalize, segment_han
+from scrapy_neardup.dedup.text import extract
+from scrapy_neardup.dedup.features.tokens import _RUNS, normalize, segment_han
 from tests.conftest import shared_path
 
 

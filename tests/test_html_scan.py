@@ -10,7 +10,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from dedup.text import decode_html, extract, extract_text
+from scrapy_neardup.dedup.text import decode_html, extract, extract_text
 from tests.conftest import shared_path
 
 
@@ -99,7 +99,7 @@ def test_scan_cases(html, text):
 def test_parsing_without_mutation_events_gives_the_same_text(text):
     from selectolax.lexbor import LexborHTMLParser
 
-    from dedup.text.visible import parse_document, scan_page, serialise_for_scan
+    from scrapy_neardup.dedup.text.visible import parse_document, scan_page, serialise_for_scan
 
     data = text.encode("utf-8", "surrogatepass")
     with_events = scan_page(serialise_for_scan(LexborHTMLParser(data, scripting=True)), "", "utf-8")

@@ -9,10 +9,10 @@ import pycld2
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from dedup.features import UNDETERMINED, FeatureParams, language_mask, page_language
-from dedup.features.language import MAX_CHARS, detect
-from dedup.fingerprint import Fingerprinter
-from dedup.text import extract
+from scrapy_neardup.dedup.features import UNDETERMINED, FeatureParams, language_mask, page_language
+from scrapy_neardup.dedup.features.language import MAX_CHARS, detect
+from scrapy_neardup.dedup.fingerprint import Fingerprinter
+from scrapy_neardup.dedup.text import extract
 
 SAMPLES = {
     "en": "The quick brown fox jumps over the lazy dog while the cat sleeps in the warm garden all afternoon.",

@@ -7,8 +7,8 @@ import logging
 from scrapy.http import HtmlResponse, Request
 from scrapy.utils.test import get_crawler
 
-from crawler.middleware import SKIPPED, NearDupMiddleware
-from dedup.fingerprint.jobs import JobResult
+from scrapy_neardup.crawler.middleware import SKIPPED, NearDupMiddleware
+from scrapy_neardup.dedup.fingerprint.jobs import JobResult
 
 
 def _middleware() -> NearDupMiddleware:
@@ -20,7 +20,7 @@ def _middleware() -> NearDupMiddleware:
 def test_an_error_caught_by_the_library_is_a_warning_and_counted(caplog):
     mw = _middleware()
     response = HtmlResponse("http://127.0.0.1/a.html", body=b"<p>x</p>", request=Request("http://127.0.0.1/a.html"))
-    with caplog.at_level(logging.DEBUG, logger="crawler.middleware"):
+    with caplog.at_level(logging.DEBUG, logger="scrapy_neardup.crawler.middleware"):
         assert mw._decide(response, JobResult(None, "unparsable: ValueError", "", "")) == SKIPPED
         assert mw._decide(response, JobResult(None, "binary: pdf", "", "")) == SKIPPED
         assert mw._decide(response, JobResult(None, "too_short", "", "x")) == SKIPPED

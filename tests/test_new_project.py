@@ -69,7 +69,7 @@ def test_new_project_with_the_addon_and_a_cold_cache(tmp_path):
                    check=True, capture_output=True)
     project = tmp_path / "myproject"
     settings = project / "myproject" / "settings.py"
-    settings.write_text(settings.read_text() + '\nADDONS = {"crawler.addon.NearDupAddon": 0}\n')
+    settings.write_text(settings.read_text() + '\nADDONS = {"scrapy_neardup.NearDupAddon": 0}\n')
     (project / "myproject" / "spiders" / "pages.py").write_text(SPIDER)
     before = _files(project)
     site = _Site(400)

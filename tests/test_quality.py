@@ -7,7 +7,7 @@ import tarfile
 
 import pytest
 
-from dedup import Fingerprinter, hamming
+from scrapy_neardup.dedup import Fingerprinter, hamming
 from tests.conftest import ROOT, shared_path
 
 sys.path.insert(0, str(ROOT / "bench"))

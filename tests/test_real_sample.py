@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from dedup import Fingerprinter, read_document
-from dedup.text import extract
+from scrapy_neardup.dedup import Fingerprinter, read_document
+from scrapy_neardup.dedup.text import extract
 
 SAMPLE = Path(__file__).resolve().parent / "fixtures" / "real"
 GOLDEN = json.loads((SAMPLE / "golden.json").read_text())

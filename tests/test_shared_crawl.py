@@ -20,8 +20,8 @@ from tests.conftest import ROOT
 from tests.fixtures.dup_site import DupSite
 from tests.test_kill_resume import assert_gone, children
 
-ADDONS = json.dumps({"crawler.addon.NearDupAddon": 0, "crawler.addon.PoliteCrawlAddon": 0,
-                     "crawler.addon.SharedCrawlAddon": 0})
+ADDONS = json.dumps({"scrapy_neardup.NearDupAddon": 0, "scrapy_neardup.PoliteCrawlAddon": 0,
+                     "scrapy_neardup.SharedCrawlAddon": 0})
 _dbs = iter(range(1, 16))
 
 
@@ -166,7 +166,7 @@ def test_a_store_outage_mid_crawl(policy, tmp_path):
 def test_two_processes_learn_and_use_one_set_of_url_rules(shared_redis, tmp_path):
     """The trap site by two processes sharing Redis: the URL rules live beside
     the store, both act on them, and no avoided URL had other content."""
-    from crawler.url_rules.book import ACTIVE, list_rules
+    from scrapy_neardup.crawler.url_rules.book import ACTIVE, list_rules
     from tests.fixtures.trap_site import TrapSite
 
     site = TrapSite(n=40)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dedup.features import feature_hash
-from dedup.simhash import from_hex, hamming, hamming_many, simhash, simhash_features, simhash_vector, to_hex
+from scrapy_neardup.dedup.features import feature_hash
+from scrapy_neardup.dedup.simhash import from_hex, hamming, hamming_many, simhash, simhash_features, simhash_vector, to_hex
 
 
 def b(s: str) -> int:
@@ -111,7 +111,7 @@ def test_weights_must_be_finite():
 def test_compiled_64_bit_kernel_equals_the_bit_matrix():
     # the kernel simhash uses for uint64 hashes against the per-bit sums of _exact_sums,
     # with weights that cancel exactly (0.2 and 0.05 sums) and with random ones
-    from dedup.simhash import _exact_sums
+    from scrapy_neardup.dedup.simhash import _exact_sums
 
     rng = np.random.default_rng(7)
     for trial in range(300):

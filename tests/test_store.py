@@ -9,8 +9,8 @@ import multiprocessing as mp
 import numpy as np
 import pytest
 
-from dedup.store import SimhashStore, StoreError, StoreMismatchError, choose_layout, make_layout
-from dedup.store.tables import PermutedTables
+from scrapy_neardup.dedup.store import SimhashStore, StoreError, StoreMismatchError, choose_layout, make_layout
+from scrapy_neardup.dedup.store.tables import PermutedTables
 
 
 def flip(x: int, bits) -> int:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dedup.store import SimhashStore, StoreMismatchError, make_layout
+from scrapy_neardup.dedup.store import SimhashStore, StoreMismatchError, make_layout
 from tests.test_store import assert_pairs_equal_brute, assert_query_equals_brute, flip, planted_set
 
 BACKENDS = ["memory", "sqlite", "redis", "cluster"]

@@ -13,11 +13,11 @@ import time
 import numpy as np
 import pytest
 
-from dedup.store import SimhashStore
+from scrapy_neardup.dedup.store import SimhashStore
 
 WRITER = r"""
 import sys, numpy as np
-from dedup.store import SimhashStore
+from scrapy_neardup.dedup.store import SimhashStore
 path, seed = sys.argv[1], int(sys.argv[2])
 rng = np.random.default_rng(seed)
 s = SimhashStore.open(path, capacity=200_000, commit_every=10**9, commit_interval=1e9)

@@ -14,8 +14,8 @@ import time
 import numpy as np
 import pytest
 
-from dedup.store import SimhashStore, StoreError, StoreUnavailable
-from dedup.store.redis_store import redact
+from scrapy_neardup.dedup.store import SimhashStore, StoreError, StoreUnavailable
+from scrapy_neardup.dedup.store.redis_store import redact
 
 PROCESSES = 4
 ROUNDS = int(os.environ.get("NEARDUP_RACE_ROUNDS", "12"))
@@ -175,7 +175,7 @@ def test_a_store_with_another_key_format_is_refused(redis_url):
     hashes not keyed by fingerprint) is refused, saying so, not misread."""
     import redis
 
-    from dedup.store import StoreMismatchError
+    from scrapy_neardup.dedup.store import StoreMismatchError
 
     with SimhashStore.open(redis_url) as s:
         assert s.check_and_add(7, "seven") is None

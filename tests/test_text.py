@@ -11,7 +11,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from w3lib.encoding import html_to_unicode
 
-from dedup.text import decode_html, extract, extract_text, sniff_encoding
+from scrapy_neardup.dedup.text import decode_html, extract, extract_text, sniff_encoding
 from tests.conftest import shared_path
 from tests.fixtures.pages import LEGACY_ENCODINGS, PARAGRAPHS, legacy_page
 
@@ -86,7 +86,7 @@ def test_undeclared_encoding_detected():
 def _scores_by_pattern(data: bytes, codec: str) -> tuple[int, int, int, int] | None:
     """``cjk_codec_scores`` written with the patterns themselves (its table
     lookup must count the same characters)."""
-    from dedup.text.decode import _CJK_CODECS
+    from scrapy_neardup.dedup.text.decode import _CJK_CODECS
 
     _, plausible, signature, _ = next(c for c in _CJK_CODECS if c[0] == codec)
     non_ascii = "".join(ch for ch in data.decode(codec, errors="replace") if ord(ch) >= 0x80)
@@ -100,7 +100,7 @@ def _scores_by_pattern(data: bytes, codec: str) -> tuple[int, int, int, int] | N
 @given(st.text(alphabet=st.sampled_from("中文字网页，。「」ー日本語テストｱｲ한국어텍스트ㄱ abc😀𤨒é€Жж\u3000\ufffd"), max_size=60),
        st.sampled_from(["gb18030", "big5", "shift_jis", "euc-jp", "euc-kr", "cp1251"]))
 def test_cjk_detection_counts_as_its_patterns(text, codec):
-    from dedup.text.decode import _CJK_CODECS, cjk_codec_scores
+    from scrapy_neardup.dedup.text.decode import _CJK_CODECS, cjk_codec_scores
 
     data = text.encode(codec, errors="replace")
     for name, *_ in _CJK_CODECS:
@@ -194,6 +194,6 @@ def test_encoding_sniffing_agrees_with_w3lib(data, declared, prefix):
     content_type = None
     if declared and declared != "bogus":
         content_type = f"text/html; charset={declared}"
-    from dedup.text.decode import _detect
+    from scrapy_neardup.dedup.text.decode import _detect
 
     assert decode_html(raw, declared)[::-1] == html_to_unicode(content_type, raw, auto_detect_fun=_detect)

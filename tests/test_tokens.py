@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dedup.features.tokens import SEGMENTER_NAME, char_bigrams, segment_han, tokenize
+from scrapy_neardup.dedup.features.tokens import SEGMENTER_NAME, char_bigrams, segment_han, tokenize
 from tests.conftest import shared_path
 
 
@@ -53,7 +53,7 @@ from hypothesis import strategies as st  # noqa: E402
 @given(st.text(max_size=200))
 def test_fast_path_equals_full_pattern(text):
     """The stdlib fast path must cut exactly as the full script-aware pattern."""
-    from dedup.features import tokens as T
+    from scrapy_neardup.dedup.features import tokens as T
 
     norm = T.normalize(text)
     full = []
@@ -65,7 +65,7 @@ def test_fast_path_equals_full_pattern(text):
 
 def _per_run_reference(text: str) -> list[str]:
     """Tokens with one segmenter call per Han run (what the batched call must equal)."""
-    from dedup.features import tokens as T
+    from scrapy_neardup.dedup.features import tokens as T
 
     out: list[str] = []
     for m in T._RUNS.finditer(T.normalize(text)):
@@ -81,7 +81,7 @@ def test_one_segmenter_call_per_text_equals_one_per_run(text):
 
 
 def test_one_segmenter_call_per_page_on_zh_pages():
-    from dedup.text import extract
+    from scrapy_neardup.dedup.text import extract
 
     for p in sorted((shared_path("zh-cwced") / "original").glob("*.html"))[:30]:
         text = extract(p.read_bytes()).text

@@ -6,9 +6,9 @@ import random
 
 import pytest
 
-from crawler.url_rules import RuleBook, UrlRule, derive
-from crawler.url_rules.book import ACTIVE, CANDIDATE, PINNED, RETIRED, list_rules
-from crawler.url_rules.rules import RuleSyntaxError
+from scrapy_neardup.crawler.url_rules import RuleBook, UrlRule, derive
+from scrapy_neardup.crawler.url_rules.book import ACTIVE, CANDIDATE, PINNED, RETIRED, list_rules
+from scrapy_neardup.crawler.url_rules.rules import RuleSyntaxError
 
 H = "http://h.test"
 
@@ -219,7 +219,7 @@ def test_a_book_on_redis_is_shared_by_every_process(redis_url):
 def test_a_shared_book_that_cannot_be_reached_says_where(tmp_path):
     from conftest import free_port
 
-    from dedup.store import StoreUnavailable
+    from scrapy_neardup.dedup.store import StoreUnavailable
 
     with pytest.raises(StoreUnavailable, match="127.0.0.1") as err:
         RuleBook(f"redis://:pw@127.0.0.1:{free_port()}/0?prefix=x")
@@ -237,9 +237,9 @@ def test_the_rules_command_reads_a_file_a_directory_or_a_redis_url(tmp_path, red
         _pairs(book, 4)
         book.close()
     for where in (str(tmp_path), str(tmp_path / "store" / "url_rules.sqlite3"), redis_url):
-        out = subprocess.run([sys.executable, "-m", "crawler", "rules", where, "--min-evidence", "3"], cwd=ROOT,
+        out = subprocess.run([sys.executable, "-m", "scrapy_neardup", "rules", where, "--min-evidence", "3"], cwd=ROOT,
                              capture_output=True, text=True, timeout=60)
         assert out.returncode == 0 and "active" in out.stdout and "param h.test sid" in out.stdout, out.stderr
-    out = subprocess.run([sys.executable, "-m", "crawler", "rules", str(tmp_path / "nothing")], cwd=ROOT,
+    out = subprocess.run([sys.executable, "-m", "scrapy_neardup", "rules", str(tmp_path / "nothing")], cwd=ROOT,
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 2 and "no URL rules" in out.stderr

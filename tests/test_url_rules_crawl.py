@@ -56,7 +56,7 @@ def test_the_trap_site_learns_its_traps_and_skips_them(tmp_path):
     # most of what plain Scrapy downloads twice is never downloaded (the benchmark measures it)
     assert duplicate_downloads(site, targets) < 0.2 * duplicate_downloads(site, plain)
     # the command lists the rules
-    out = subprocess.run([sys.executable, "-m", "crawler", "rules", str(tmp_path / "rules")], cwd=ROOT,
+    out = subprocess.run([sys.executable, "-m", "scrapy_neardup", "rules", str(tmp_path / "rules")], cwd=ROOT,
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and "active" in out.stdout and "/mirror/" in out.stdout, out.stderr
 

@@ -17,8 +17,8 @@ SCRIPT = textwrap.dedent('''
     install_reactor("twisted.internet.asyncioreactor.AsyncioSelectorReactor")
     from scrapy.http import HtmlResponse, Request
     from scrapy.utils.test import get_crawler
-    from crawler.middleware import NearDupMiddleware
-    from dedup.fingerprint.jobs import JobResult
+    from scrapy_neardup.crawler.middleware import NearDupMiddleware
+    from scrapy_neardup.dedup.fingerprint.jobs import JobResult
 
     crawler = get_crawler(settings_dict={"NEARDUP_WORKERS": 1})
     crawler.stats.open_spider()

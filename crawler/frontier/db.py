@@ -23,7 +23,7 @@ from collections import Counter
 from pathlib import Path
 from typing import NamedTuple
 
-from dedup.store.backends import private_file
+from scrapy_neardup.dedup.store.backends import private_file
 
 FORMAT = "1"
 

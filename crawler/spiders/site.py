@@ -18,8 +18,8 @@ from scrapy.exceptions import CloseSpider
 from scrapy.http import Response, TextResponse
 from scrapy.linkextractors import LinkExtractor
 
-from dedup import jit
-from dedup.text import extract
+from scrapy_neardup.dedup import jit
+from scrapy_neardup.dedup.text import extract
 
 from ..config import NearDupConfig
 from ..middleware import declared_encoding

@@ -27,7 +27,7 @@ from typing import Any, Protocol
 
 import mmh3
 
-from dedup.store.backends import from_sqlite_int, private_file, to_sqlite_int
+from scrapy_neardup.dedup.store.backends import from_sqlite_int, private_file, to_sqlite_int
 
 from .rules import UrlRule
 
@@ -76,7 +76,7 @@ class Storage(Protocol):
 
 
 def open_storage(location: str | Path | None) -> Storage:
-    from dedup.store.redis_store import is_redis_url
+    from scrapy_neardup.dedup.store.redis_store import is_redis_url
 
     if location is not None and is_redis_url(str(location)):
         return RedisStorage(str(location))
@@ -201,7 +201,7 @@ def _guarded(cls: type) -> type:
     when it cannot be reached, naming the URL without its password."""
     import functools
 
-    from dedup.store.redis_store import redis_errors
+    from scrapy_neardup.dedup.store.redis_store import redis_errors
 
     def wrap(fn):
         @functools.wraps(fn)
@@ -230,7 +230,7 @@ class RedisStorage:
     pipeline of independent ones), atomic on its own: HINCRBY, HSETNX."""
 
     def __init__(self, url: str) -> None:
-        from dedup.store.redis_store import connect, redact, split_url
+        from scrapy_neardup.dedup.store.redis_store import connect, redact, split_url
 
         redis_url, own = split_url(url)
         self.name = (own.get("prefix") or "neardup") + ":rules"

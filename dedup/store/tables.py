@@ -22,7 +22,7 @@ B) with B <= ``buffer_size``; insert amortised O(T (B + n / merge_ratio) /
 B) element moves, merges done in compiled code; memory 8 T + 4 bytes per
 fingerprint plus main's prefix directory (about 2 bytes; ``Layout.bytes_per_fingerprint``).
 
->>> from dedup.store.layout import choose_layout
+>>> from scrapy_neardup.dedup.store.layout import choose_layout
 >>> t = PermutedTables(choose_layout(3, 1000))
 >>> t.add(0b1011)
 0

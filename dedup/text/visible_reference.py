@@ -6,7 +6,7 @@ compilation. It is that scan's oracle (tests compare the two on real and
 generated pages) and the path a process takes while its compiled code is
 not ready (``dedup.jit``).
 
->>> from dedup.text.visible import parse_document
+>>> from scrapy_neardup.dedup.text.visible import parse_document
 >>> reference_page(parse_document(b"<nav><a href=/>Home</a></nav><p>Hello <b>world</b></p>"), "", "utf-8").blocks
 [Block(text='Home', link_chars=4, furniture=True, n_words=1, n_han=0, code_chars=0), Block(text='Hello world', link_chars=0, furniture=False, n_words=2, n_han=0, code_chars=0)]
 """
