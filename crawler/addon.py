@@ -20,6 +20,7 @@ wins over both (they write at "addon" priority, below "project").
 from __future__ import annotations
 
 from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
+from scrapy.utils.misc import load_object
 
 MIDDLEWARE = "scrapy_neardup.crawler.middleware.NearDupMiddleware"
 AVOID_MIDDLEWARE = "scrapy_neardup.crawler.avoid_middleware.AvoidMiddleware"
@@ -51,6 +52,13 @@ POLITE_SETTINGS = {
 }
 
 
+def _setdefault(settings: BaseSettings, name: str, component: str, order: int) -> None:
+    """Add ``component`` to the component dict ``name`` at ``order`` unless the
+    project lists it already (by class or by any import path): its order wins.
+    Scrapy matches entries by the loaded class, so the class is passed, not the path."""
+    settings.setdefault_in_component_priority_dict(name, load_object(component), order)
+
+
 class NearDupAddon:
     """Installs the near-duplicate filter; nothing else."""
 
@@ -58,11 +66,11 @@ class NearDupAddon:
         if not settings.getbool("NEARDUP_ENABLED", True):
             return
         # setdefault: an order the project gave a component wins over ours
-        settings.setdefault_in_component_priority_dict("SPIDER_MIDDLEWARES", MIDDLEWARE, MIDDLEWARE_ORDER)
+        _setdefault(settings, "SPIDER_MIDDLEWARES", MIDDLEWARE, MIDDLEWARE_ORDER)
         if settings.getbool("NEARDUP_URL_RULES", True):
-            settings.setdefault_in_component_priority_dict("DOWNLOADER_MIDDLEWARES", AVOID_MIDDLEWARE, AVOID_ORDER)
-        settings.setdefault_in_component_priority_dict("ITEM_PIPELINES", PIPELINE, PIPELINE_ORDER)
-        settings.setdefault_in_component_priority_dict("EXTENSIONS", EXTENSION, EXTENSION_ORDER)
+            _setdefault(settings, "DOWNLOADER_MIDDLEWARES", AVOID_MIDDLEWARE, AVOID_ORDER)
+        _setdefault(settings, "ITEM_PIPELINES", PIPELINE, PIPELINE_ORDER)
+        _setdefault(settings, "EXTENSIONS", EXTENSION, EXTENSION_ORDER)
         if settings.get("JOBDIR") and settings.getbool("NEARDUP_FRONTIER", True):
             self._durable_frontier(settings)
 
@@ -70,14 +78,13 @@ class NearDupAddon:
     def _durable_frontier(settings: BaseSettings) -> None:
         """A crawl that persists (JOBDIR) gets the durable frontier, unless the
         project chose its own scheduler (scrapy-redis, say)."""
-        if settings.getpriority("SCHEDULER") > SETTINGS_PRIORITIES["default"]:
+        if (settings.getpriority("SCHEDULER") or 0) > SETTINGS_PRIORITIES["default"]:
             return
         settings.set("SCHEDULER", SCHEDULER, priority="addon")
-        if settings.getpriority("DUPEFILTER_CLASS") <= SETTINGS_PRIORITIES["default"]:
+        if (settings.getpriority("DUPEFILTER_CLASS") or 0) <= SETTINGS_PRIORITIES["default"]:
             settings.set("DUPEFILTER_CLASS", DUPEFILTER, priority="addon")
-        settings.setdefault_in_component_priority_dict("SPIDER_MIDDLEWARES", ACK_SPIDER_MIDDLEWARE, ACK_ORDER)
-        settings.setdefault_in_component_priority_dict("DOWNLOADER_MIDDLEWARES", ACK_DOWNLOADER_MIDDLEWARE,
-                                                       ACK_ORDER)
+        _setdefault(settings, "SPIDER_MIDDLEWARES", ACK_SPIDER_MIDDLEWARE, ACK_ORDER)
+        _setdefault(settings, "DOWNLOADER_MIDDLEWARES", ACK_DOWNLOADER_MIDDLEWARE, ACK_ORDER)
 
 
 REDIS_SCHEDULER = "scrapy_neardup.crawler.frontier.redis_scheduler.ReliableRedisScheduler"
@@ -95,7 +102,7 @@ REDIS_SETTINGS = {
 class SharedCrawlAddon:
     """The scale-out profile: N processes on N machines share one frontier
     (scrapy-redis's queue and dupe filter, with reliable acknowledgements:
-    ``crawler.frontier.redis_scheduler``) and one near-duplicate store, all on
+    ``scrapy_neardup.crawler.frontier.redis_scheduler``) and one near-duplicate store, all on
     the Redis at ``REDIS_URL``. Add it beside the filter:
     ``ADDONS = {"scrapy_neardup.NearDupAddon": 0, "scrapy_neardup.SharedCrawlAddon": 0}``.
     ``NEARDUP_STORE`` defaults to ``REDIS_URL`` with ``?prefix=neardup``."""
@@ -108,9 +115,8 @@ class SharedCrawlAddon:
 
         if settings.getpriority("NEARDUP_STORE") is None:
             settings.set("NEARDUP_STORE", url + ("&" if "?" in url else "?") + "prefix=neardup", priority="addon")
-        settings.setdefault_in_component_priority_dict("SPIDER_MIDDLEWARES", ACK_SPIDER_MIDDLEWARE, ACK_ORDER)
-        settings.setdefault_in_component_priority_dict("DOWNLOADER_MIDDLEWARES", ACK_DOWNLOADER_MIDDLEWARE,
-                                                       ACK_ORDER)
+        _setdefault(settings, "SPIDER_MIDDLEWARES", ACK_SPIDER_MIDDLEWARE, ACK_ORDER)
+        _setdefault(settings, "DOWNLOADER_MIDDLEWARES", ACK_DOWNLOADER_MIDDLEWARE, ACK_ORDER)
 
 
 class PoliteCrawlAddon:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from scrapy.settings import BaseSettings, Settings
+from scrapy.utils.misc import load_object
 
 from scrapy_neardup.crawler.addon import (ACK_DOWNLOADER_MIDDLEWARE, AVOID_MIDDLEWARE, ACK_SPIDER_MIDDLEWARE, DUPEFILTER, EXTENSION, MIDDLEWARE, PIPELINE,
                            SCHEDULER, NearDupAddon, PoliteCrawlAddon)
@@ -91,9 +92,9 @@ def test_addon_adds_its_components_and_nothing_else():
     before, s = Settings(), Settings()
     NearDupAddon().update_settings(s)
     assert _changed(before, s) == {"SPIDER_MIDDLEWARES", "DOWNLOADER_MIDDLEWARES", "ITEM_PIPELINES", "EXTENSIONS"}
-    assert s.getdict("SPIDER_MIDDLEWARES")[MIDDLEWARE] == 950
-    assert s.getdict("DOWNLOADER_MIDDLEWARES") == {AVOID_MIDDLEWARE: 50}
-    assert PIPELINE in s.getdict("ITEM_PIPELINES") and EXTENSION in s.getdict("EXTENSIONS")
+    assert s.getdict("SPIDER_MIDDLEWARES")[load_object(MIDDLEWARE)] == 950
+    assert s.getdict("DOWNLOADER_MIDDLEWARES") == {load_object(AVOID_MIDDLEWARE): 50}
+    assert load_object(PIPELINE) in s.getdict("ITEM_PIPELINES") and load_object(EXTENSION) in s.getdict("EXTENSIONS")
     assert s["USER_AGENT"] == before["USER_AGENT"]
 
 
@@ -101,12 +102,12 @@ def test_addon_with_jobdir_installs_the_durable_frontier_unless_told_otherwise()
     s = Settings({"JOBDIR": "/tmp/j"})
     NearDupAddon().update_settings(s)
     assert s["SCHEDULER"] == SCHEDULER and s["DUPEFILTER_CLASS"] == DUPEFILTER
-    assert ACK_SPIDER_MIDDLEWARE in s.getdict("SPIDER_MIDDLEWARES")
-    assert ACK_DOWNLOADER_MIDDLEWARE in s.getdict("DOWNLOADER_MIDDLEWARES")
+    assert load_object(ACK_SPIDER_MIDDLEWARE) in s.getdict("SPIDER_MIDDLEWARES")
+    assert load_object(ACK_DOWNLOADER_MIDDLEWARE) in s.getdict("DOWNLOADER_MIDDLEWARES")
     # the project's own scheduler (scrapy-redis, say) wins; so does NEARDUP_FRONTIER=False
     s = Settings({"JOBDIR": "/tmp/j", "SCHEDULER": "scrapy_redis.scheduler.Scheduler"}, priority="project")
     NearDupAddon().update_settings(s)
-    assert s["SCHEDULER"] == "scrapy_redis.scheduler.Scheduler" and ACK_SPIDER_MIDDLEWARE not in s.getdict(
+    assert s["SCHEDULER"] == "scrapy_redis.scheduler.Scheduler" and load_object(ACK_SPIDER_MIDDLEWARE) not in s.getdict(
         "SPIDER_MIDDLEWARES")
     before = Settings({"JOBDIR": "/tmp/j", "NEARDUP_FRONTIER": False, "NEARDUP_URL_RULES": False})
     s = Settings({"JOBDIR": "/tmp/j", "NEARDUP_FRONTIER": False, "NEARDUP_URL_RULES": False})
@@ -129,10 +130,18 @@ def test_shared_profile_sets_the_scrapy_redis_frontier_and_the_store_on_the_same
     assert s["SCHEDULER"] == REDIS_SCHEDULER and s.getbool("SCHEDULER_PERSIST")
     assert s["DUPEFILTER_CLASS"] == "scrapy_redis.dupefilter.RFPDupeFilter"
     assert s["NEARDUP_STORE"] == "redis://10.0.0.5:6379/2?prefix=neardup"
-    assert ACK_SPIDER_MIDDLEWARE in s.getdict("SPIDER_MIDDLEWARES")
+    assert load_object(ACK_SPIDER_MIDDLEWARE) in s.getdict("SPIDER_MIDDLEWARES")
     s = Settings({"NEARDUP_STORE": "redis://other:1/0", "SCHEDULER_PERSIST": False}, priority="project")
     SharedCrawlAddon().update_settings(s)  # what the project set wins
     assert s["NEARDUP_STORE"] == "redis://other:1/0" and not s.getbool("SCHEDULER_PERSIST")
+
+
+def test_an_order_the_project_gave_a_component_wins_over_the_add_on():
+    s = Settings({"SPIDER_MIDDLEWARES": {MIDDLEWARE: 123}, "DOWNLOADER_MIDDLEWARES": {AVOID_MIDDLEWARE: None}},
+                 priority="project")
+    NearDupAddon().update_settings(s)
+    assert s.getdict("SPIDER_MIDDLEWARES") == {MIDDLEWARE: 123}  # by path, not added a second time by class
+    assert s.getdict("DOWNLOADER_MIDDLEWARES") == {AVOID_MIDDLEWARE: None}  # switched off stays off
 
 
 def test_addon_switched_off_changes_nothing():
