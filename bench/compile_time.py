@@ -2,8 +2,8 @@
 
     .venv/bin/python bench/compile_time.py [--baseline-rev REV]
 
-Runs each kernel group (``dedup.jit.GROUPS``) alone in a fresh process with an
-empty ``NUMBA_CACHE_DIR``, then ``dedup.jit.warm_all`` (both groups at once,
+Runs each kernel group (``scrapy_neardup.dedup.jit.GROUPS``) alone in a fresh process with an
+empty ``NUMBA_CACHE_DIR``, then ``scrapy_neardup.dedup.jit.warm_all`` (both groups at once,
 one process each: what ``neardup warmup`` does), and reports wall seconds.
 With ``--baseline-rev``, also the warm-up of that revision of the project
 (checked out with ``git worktree`` into a temporary directory and run with
@@ -38,9 +38,9 @@ def main() -> None:
     a = ap.parse_args()
     result: dict[str, float] = {}
     for group in ("fingerprint", "store"):
-        result[f"{group}_alone_s"] = round(timed(f"from dedup import jit; jit.warm({group!r})", ROOT), 1)
+        result[f"{group}_alone_s"] = round(timed(f"from scrapy_neardup.dedup import jit; jit.warm({group!r})", ROOT), 1)
         print(group, result[f"{group}_alone_s"], flush=True)
-    result["warm_all_s"] = round(timed("from dedup import jit; jit.warm_all()", ROOT), 1)
+    result["warm_all_s"] = round(timed("from scrapy_neardup.dedup import jit; jit.warm_all()", ROOT), 1)
     print("both, two processes", result["warm_all_s"], flush=True)
     if a.baseline_rev:
         with tempfile.TemporaryDirectory(prefix="neardup-baseline-") as tmp:

@@ -4,7 +4,8 @@ The stages, each a subpackage or module: ``text`` (HTML bytes -> visible
 text), ``features`` (text -> weighted feature hashes), ``simhash``
 (features -> 64-bit fingerprint), ``fingerprint`` (the pipeline of the three,
 and its worker jobs), ``store`` (fingerprints within k bits). ``jit`` says
-which compiled kernels a process may call and warms them up.
+which compiled kernels a process may call; each group of kernels warms up
+in its own package (``fingerprint.warmup``, ``store.warmup``).
 
 It never imports scrapy or twisted.
 """

@@ -14,8 +14,14 @@ Groups: ``fingerprint`` (the visible-text scan, the word kernel with jieba's
 segmenter, MurmurHash3 over many strings, the simhash sums) and ``store``
 (the permuted tables' probes, merges and self-join).
 
-``python -m dedup warmup`` (or ``neardup warmup``) compiles both, each group in a process of its
-own so that two cores share the work.
+Each group owns its warm-up, next to its kernels (``fingerprint.warmup``,
+``store.warmup``), and registers it here (``register``) when imported. This
+module imports none of the stages: they import it, to ask ``ready``. ``warm(group)``
+imports the group's warm-up module by its name in ``WARMUP_MODULES`` (a
+string, so no import edge points up from here) the first time it is needed.
+
+``python -m scrapy_neardup.dedup warmup`` (or ``neardup warmup``) compiles
+both, each group in a process of its own so that two cores share the work.
 
 >>> sorted(GROUPS)
 ['fingerprint', 'store']
@@ -23,19 +29,34 @@ own so that two cores share the work.
 
 from __future__ import annotations
 
+import importlib
 import logging
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable
+from typing import NamedTuple
 
 logger = logging.getLogger(__name__)
 
-GROUPS = ("fingerprint", "store")
+#: each group's warm-up module, relative to this package (imported by name: see the module's docstring)
+WARMUP_MODULES = {"fingerprint": ".fingerprint.warmup", "store": ".store.warmup"}
+GROUPS = tuple(WARMUP_MODULES)
+
+
+class Warmup(NamedTuple):
+    """What a group registers: ``compiled`` runs each of its kernels on small
+    inputs (compiling them, or loading them from the cache); ``reference``, if
+    any, loads what its reference path loads on first use (dictionaries, tables)."""
+
+    compiled: Callable[[], None]
+    reference: Callable[[], None] | None = None
+
+
 _ready = dict.fromkeys(GROUPS, True)
 _warmed: set[str] = set()
+_warmups: dict[str, Warmup] = {}
 _lock = threading.Lock()
 
 
@@ -51,54 +72,18 @@ def defer(*groups: str) -> None:
             _ready[g] = False
 
 
-def _warm_fingerprint() -> None:
-    import numpy as np
-
-    from .features.murmur import hash64_many
-    from .fingerprint import Fingerprinter
-    from .simhash import simhash
-
-    fper = Fingerprinter()
-    for page in _PAGES:
-        fper.fingerprint_html(page, compiled=True)
-    hashes = hash64_many(["warm", "up"])
-    simhash(hashes, np.array([1.0, 2.0]), compiled=True)
+def register(group: str, compiled: Callable[[], None], *, reference: Callable[[], None] | None = None) -> None:
+    """Give ``group`` its warm-up (called by the group's warm-up module when it is imported)."""
+    if group not in _ready:
+        raise ValueError(f"unknown kernel group {group!r}: one of {', '.join(GROUPS)}")
+    _warmups[group] = Warmup(compiled, reference)
 
 
-def _warm_store() -> None:
-    import numpy as np
-
-    from .store import SimhashStore
-
-    fps = np.random.default_rng(0).integers(0, 2**63, 3000, dtype=np.uint64)
-    with SimhashStore.open(None, capacity=10_000, compiled=True) as store:
-        store.add_many(fps[:1000], [str(i) for i in range(1000)])
-        store.check_and_add_many(fps[1000:], [str(i) for i in range(1000, 3000)])
-        store.query(int(fps[0]))
-        store.query_many(fps[:10])
-        store.check_and_add(int(fps[1]) ^ 1, "x")
-        for i in range(600):  # single adds past the buffer: flushes and merges
-            store.check_and_add(int(fps[i]) ^ 0xFFFF0000, f"y{i}")
-        list(store.pairs())
-        store.check_invariants()
-    # a persistent store reopened from its snapshot (memory-mapped arrays), as a resumed crawl does
-    with tempfile.TemporaryDirectory(prefix="neardup-warmup-") as tmp:
-        with SimhashStore.open(tmp, capacity=10_000, compiled=True) as store:
-            store.add_many(fps[:2000], [str(i) for i in range(2000)])
-        with SimhashStore.open(tmp, capacity=10_000, compiled=True) as store:
-            store.check_and_add(int(fps[5]) ^ 3, "z")
-            store.query(int(fps[6]))
-
-
-_WARMERS: dict[str, Callable[[], None]] = {"fingerprint": _warm_fingerprint, "store": _warm_store}
-
-_PAGES = (
-    b"<html><title>Warm up - Site</title><body><nav><a href='/'>Home</a></nav><p>"
-    + b"Near-duplicate detection for web crawling, with simhash fingerprints. " * 4 + b"</p></body></html>",
-    "<p>网页去重：相似网页的指纹只差几位。日本語のテキストもあります。ｆｕｌｌ ｗｉｄｔｈ … ™ Straße</p>".encode() * 4,
-    "<meta charset=gbk><p>网页去重：相似网页的指纹只差几位，抓取时丢弃重复的网页。</p>".encode("gbk") * 4,
-    "<p>สวัสดีครับ ภาษาไทย 한국어 텍스트 العربية Ελληνικά</p>".encode() * 6,
-)
+def warmup_of(group: str) -> Warmup:
+    """``group``'s registered warm-up, importing its module first if need be."""
+    if group not in _warmups:
+        importlib.import_module(WARMUP_MODULES[group], __package__)
+    return _warmups[group]
 
 
 def warm(group: str) -> float:
@@ -109,7 +94,7 @@ def warm(group: str) -> float:
         if group in _warmed:
             return 0.0
         t = time.perf_counter()
-        _WARMERS[group]()
+        warmup_of(group).compiled()
         _warmed.add(group)
         _ready[group] = True
         return time.perf_counter() - t
@@ -118,11 +103,10 @@ def warm(group: str) -> float:
 def warm_reference() -> None:
     """Load what the reference paths load on first use (jieba's dictionary in
     rjieba, the decoders' tables), so the first pages do not pay for it."""
-    from .fingerprint import Fingerprinter
-
-    fper = Fingerprinter()
-    for page in _PAGES:
-        fper.fingerprint_html(page, compiled=False)
+    for g in GROUPS:
+        reference = warmup_of(g).reference
+        if reference is not None:
+            reference()
 
 
 def warm_in_background(groups: Iterable[str] = GROUPS, *, reference_first: bool = False,
@@ -157,9 +141,8 @@ def warm_all() -> float:
     """Compile every group, each in a process of its own, at the same time;
     returns the wall seconds. Raises if one fails."""
     t = time.perf_counter()
-    procs = [subprocess.Popen([sys.executable, "-c", f"from scrapy_neardup.dedup import jit; jit.warm({g!r})"]) for g in GROUPS]
+    procs = [subprocess.Popen([sys.executable, "-c", f"import {__name__} as jit; jit.warm({g!r})"]) for g in GROUPS]
     codes = [p.wait() for p in procs]
     if any(codes):
         raise RuntimeError(f"compiling the kernels failed (exit codes {codes})")
     return time.perf_counter() - t
-

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from scrapy_neardup.dedup.store import SimhashStore, StoreError, StoreUnavailable
-from scrapy_neardup.dedup.store.redis_store import redact
+from scrapy_neardup.dedup.store.redis import redact
 
 PROCESSES = 4
 ROUNDS = int(os.environ.get("NEARDUP_RACE_ROUNDS", "12"))
@@ -92,11 +92,13 @@ def test_exactly_one_of_each_planted_cluster_is_admitted(shared_store_url):
 
 def holder(url: str, fps: list[int], ready) -> None:
     """Reserve every table for ``fps``, then hang (to be killed) before committing."""
+    from scrapy_neardup.dedup.store.redis import cluster
+
     store = SimhashStore.open(url)
     arr = np.array(fps, dtype=np.uint64)
-    names = store._names(store.layout.prefixes(arr), arr)
-    store._commit = lambda *args, **kw: None  # (hold the reservations, never commit)
-    dups = store._reserve(fps, [""] * len(fps), names, list(range(len(fps))))
+    names = store.keyspace.names(store.layout.prefixes(arr), arr)
+    cluster.commit = lambda *args, **kw: None  # (hold the reservations, never commit: this process only)
+    dups = cluster.reserve(store, fps, [""] * len(fps), names, list(range(len(fps))))
     assert not dups
     ready.set()
     time.sleep(600)
@@ -189,25 +191,28 @@ def test_a_store_with_another_key_format_is_refused(redis_url):
         client.close()
 
 
-def test_a_neighbour_committed_between_read_and_commit_is_found(shared_store_url):
+def test_a_neighbour_committed_between_read_and_commit_is_found(shared_store_url, monkeypatch):
     """Another process admits a near-copy after this one read the buckets: the
     commit step finds it in what was appended since, calls this one a
     duplicate of it, and leaves no trace of this one (on one Redis: its
     appends undone)."""
+    from scrapy_neardup.dedup.store.redis import buckets, cluster, single
+
     a = SimhashStore.open(shared_store_url)
     b = SimhashStore.open(shared_store_url)
     fps = [0x0123456789ABCDEF, 0xFEDCBA9876543210]
-    read = a._read
 
-    def read_then_race(*args):
-        out = read(*args)
-        b.check_and_add_many([fps[0] ^ 0b101, fps[1] ^ 1], ["b0", "b1"])
+    def read_then_race(store, *args):
+        out = buckets.read(store, *args)
+        if store is a:  # (b's own reads go on as usual)
+            b.check_and_add_many([fps[0] ^ 0b101, fps[1] ^ 1], ["b0", "b1"])
         return out
 
-    a._read = read_then_race
-    got = a.check_and_add_many(fps, ["a0", "a1"])
+    with monkeypatch.context() as patch:  # the read of both admission paths
+        patch.setattr(single, "read", read_then_race)
+        patch.setattr(cluster, "read", read_then_race)
+        got = a.check_and_add_many(fps, ["a0", "a1"])
     assert [(m.key, m.distance) for m in got] == [("b0", 2), ("b1", 1)]
-    a._read = read
     assert len(a) == 2 and a.check_and_add(fps[0], "again").key == "b0"
     a.check_invariants()
     a.close()

@@ -27,27 +27,17 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from typing import NamedTuple
 
 import numpy as np
 
 from .backends import Backend, MemoryBackend, SQLiteBackend, StoreError
-from .layout import FP_BITS, Layout, choose_layout
-from .redis_store import RedisSimhashStore, is_redis_url
+from .layout import Layout
+from .match import Match
+from .meta import settle_meta
+from .redis import RedisSimhashStore, is_redis_url
 from .tables import PermutedTables
 
-STORE_FORMAT = "1"
 DEFAULT_CAPACITY = 1_000_000
-
-
-class Match(NamedTuple):
-    key: str
-    fingerprint: int
-    distance: int
-
-
-class StoreMismatchError(StoreError):
-    """The store was made with other settings than the ones asked for."""
 
 
 def _as_u64(fp: int) -> int:
@@ -99,9 +89,9 @@ class SimhashStore:
         ``location``: None for an in-memory store; a directory path for the
         embedded persistent store; ``redis://[:password@]host:port/db?prefix=NAME``
         (or ``rediss://``, or a cluster node's URL) for a store many processes
-        share (``dedup.store.redis_store``: same API, same answers). ``capacity`` (expected fingerprints) picks
-        the table layout when the store is created; an existing store keeps
-        its own. ``scheme`` names how fingerprints were made; a store refuses
+        share (``store.redis``: same API, same answers). ``capacity``
+        (expected fingerprints) picks the table layout when the store is
+        created; an existing store keeps its own. ``scheme`` names how fingerprints were made; a store refuses
         to open under another scheme, ``max_distance`` or ``layout``.
         ``compiled``: use the compiled table kernels always (True), never
         (False: exhaustive scans, for tests), or once ``dedup.jit`` says they
@@ -123,7 +113,7 @@ class SimhashStore:
             except OSError as exc:  # read-only, no space, no permission: say which and where
                 raise StoreError(f"cannot open the store at {loc}: {exc.strerror or exc}") from exc
         try:
-            lay = cls._settle_meta(backend, max_distance, capacity, scheme, layout, readonly)
+            lay = settle_meta(backend, max_distance, capacity, scheme, layout, readonly)
             meta = backend.read_meta()
             return cls(backend, lay, scheme=meta.get("scheme") or scheme, commit_every=commit_every,
                        commit_interval=commit_interval, readonly=readonly, compiled=compiled)
@@ -133,39 +123,6 @@ class SimhashStore:
         except BaseException:
             backend.close()
             raise
-
-    @staticmethod
-    def _settle_meta(backend: Backend, k: int, capacity: int, scheme: str | None, layout: Layout | None,
-                     readonly: bool) -> Layout:
-        meta = backend.read_meta()
-        where = getattr(backend, "path", "memory")
-        if not meta.get("format"):
-            if readonly:
-                raise StoreError(f"no store at {where}")
-            lay = layout or choose_layout(k, capacity)
-            if lay.k != k:
-                raise ValueError(f"layout is for max_distance={lay.k}, asked for {k}")
-            backend.write_meta({"format": STORE_FORMAT, "bits": str(FP_BITS), "max_distance": str(k),
-                                "layout": lay.to_json(), "scheme": scheme or "", "capacity": str(capacity)})
-            return lay
-        if meta["format"] != STORE_FORMAT:
-            raise StoreMismatchError(f"store at {where} has format {meta['format']}, this version reads {STORE_FORMAT}")
-        if int(meta.get("bits", 64)) != FP_BITS:
-            raise StoreMismatchError(f"store at {where} holds {meta['bits']}-bit fingerprints, not {FP_BITS}")
-        if int(meta["max_distance"]) != k:
-            raise StoreMismatchError(
-                f"store at {where} was made with max_distance={meta['max_distance']}, asked for {k}")
-        stored_scheme = meta.get("scheme") or None
-        if scheme and stored_scheme and scheme != stored_scheme:
-            raise StoreMismatchError(
-                f"store at {where} holds fingerprints of scheme {stored_scheme!r}, asked for {scheme!r}; "
-                "fingerprints made differently cannot be compared: use another store")
-        if scheme and not stored_scheme and not readonly:
-            backend.write_meta({"scheme": scheme})
-        lay = Layout.from_json(meta["layout"])
-        if layout is not None and layout != lay:
-            raise StoreMismatchError(f"store at {where} uses layout {lay.describe()}, asked for {layout.describe()}")
-        return lay
 
     def _load(self) -> None:
         snap = self.backend.load_snapshot(self.layout.n_tables)

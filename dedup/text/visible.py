@@ -55,28 +55,7 @@ from . import html_scan
 from .deep_nesting import bound_nesting
 from .decode import sniff_encoding
 from .page import Page
-
-#: Elements whose whole subtree is never visible text.
-DROPPED_TAGS = frozenset(
-    {"script", "style", "noscript", "template", "svg", "head", "math", "iframe",
-     "object", "embed", "canvas", "select", "datalist", "button", "noembed", "noframes"}
-)
-#: Elements that start a new line (a new block) when rendered.
-BLOCK_TAGS = frozenset(
-    {"address", "article", "aside", "blockquote", "body", "br", "caption", "center", "dd",
-     "details", "dialog", "div", "dl", "dt", "fieldset", "figcaption", "figure", "footer",
-     "form", "h1", "h2", "h3", "h4", "h5", "h6", "header", "hgroup", "hr", "html", "li",
-     "main", "menu", "nav", "ol", "p", "pre", "section", "summary", "table", "tbody",
-     "td", "tfoot", "th", "thead", "tr", "ul", "option", "legend", "label",
-     "marquee"}  # (inline-block when rendered; also what deep_nesting renames blocks to)
-)
-#: Page furniture: navigation, banners, footers, sidebars.
-FURNITURE_TAGS = frozenset({"nav", "header", "footer", "aside", "menu"})
-FURNITURE_ROLES = frozenset({"navigation", "banner", "contentinfo", "complementary", "menu", "menubar"})
-#: Listings: code, commands and their output. Their characters are counted per
-#: block, so that the features can tell a listing from prose (they are text a
-#: reader sees, and stay in the visible text).
-CODE_TAGS = frozenset({"pre", "code", "kbd", "samp", "xmp", "listing"})
+from .tags import BLOCK_TAGS, CODE_TAGS, DROPPED_TAGS, FURNITURE_ROLES, FURNITURE_TAGS
 
 _WS = re.compile(r"\s+")
 _TAG_TABLE = html_scan.tag_table(BLOCK_TAGS, FURNITURE_TAGS, DROPPED_TAGS, CODE_TAGS)

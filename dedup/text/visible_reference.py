@@ -18,7 +18,7 @@ import re
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from .page import HAN, Block, Page
-from .visible import BLOCK_TAGS, CODE_TAGS, DROPPED_TAGS, FURNITURE_ROLES, FURNITURE_TAGS
+from .tags import BLOCK_TAGS, CODE_TAGS, DROPPED_TAGS, FURNITURE_ROLES, FURNITURE_TAGS
 
 _WS = re.compile(r"\s+")
 _HIDDEN_STYLE = re.compile(r"display[ \t\n\r\f\v]*:[ \t\n\r\f\v]*none|visibility[ \t\n\r\f\v]*:[ \t\n\r\f\v]*hidden",

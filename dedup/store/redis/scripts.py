@@ -1,7 +1,7 @@
 """The Redis store's server-side steps (Lua, run atomically by Redis).
 
 Each call touches keys of one hash slot only (one table shard: see
-``redis_store``), so the same scripts run on one Redis and on a Redis
+``keys``), so the same scripts run on one Redis and on a Redis
 Cluster. Fingerprints travel and are stored as 8-byte big-endian strings,
 compared with Redis's ``bit`` library on two exact 32-bit halves: nothing
 passes through a Lua number above 2**32 (Lua numbers are doubles).
