@@ -255,7 +255,8 @@ def feature_vector(page: Page, params: FeatureParams = FeatureParams()) -> tuple
     The reference for ``hashed_features``; per distinct feature only a set
     lookup and a string test run in Python, the arithmetic is done on arrays.
     """
-    return _vector_of_texts(*map(normalize, page_texts(page, params)), params)
+    content, furniture = page_texts(page, params)
+    return _vector_of_texts(normalize(content), normalize(furniture), params)
 
 
 def _vector_of_texts(content_text: str, furniture_text: str, params: FeatureParams
@@ -264,7 +265,8 @@ def _vector_of_texts(content_text: str, furniture_text: str, params: FeaturePara
     content, furniture = tokenize_normalized(content_text), tokenize_normalized(furniture_text)
     n_tokens = len(content) + len(furniture)
     fw = params.furniture_weight
-    counts = _counts(content, params.bigrams)  # content: block weight 1
+    # content: block weight 1; furniture adds fw per occurrence (float counts)
+    counts: dict[str, float] = dict(_counts(content, params.bigrams))
     if furniture and fw > 0:
         get = counts.get
         for tok, n in _counts(furniture, params.bigrams).items():
@@ -446,7 +448,9 @@ def _page_spans(page: Page, params: FeatureParams) -> tuple[np.ndarray, ...] | N
 def _rewrite(text: str, pattern: re.Pattern, mapping: dict[str, str]) -> tuple[str, list[tuple[int, int]]]:
     """(``text`` with each character ``pattern`` matches replaced by its
     ``mapping``, [(offset in ``text``, length added there)])."""
-    pieces, moves, last = [], [], 0
+    pieces: list[str] = []
+    moves: list[tuple[int, int]] = []
+    last = 0
     for m in pattern.finditer(text):
         new = mapping[m.group()]
         pieces += (text[last:m.start()], new)

@@ -97,10 +97,10 @@ class SimhashStore:
         (False: exhaustive scans, for tests), or once ``dedup.jit`` says they
         are ready (None, the default; in a plain process, at once).
         """
+        loc = ":memory:" if location is None else os.fspath(location)
         if location is None:
             backend: Backend = MemoryBackend()
         else:
-            loc = os.fspath(location)
             if is_redis_url(loc):  # shared by many processes: the tables live on the server
                 if fsync:
                     raise StoreError("fsync is the Redis server's setting (appendfsync), not the store's")
@@ -119,7 +119,7 @@ class SimhashStore:
                        commit_interval=commit_interval, readonly=readonly, compiled=compiled)
         except sqlite3.DatabaseError as exc:
             backend.close()
-            raise _damaged(os.fspath(location), exc) from exc
+            raise _damaged(loc, exc) from exc
         except BaseException:
             backend.close()
             raise

@@ -82,10 +82,10 @@ def _renames(data: bytes, max_depth: int) -> list[tuple[int, int]]:
                 if depth > max_depth:
                     found.append((m.start(2), len(name)))
         elif not closing:  # raw text: only its own end tag ends it
-            end = _RAW_END[name].search(data, pos)
-            if end is None:
+            raw_end = _RAW_END[name].search(data, pos)
+            if raw_end is None:
                 break
-            pos = end.end()
+            pos = raw_end.end()
     return found
 
 
@@ -101,7 +101,7 @@ def bound_nesting(data: bytes, max_depth: int = MAX_DEPTH) -> bytes:
     renames = _renames(data, max_depth)
     if not renames:
         return data
-    pieces = []
+    pieces: list[bytes] = []
     last = 0
     for start, length in renames:
         pieces += (data[last:start], _RENAMED)

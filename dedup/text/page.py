@@ -61,7 +61,7 @@ class Page:
         self.title = title
         self.encoding = encoding
         self._blocks = list(blocks) if blocks is not None else None
-        if blocks is not None:
+        if self._blocks is not None:
             text, rows = _text_and_rows(self._blocks)
         self.text = text
         self.rows = rows if rows is not None else np.zeros((0, N_COLUMNS), dtype=np.int64)

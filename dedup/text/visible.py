@@ -82,7 +82,7 @@ def foreign_as_text(doc: LexborHTMLParser) -> None:
             continue  # inside another drawing: its words go with that one's
         span = _span_like(doc, node)
         # (not an <annotation-xml>'s: another form of a formula, not drawn)
-        words = " ".join(t.text(deep=True) for t in node.css(_FOREIGN_TEXT[node.tag])
+        words = " ".join(t.text(deep=True) for t in node.css(_FOREIGN_TEXT[str(node.tag)])
                          if not _below(t, ("annotation-xml",), node))
         if words:
             span.insert_child(words)
