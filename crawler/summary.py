@@ -1,4 +1,12 @@
-"""SummaryExtension: one line at the end of a crawl."""
+"""SummaryExtension: one line at the end of a crawl, with the crawl's counts.
+
+``neardup summary: 22 pages fetched, 15 kept, 5 dropped as near-duplicates,
+0 unchanged, 2 passed through unchecked, 33 outlinks not requested, 0
+requests avoided by learned URL rules, 48668 bytes downloaded``: each count
+as ``crawler.counts`` defines it and words it. The counts of the last crawl
+that ended in this process are kept (``last_crawl_counts``) for
+``neardup crawl`` to report.
+"""
 
 from __future__ import annotations
 
@@ -9,8 +17,17 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 
 from .config import NearDupConfig
+from .counts import CrawlCounts
 
 logger = logging.getLogger(__name__)
+
+_last: CrawlCounts | None = None
+
+
+def last_crawl_counts() -> CrawlCounts | None:
+    """The counts of the last crawl with the filter on that ended in this
+    process, or None (no such crawl: none ran, or it failed to start)."""
+    return _last
 
 
 class SummaryExtension:
@@ -24,13 +41,13 @@ class SummaryExtension:
             raise NotConfigured("NEARDUP_ENABLED is off")
         return cls(crawler)
 
+    def counts(self) -> CrawlCounts:
+        return CrawlCounts.from_stats(self.stats.get_stats())
+
     def line(self) -> str:
-        g = self.stats.get_value
-        return (f"neardup summary: {g('response_received_count', 0)} pages fetched, "
-                f"{g('neardup/kept', 0)} kept, {g('neardup/dropped', 0)} dropped as near-duplicates, "
-                f"{g('neardup/unchanged', 0)} unchanged, {g('neardup/outlinks_dropped', 0)} outlinks not requested, "
-                f"{g('neardup/requests_avoided', 0)} requests avoided by learned URL rules, "
-                f"{g('downloader/response_bytes', 0)} bytes downloaded")
+        return f"neardup summary: {self.counts().sentence()}"
 
     def spider_closed(self, reason: str) -> None:
-        logger.info(self.line())
+        global _last
+        _last = self.counts()
+        logger.info("neardup summary: %s", _last.sentence())

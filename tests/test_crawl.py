@@ -76,6 +76,8 @@ def test_crawl_drops_planted_duplicates_and_their_outlinks(site, tmp_path):
     assert {d["distance"] for d in dups} <= {0, 1, 2, 3}
     assert stat(log, "neardup/skipped/non_html") == 1
     assert stat(log, "neardup/skipped/too_short") == 1
+    assert stat(log, "neardup/skipped") == 2  # passed through unchecked, whatever the reason
+    assert stat(log, "neardup/fetched") == len(s.expected_kept()) + 5 + 2  # one verdict each
     assert stat(log, "neardup/outlinks_dropped") >= 5
     assert "near-duplicate dropped:" in log and "neardup summary:" in log
     # what the filter writes is the user's only: the store, the drops, the index
@@ -259,3 +261,52 @@ def test_pages_in_two_languages_sharing_a_listing_are_both_kept(tmp_path):
     dups = read_jsonl(store / "duplicates.jsonl")
     assert [(d["url"][len(server.url) - 1:], d["duplicate_of"][len(server.url) - 1:]) for d in dups] == [
         ("/ko/weather-untranslated.html", "/fr/weather.html")]
+
+
+COUNT_WORDS = ("pages fetched", "kept", "dropped as near-duplicates", "unchanged", "passed through unchecked",
+               "outlinks not requested", "requests avoided by learned URL rules", "bytes downloaded")
+
+
+def counts_said(line: str) -> dict[str, int]:
+    """``{words: count}`` of a line that says the crawl's counts."""
+    said = {}
+    for part in line.split(", "):
+        number, _, words = part.partition(" ")
+        said[words] = int(number)
+    assert tuple(said) == COUNT_WORDS, line
+    return said
+
+
+def test_neardup_crawl_says_the_counts_of_its_stats(tmp_path):
+    """Issue 24: one definition of each count. ``neardup crawl`` of the demo
+    prints the counts the summary line says and the stats hold; pages fetched
+    leaves robots.txt out; the too-short page is passed through unchecked, not kept."""
+    out = tmp_path / "demo"
+    r = subprocess.run([sys.executable, "-m", "scrapy_neardup", "crawl", "--out", str(out)], cwd=ROOT,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    log = r.stderr
+    printed = counts_said(next(line for line in r.stdout.splitlines() if line.endswith("bytes downloaded")))
+    summary = counts_said(next(line for line in log.splitlines() if "neardup summary: " in line)
+                          .split("neardup summary: ")[1])
+    assert printed == summary
+    stats = {words: stat(log, name) or 0 for words, name in (
+        ("pages fetched", "neardup/fetched"), ("kept", "neardup/kept"), ("dropped as near-duplicates", "neardup/dropped"),
+        ("unchanged", "neardup/unchanged"), ("passed through unchecked", "neardup/skipped"),
+        ("outlinks not requested", "neardup/outlinks_dropped"),
+        ("requests avoided by learned URL rules", "neardup/requests_avoided"),
+        ("bytes downloaded", "downloader/response_bytes"))}
+    assert printed == stats
+    demo = DemoSite()
+    assert stat(log, "robotstxt/response_count") == 1
+    assert printed["pages fetched"] == stat(log, "response_received_count") - 1
+    assert printed["kept"] == len(demo.expected_kept())
+    assert printed["dropped as near-duplicates"] == len(demo.expected_dropped())
+    assert printed["passed through unchecked"] == 2 == stat(log, "neardup/skipped/too_short") + stat(
+        log, "neardup/skipped/non_html")
+    # every page fetched has one verdict
+    assert printed["pages fetched"] == sum(printed[w] for w in COUNT_WORDS[1:5])
+    # the feed holds the kept pages and the too-short one (the non-HTML one makes no item)
+    assert len(read_jsonl(out / "pages.jsonl")) == printed["kept"] + 1
+    listed = [line.strip() for line in r.stdout.splitlines() if line.startswith("    duplicates ")]
+    assert len(listed) == printed["dropped as near-duplicates"]

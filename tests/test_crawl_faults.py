@@ -1,11 +1,12 @@
 """Faults in a real crawl give a clear error and lose nothing: a full disk
-(a small tmpfs), a read-only JOBDIR, a second crawl on the same JOBDIR, a
-store made with other settings (issue 14)."""
+(a small tmpfs), a read-only JOBDIR, a second crawl on the same JOBDIR or
+store (issue 24), a store made with other settings (issue 14)."""
 
 from __future__ import annotations
 
 import shutil
 import subprocess
+import threading
 import time
 import uuid
 
@@ -13,6 +14,7 @@ import pytest
 
 from tests.conftest import ROOT
 from tests.fixtures.dup_site import DupSite
+from tests.fixtures.http import PageServer
 from tests.test_kill_resume import check, crawl_cmd
 
 
@@ -62,22 +64,55 @@ def test_a_read_only_jobdir_is_a_clear_error(tmpfs, tmp_path):
     assert "read-only" in r.stderr.lower() and str(tmpfs / "job") in r.stderr, r.stderr[-2000:]
 
 
-def test_a_second_crawl_on_the_same_jobdir_is_refused(tmp_path):
-    site = DupSite(delay=(0.2, 0.3))
-    job = tmp_path / "job"
-    with site.serve() as server:
-        first = subprocess.Popen(crawl_cmd(server.url, job, tmp_path / "a.jsonl"), cwd=ROOT,
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+def refused_at_start(r: subprocess.CompletedProcess, message: str) -> None:
+    """The crawl stopped before it began, with one error that says ``message``:
+    no engine started, so none of its errors followed (issue 24)."""
+    log = r.stderr
+    assert r.returncode != 0, log[-3000:]
+    assert f"CrawlInUse: {message}" in log, log[-3000:]
+    assert "wait for it to finish" in log and "redis:// NEARDUP_STORE" in log
+    assert log.count("Traceback") == 1, log[-5000:]  # (Scrapy logs the failed start once)
+    for cascade in ("Spider opened", "Scraper close failure", "Error caught on signal handler", "Dumping Scrapy stats",
+                    "readonly=True"):
+        assert cascade not in log, (cascade, log[-5000:])
+
+
+def test_a_second_crawl_on_a_jobdir_or_store_in_use_is_refused_at_start(tmp_path):
+    site = DupSite()
+    job, feed = tmp_path / "job", tmp_path / "a.jsonl"
+    store = job / "neardup"  # (where it is by default; named, so that another JOBDIR can share it)
+    go_on = threading.Event()  # the site answers nothing until then: the first crawl is running, holding its files
+
+    def held(path: str) -> float:
+        go_on.wait(120)
+        return 0.01
+
+    with PageServer(site.page, held) as server:
+        with open(tmp_path / "first.log", "w") as err:
+            first = subprocess.Popen(crawl_cmd(server.url, job, feed) + ["-s", f"NEARDUP_STORE={store}"], cwd=ROOT,
+                                     stdout=subprocess.DEVNULL, stderr=err)
         try:
             deadline = time.monotonic() + 60
             while not server.hits and time.monotonic() < deadline:
                 time.sleep(0.05)
+            # the same JOBDIR (its store with it, by default)
             r = run(crawl_cmd(server.url, job, tmp_path / "b.jsonl"), timeout=120)
-            assert r.returncode != 0 or "'finish_reason': 'finished'" not in r.stderr
-            assert "another" in r.stderr and str(job) in r.stderr, r.stderr[-2000:]
+            refused_at_start(r, f"another crawl is using JOBDIR {job} (it holds {job / 'frontier.lock'})")
+            # another JOBDIR, the same store directory
+            r = run(crawl_cmd(server.url, tmp_path / "job2", tmp_path / "c.jsonl") + ["-s", f"NEARDUP_STORE={store}"],
+                    timeout=120)
+            refused_at_start(r, f"another crawl is using the store {store} (it holds {store / 'writer.lock'})")
+            go_on.set()
+            first.wait(timeout=300)
         finally:
-            first.kill()
-            first.wait()
+            go_on.set()
+            if first.poll() is None:
+                first.kill()
+                first.wait()
+        # the first crawl never noticed: it finished with all of its pages, each requested once
+        log = (tmp_path / "first.log").read_text()
+        assert first.returncode == 0 and "'finish_reason': 'finished'" in log, log[-3000:]
+        check(site, job, feed, server.hits, 0, "beside two refused crawls")
 
 
 def test_a_store_made_with_another_k_is_refused(tmp_path):

@@ -116,10 +116,10 @@ def test_priority_first_then_lifo_or_fifo(tmp_path, lifo):
 
 def test_a_second_crawl_on_the_same_jobdir_is_refused(tmp_path):
     db = FrontierDB(tmp_path)
-    code = ("import sys; from crawler.frontier.db import FrontierDB, FrontierError\n"
+    code = ("import sys; from scrapy_neardup.crawler.frontier.db import FrontierDB, FrontierError\n"
             "try:\n    FrontierDB(sys.argv[1])\nexcept FrontierError as e:\n    print(e)\n")
     out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True).stdout
-    assert "another crawl is running on this JOBDIR" in out
+    assert f"another crawl is using JOBDIR {tmp_path}" in out
     db.close()
 
 

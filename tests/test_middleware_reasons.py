@@ -7,7 +7,8 @@ import logging
 from scrapy.http import HtmlResponse, Request
 from scrapy.utils.test import get_crawler
 
-from scrapy_neardup.crawler.middleware import SKIPPED, NearDupMiddleware
+from scrapy_neardup.crawler.filter.verdict import SKIPPED
+from scrapy_neardup.crawler.middleware import NearDupMiddleware
 from scrapy_neardup.dedup.fingerprint.jobs import JobResult
 
 
@@ -20,14 +21,15 @@ def _middleware() -> NearDupMiddleware:
 def test_an_error_caught_by_the_library_is_a_warning_and_counted(caplog):
     mw = _middleware()
     response = HtmlResponse("http://127.0.0.1/a.html", body=b"<p>x</p>", request=Request("http://127.0.0.1/a.html"))
-    with caplog.at_level(logging.DEBUG, logger="scrapy_neardup.crawler.middleware"):
-        assert mw._decide(response, JobResult(None, "unparsable: ValueError", "", "")) == SKIPPED
-        assert mw._decide(response, JobResult(None, "binary: pdf", "", "")) == SKIPPED
-        assert mw._decide(response, JobResult(None, "too_short", "", "x")) == SKIPPED
+    with caplog.at_level(logging.DEBUG, logger="scrapy_neardup.crawler.filter.verdict"):
+        assert mw.verdicts.decide(response, JobResult(None, "unparsable: ValueError", "", "")) == SKIPPED
+        assert mw.verdicts.decide(response, JobResult(None, "binary: pdf", "", "")) == SKIPPED
+        assert mw.verdicts.decide(response, JobResult(None, "too_short", "", "x")) == SKIPPED
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert warnings == ["could not fingerprint http://127.0.0.1/a.html (unparsable: ValueError)"]
     stats = mw.stats.get_stats()
     assert (stats["neardup/skipped/unparsable"], stats["neardup/skipped/binary"], stats["neardup/skipped/too_short"]) == (1, 1, 1)
+    assert stats["neardup/skipped"] == 3  # passed through unchecked, whatever the reason
     mw.spider_closed("finished")
 
 
@@ -44,6 +46,7 @@ def test_error_pages_pass_unchecked_unless_asked():
         mw.process_spider_input(response)
         assert mw._pending[response] == "error_status"
     assert mw.stats.get_value("neardup/skipped/error_status") == 3
+    assert mw.stats.get_value("neardup/fetched") == mw.stats.get_value("neardup/skipped") == 3
     mw.spider_closed("finished")
 
     crawler = get_crawler(settings_dict={"NEARDUP_WORKERS": 0, "NEARDUP_CHECK_ERROR_PAGES": True})

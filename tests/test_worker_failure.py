@@ -28,7 +28,7 @@ SCRIPT = textwrap.dedent('''
     def page(i):
         return HtmlResponse(f"http://127.0.0.1/{i}.html", body=body, request=Request(f"http://127.0.0.1/{i}.html"))
 
-    mw._pool_ready.result(timeout=120)          # the worker is up
+    mw.workers.ready.result(timeout=120)          # the worker is up
     first = page(1)
     mw.process_spider_input(first)
     print("via worker:", type(mw._pending[first]).__name__)
@@ -39,11 +39,11 @@ SCRIPT = textwrap.dedent('''
     mw.process_spider_input(in_hand)            # a page the worker holds when it dies
     time.sleep(0.05)
     print("busy:", not mw._pending[in_hand].done())
-    for proc in list(mw._pool._processes.values()):
+    for proc in list(mw.workers.pool._processes.values()):
         proc.kill()
         proc.join()
     time.sleep(0.5)
-    result = asyncio.run(mw._result(in_hand))   # it is fingerprinted here instead
+    result = asyncio.run(mw._fingerprint(in_hand))   # it is fingerprinted here instead
     print("in hand:", type(result).__name__, result.value is not None)
     for i in range(2, 5):                        # the pool is broken: fall back, keep going
         r = page(i)

@@ -25,6 +25,8 @@ from typing import NamedTuple
 
 from scrapy_neardup.dedup.store.backends import private_file
 
+from ..in_use import FRONTIER_LOCK, jobdir_in_use
+
 FORMAT = "1"
 
 _SCHEMA = """
@@ -75,7 +77,7 @@ class FrontierDB:
         self.db: sqlite3.Connection | None = None
         try:
             self.dir.mkdir(parents=True, exist_ok=True)
-            self._lock_fd = os.open(self.dir / "frontier.lock", os.O_RDWR | os.O_CREAT, 0o600)
+            self._lock_fd = os.open(self.dir / FRONTIER_LOCK, os.O_RDWR | os.O_CREAT, 0o600)
         except OSError as exc:
             raise _explain(self.path, exc) from exc
         try:
@@ -83,8 +85,7 @@ class FrontierDB:
         except BlockingIOError:
             os.close(self._lock_fd)
             self._lock_fd = None
-            raise FrontierError(f"frontier {self.path}: another crawl is running on this JOBDIR; "
-                                "a JOBDIR belongs to one crawl at a time") from None
+            raise FrontierError(f"frontier {self.path}: {jobdir_in_use(self.dir)}") from None
         try:
             private_file(self.path)
             self.db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)

@@ -1,0 +1,58 @@
+"""Which responses pass through the filter unchecked, and why.
+
+A response passes unchecked (counted as ``neardup/skipped/<reason>``) when
+its request asked for it (``meta``), when it is an error page and error
+pages are not checked (``error_status``), when it is not HTML
+(``non_html``) or when it is too large to fingerprint (``too_large``). The
+library adds its own reasons once it has the text (``too_short``,
+``binary``, ``empty``, ``unparsable``).
+"""
+
+from __future__ import annotations
+
+from scrapy.http import Response, TextResponse
+from w3lib.encoding import http_content_type_encoding
+
+from ..config import NearDupConfig
+
+HTML_TYPES = (b"text/html", b"application/xhtml+xml")
+
+
+def unchecked_reason(response: Response, config: NearDupConfig) -> str | None:
+    """Why ``response`` passes through unchecked, or None to fingerprint it. O(1)
+    (reads the headers and at most 512 bytes of the body)."""
+    if response.meta.get(config.skip_meta_key):
+        return "meta"
+    # An error page (a spider that handles 404s sees them) is no page of the site:
+    # one soft-404 template would otherwise make every later 404 a "duplicate", and
+    # a 404 stored first would make the real page at another URL one.
+    if response.status >= 400 and not config.check_error_pages:
+        return "error_status"
+    if not isinstance(response, TextResponse) or not is_html(response):
+        return "non_html"
+    # A 20 MB page takes ~2 s and ~570 MB to fingerprint: past the cap, let it through unchecked.
+    if len(response.body) > config.max_page_bytes:
+        return "too_large"
+    return None
+
+
+def is_html(response: TextResponse) -> bool:
+    """Whether the response is HTML: by its Content-Type, or without one, by how its body starts."""
+    ctype = (response.headers.get("Content-Type") or b"").lower()
+    if ctype:
+        return any(t in ctype for t in HTML_TYPES)
+    head = response.body[:512].lstrip().lower()
+    return head.startswith((b"<!doctype html", b"<html")) or b"<html" in head
+
+
+def declared_encoding(response: Response) -> str | None:
+    """The charset the server declared in Content-Type, or None.
+
+    Not ``response.encoding``: without a declaration Scrapy guesses (UTF-8,
+    then charset-normalizer, which reads some GBK pages as Cyrillic), and a
+    guess passed on would override dedup's own sniffing (BOM, ``<meta>``, then
+    detection that knows GBK, Big5, Shift_JIS, EUC-JP and EUC-KR), so the
+    same bytes would give another fingerprint in a crawl than from the CLI.
+    """
+    ctype = response.headers.get(b"Content-Type")
+    return http_content_type_encoding(ctype.decode("latin-1")) if ctype else None

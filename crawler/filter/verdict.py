@@ -1,0 +1,139 @@
+"""The verdict on a page, and what of its output the verdict lets through.
+
+A fingerprinted page is checked against the store (first seen wins; the
+store is only touched in the crawl's thread, so every check is atomic):
+
+* ``KEPT``: no stored page within k bits (with ``NEARDUP_SCOPE``, none of
+  the same host or domain): the page is stored and its output goes on;
+* ``DROPPED``: the nearest stored page within k bits (ties: the oldest) is
+  another URL: the page is a near-duplicate of it. *Everything* its callback
+  yields is discarded: no items, and none of its outlinks are requested
+  because of it (a page that a kept page also links to is still crawled,
+  once, via that page). The drop is explained (``duplicates_log``);
+* ``UNCHANGED``: the same URL is stored with near-identical text (a later
+  run, a re-fetch): its requests go on, its items only with
+  ``NEARDUP_EMIT_UNCHANGED``;
+* ``SKIPPED``: not fingerprinted (``unchecked``, or the library's own
+  reasons): passed through unchecked.
+
+Each verdict is counted (``crawler.counts``) and, with learned URL rules,
+told to the rule book.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import urldefrag
+
+from scrapy import Request
+from scrapy.http import Response
+from scrapy.statscollectors import StatsCollector
+
+from scrapy_neardup.dedup.fingerprint.jobs import JobResult
+from scrapy_neardup.dedup.store import Match, SimhashStore
+
+from .. import counts
+from ..config import NearDupConfig
+from ..frontier.acks import REDELIVERED_KEY
+from ..scope import scope_of
+from .duplicates_log import DuplicatesLog
+
+logger = logging.getLogger(__name__)
+
+KEPT, DROPPED, UNCHANGED, SKIPPED = "kept", "dropped", "unchanged", "skipped"
+
+#: Told each fingerprinted page: its URL, its fingerprint and, dropped, the URL it duplicates
+Learn = Callable[[str, int, "str | None"], None]
+
+
+class Verdicts:
+    """Decides each page's verdict against ``store``; see the module docstring."""
+
+    def __init__(self, config: NearDupConfig, stats: StatsCollector, store: SimhashStore,
+                 duplicates: DuplicatesLog, learn: Learn | None = None) -> None:
+        self.config = config
+        self.stats = stats
+        self.store = store
+        self.duplicates = duplicates
+        self.learn = learn
+        self._scope = scope_of(config.scope)
+
+    def decide(self, response: Response, result: JobResult | str, retried: bool = False) -> str:
+        """The page's verdict. ``result``: its fingerprint, or why it passes
+        unchecked. ``retried``: an earlier attempt for this page failed (the
+        shared store went away), so its record may be half-written. Raises
+        what the store raises (``StoreUnavailable``...)."""
+        if isinstance(result, str):  # (counted when the reason was found)
+            return SKIPPED
+        if result.value is None:
+            reason = (result.reason or "unparsable").split(":")[0]
+            counts.count_unchecked(self.stats, reason)
+            if reason == "unparsable":  # the library caught an error: a bug or a broken install, say so
+                logger.warning("could not fingerprint %s (%s)", response.url, result.reason)
+            elif self.config.debug:
+                logger.debug("not fingerprinted (%s): %s", result.reason, response.url)
+            return SKIPPED
+        fp = result.value
+        url = urldefrag(response.url)[0]  # a #fragment names the same document
+        verdict, match = self._check(response, url, fp, retried)
+        if self.learn is not None:
+            self.learn(url, fp, match.key if verdict == DROPPED and match is not None else None)
+        return verdict
+
+    def lets_through(self, verdict: str, output: Any) -> bool:
+        """Whether ``output`` (an item or a request the page's callback yielded) goes on."""
+        if verdict == DROPPED:
+            if isinstance(output, Request):
+                self.stats.inc_value(counts.OUTLINKS_DROPPED)
+            return False
+        return not (verdict == UNCHANGED and not self.config.emit_unchanged and not isinstance(output, Request))
+
+    def _check(self, response: Response, url: str, fp: int, retried: bool) -> tuple[str, Match | None]:
+        """The store's verdict on a fingerprinted page, and the stored match it
+        rests on (None for a page kept as new). A drop is explained here."""
+        matches = self.store.query(fp)
+        self.stats.inc_value("neardup/checked")
+        for same in matches:
+            if same.key == url:
+                return self._same_url(response, same, retried), same
+        nearby = bool(matches)
+        if self._scope is not None:  # NEARDUP_SCOPE: only pages of the same host or domain count
+            mine = self._scope(url)
+            matches = [m for m in matches if self._scope(m.key) == mine]
+        match: Match | None = matches[0] if matches else None  # nearest; ties: the oldest
+        if match is None:
+            if nearby:  # near-copies on other sites only (NEARDUP_SCOPE): stored beside them
+                self.store.add(fp, url)
+            else:
+                # One atomic step on the store: with a shared store another process may
+                # have stored a near-copy since the query (then this page is its duplicate).
+                match = self.store.check_and_add(fp, url)
+                if match is not None:
+                    self.stats.inc_value("neardup/lost_race")
+                    if match.key == url:
+                        return self._same_url(response, match, retried), match
+            if match is None:
+                self.stats.inc_value(counts.KEPT)
+                return KEPT, None
+        self.stats.inc_value(counts.DROPPED)
+        self.stats.inc_value(f"neardup/distance_count/{match.distance}")
+        referer = response.request.headers.get("Referer") if response.request else None
+        self.duplicates.dropped(url, match.key, match.distance, fp, match.fingerprint,
+                                referer.decode("latin-1") if referer else None)
+        return DROPPED, match
+
+    def _same_url(self, response: Response, match: Match, retried: bool) -> str:
+        """The same URL again with near-identical text (a later run, a re-fetch) is
+        unchanged, unless the frontier hands it out again because it was in flight
+        at a crash (or an earlier attempt here failed): then what it produced may not
+        all have been committed, so it is emitted again (the index keeps one row per
+        URL; feeds are at-least-once)."""
+        if response.meta.get(REDELIVERED_KEY) or retried:
+            self.stats.inc_value(counts.KEPT_AGAIN)
+            return KEPT
+        self.stats.inc_value(counts.UNCHANGED)
+        if self.config.debug:
+            logger.debug("unchanged (distance %d): %s", match.distance, match.key)
+        return UNCHANGED
