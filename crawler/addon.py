@@ -63,15 +63,17 @@ class NearDupAddon:
     """Installs the near-duplicate filter; nothing else."""
 
     def update_settings(self, settings: BaseSettings) -> None:
-        if not settings.getbool("NEARDUP_ENABLED", True):
+        from .config import setting_bool  # (a bad value: an error that names the setting)
+
+        if not setting_bool(settings, "NEARDUP_ENABLED", True):
             return
         # setdefault: an order the project gave a component wins over ours
         _setdefault(settings, "SPIDER_MIDDLEWARES", MIDDLEWARE, MIDDLEWARE_ORDER)
-        if settings.getbool("NEARDUP_URL_RULES", True):
+        if setting_bool(settings, "NEARDUP_URL_RULES", True):
             _setdefault(settings, "DOWNLOADER_MIDDLEWARES", AVOID_MIDDLEWARE, AVOID_ORDER)
         _setdefault(settings, "ITEM_PIPELINES", PIPELINE, PIPELINE_ORDER)
         _setdefault(settings, "EXTENSIONS", EXTENSION, EXTENSION_ORDER)
-        if settings.get("JOBDIR") and settings.getbool("NEARDUP_FRONTIER", True):
+        if settings.get("JOBDIR") and setting_bool(settings, "NEARDUP_FRONTIER", True):
             self._durable_frontier(settings)
 
     @staticmethod

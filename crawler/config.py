@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +20,7 @@ from scrapy.settings import BaseSettings
 
 from scrapy_neardup.dedup.fingerprint import DEFAULT_MIN_TOKENS
 from scrapy_neardup.dedup.store.layout import MAX_DISTANCE
-from scrapy_neardup.dedup.store.redis_store import is_redis_url, redact
+from scrapy_neardup.dedup.store.redis import is_redis_url, redact
 
 
 SCOPES = ("all", "host", "domain")
@@ -28,6 +29,30 @@ UNAVAILABLE = ("pause", "pass")
 
 class ConfigError(ValueError):
     """A NEARDUP_* setting has a bad value; the message names it."""
+
+
+STORE_SCHEMES = ("redis", "rediss", "unix")  # the URLs a store (and a shared rule book) takes
+_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+
+
+def setting_bool(settings: BaseSettings, name: str, default: bool) -> bool:
+    """A boolean setting (True/False, 1/0, "true"/"false" in any case), or
+    ``ConfigError`` naming it: for whoever reads a NEARDUP_* switch before
+    ``NearDupConfig`` is made (the add-on)."""
+    try:
+        return settings.getbool(name, default)
+    except ValueError:
+        raise ConfigError(f"{name} must be a boolean (True/False/1/0), got {settings.get(name)!r}") from None
+
+
+def url_scheme(value: str) -> str | None:
+    r"""The scheme of ``value`` if it is written as a URL (``scheme://...``), else None.
+
+    >>> url_scheme("http://example.com/"), url_scheme("out/store"), url_scheme(r"C:\crawl")
+    ('http', None, None)
+    """
+    match = _URL.match(value)
+    return match.group(1).lower() if match else None
 
 
 @dataclass(frozen=True)
@@ -66,7 +91,7 @@ class NearDupConfig:
 
     @property
     def shared_store(self) -> bool:
-        return bool(self.store) and is_redis_url(self.store)
+        return self.store is not None and is_redis_url(self.store)
 
     @classmethod
     def of(cls, crawler: Crawler) -> NearDupConfig:
@@ -82,10 +107,7 @@ class NearDupConfig:
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> NearDupConfig:
         def boolean(name: str, default: bool) -> bool:
-            try:
-                return settings.getbool(name, default)
-            except ValueError:
-                raise ConfigError(f"{name} must be a boolean (True/False/1/0), got {settings.get(name)!r}") from None
+            return setting_bool(settings, name, default)
 
         def integer(name: str, default: int, lo: int, hi: int | None = None) -> int:
             raw = settings.get(name, default)
@@ -116,13 +138,21 @@ class NearDupConfig:
         def share(name: str, default: float) -> float:
             return number(name, default, "a number from 0 to 1", "from 0 to 1", lambda v: 0 <= v <= 1)
 
-        def path(name: str) -> str | None:
+        def path(name: str, schemes: tuple[str, ...] = ()) -> str | None:
+            """A local path, or a URL of one of ``schemes``; any other URL is refused
+            (else ``http://host/`` would be taken for the directory ``http:/host/``)."""
             raw = settings.get(name)
             if raw is None or raw == "":
                 return None
             if not isinstance(raw, (str, os.PathLike)):
                 raise ConfigError(f"{name} must be a path, got {raw!r}")
-            return os.fspath(raw)
+            value = os.fspath(raw)
+            scheme = url_scheme(value)
+            if scheme is not None and scheme not in schemes:
+                urls = [s + "://" for s in schemes]
+                takes = "a local path" + (f" or a {', '.join(urls[:-1])} or {urls[-1]} URL" if urls else "")
+                raise ConfigError(f"{name} takes {takes}; {scheme}:// is not one of them (got {value!r})")
+            return value
 
         def choice(name: str, default: str, allowed: tuple[str, ...]) -> str:
             raw = settings.get(name, default)
@@ -130,7 +160,7 @@ class NearDupConfig:
                 raise ConfigError(f"{name} must be one of {', '.join(map(repr, allowed))}, got {raw!r}")
             return raw
 
-        store = path("NEARDUP_STORE")
+        store = path("NEARDUP_STORE", STORE_SCHEMES)
         jobdir = settings.get("JOBDIR")
         if store is None and jobdir:
             store = str(Path(jobdir) / "neardup")
@@ -145,7 +175,7 @@ class NearDupConfig:
             # store, and nothing at all for an in-memory one: the filter writes no
             # file the user did not ask for.
             if name in settings:
-                return path(name)
+                return path(name, STORE_SCHEMES if name == "NEARDUP_URL_RULES_FILE" else ())
             return str(base / filename) if base else None
 
         def rule_lines(name: str) -> tuple[str, ...]:

@@ -1,18 +1,25 @@
 """The embedded index of kept pages: SQLite with FTS5 full-text search.
 
 One document per URL, replaced on re-crawl. Search it with
-``python -m crawler search INDEX QUERY`` (FTS5 query syntax). Chinese text
-is indexed as jieba words separated by spaces (FTS5's tokenizer splits on
-spaces but not between Han characters), and queries are segmented the same way.
+``neardup search INDEX QUERY`` (FTS5 query syntax). Text is indexed as the
+filter's tokens (``dedup.features.tokens``) separated by spaces: case-folded
+words, Chinese as jieba words (FTS5's tokenizer splits on spaces but not
+between Han characters). A query's words are tokenized the same way, and its
+FTS5 syntax kept as it is (``fts5_query``).
 """
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 from pathlib import Path
 
 from scrapy_neardup.dedup.features.tokens import tokenize
 from scrapy_neardup.dedup.store.backends import private_file
+
+from .sqlite_files import INDEX, open_readonly
+
+logger = logging.getLogger(__name__)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS pages (
@@ -25,10 +32,104 @@ def _index_text(text: str) -> str:
     return " ".join(tokenize(text))
 
 
-class PageIndex:
-    """``add`` upserts a page; ``search`` ranks by BM25. Not thread-safe."""
+COLUMNS = ("title", "body")  # what a column filter can name (the URL is not indexed)
+FTS5_EXPECTS = ('FTS5 expects words, "a phrase", a prefix*, AND/OR/NOT between two terms, NEAR(a b), '
+                f"a column filter ({' or '.join(c + ':word' for c in COLUMNS)}) and balanced parentheses")
+_SPECIAL = set('"(){}:*^+,')  # FTS5's punctuation: kept as it is; anything else is a word's
 
-    def __init__(self, path: str | Path) -> None:
+
+class QueryError(ValueError):
+    """A search query FTS5 cannot read; the message says what is wrong and what FTS5 expects."""
+
+
+def fts5_query(query: str) -> str:
+    """``query`` (FTS5 syntax) with every word and phrase tokenized as the
+    index's text is, and its syntax kept: the operators ``AND``, ``OR``,
+    ``NOT`` and ``NEAR(...)`` (upper case, as FTS5 has them), parentheses,
+    ``"phrases"``, ``prefix*``, ``^first``, ``a + b``, ``col:`` and ``{cols}:``
+    filters. A word of several tokens (a run of Chinese, ``e-mail``) becomes
+    their phrase, as in the indexed text; a word of none (punctuation) is
+    left out. O(len(query)) plus the tokenizer's cost.
+
+    >>> fts5_query('Solp* OR "Zuhor  Borka" NOT title:ZEN')
+    '"solp" * OR "zuhor borka" NOT title : "zen"'
+    >>> fts5_query("NEAR(狐狸跳过 e-mail, 5)")
+    'NEAR ( "狐狸 跳 过" "e mail" , 5 )'
+    """
+    pieces: list[str] = []
+    words = 0
+    depth = 0
+    i, n = 0, len(query)
+
+    def next_char(j: int) -> str:
+        while j < n and query[j].isspace():
+            j += 1
+        return query[j] if j < n else ""
+
+    while i < n:
+        c = query[i]
+        if c.isspace():
+            i += 1
+        elif c == '"':
+            j, text = i + 1, []
+            while True:
+                end = query.find('"', j)
+                if end < 0:
+                    raise QueryError(f'unbalanced " (a "phrase" needs its closing quote); {FTS5_EXPECTS}')
+                text.append(query[j:end])
+                if query.startswith('"', end + 1):  # "" inside a phrase is a literal quote
+                    text.append('"')
+                    j = end + 2
+                    continue
+                break
+            pieces.append('"' + " ".join(tokenize("".join(text))) + '"')
+            words += 1
+            i = end + 1
+        elif c == "{":  # a column set, {title body}: its names as they are
+            end = query.find("}", i)
+            if end < 0:
+                raise QueryError(f"unbalanced {{ (a column set needs its closing }}); {FTS5_EXPECTS}")
+            pieces.append(query[i : end + 1])
+            i = end + 1
+        elif c in _SPECIAL:
+            depth += (c == "(") - (c == ")")
+            if depth < 0:
+                raise QueryError(f"unbalanced ); {FTS5_EXPECTS}")
+            pieces.append(c)
+            i += 1
+        else:
+            j = i
+            while j < n and not query[j].isspace() and query[j] not in _SPECIAL:
+                j += 1
+            word, i = query[i:j], j
+            follows = next_char(i)
+            if follows == ":" or word in ("AND", "OR", "NOT") or (word == "NEAR" and follows == "(") \
+                    or (word.isdigit() and pieces[-1:] == [","]):
+                pieces.append(word)  # a column name, an operator, NEAR's distance
+                continue
+            tokens = tokenize(word)
+            if tokens:
+                pieces.append('"' + " ".join(tokens) + '"')
+                words += 1
+            elif follows == "*" and query[i:i + 1] == "*":
+                i += 1  # (the prefix mark of a word left out goes with it)
+    if depth:
+        raise QueryError(f"unbalanced (; {FTS5_EXPECTS}")
+    if not words:
+        raise QueryError(f"no word to search for; {FTS5_EXPECTS}")
+    return " ".join(pieces)
+
+
+class PageIndex:
+    """``add`` upserts a page; ``search`` ranks by BM25. Not thread-safe.
+    ``readonly``: open an existing index for searching only (``mode=ro``: no
+    table made, no journal mode changed); ``sqlite_files.WrongFileError`` if
+    ``path`` is not an index."""
+
+    def __init__(self, path: str | Path, *, readonly: bool = False) -> None:
+        if readonly:
+            self.db = open_readonly(path, INDEX)
+            return
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         private_file(path)
         self.db = sqlite3.connect(path)
@@ -49,13 +150,19 @@ class PageIndex:
                                 (url, _index_text(title), _index_text(text)))
 
     def search(self, query: str, limit: int = 10) -> list[tuple[str, str, float]]:
-        """(url, title, score) of the best matches; lower BM25 score is better."""
-        terms = " ".join(f'"{t}"' for t in tokenize(query))
-        if not terms:
-            return []
-        rows = self.db.execute(
-            "SELECT f.url, p.title, bm25(pages_fts) AS score FROM pages_fts f JOIN pages p ON p.url = f.url "
-            "WHERE pages_fts MATCH ? ORDER BY score LIMIT ?", (terms, limit)).fetchall()
+        """(url, title, score) of the best matches of ``query`` (FTS5 syntax:
+        ``fts5_query``); lower BM25 score is better. ``QueryError`` when FTS5
+        cannot read the query."""
+        match = fts5_query(query)
+        try:
+            rows = self.db.execute(
+                "SELECT f.url, p.title, bm25(pages_fts) AS score FROM pages_fts f JOIN pages p ON p.url = f.url "
+                "WHERE pages_fts MATCH ? ORDER BY score LIMIT ?", (match, limit)).fetchall()
+        except sqlite3.OperationalError as exc:
+            # (FTS5's own words: "fts5: syntax error near ...", "no such column: x")
+            if "fts5" in str(exc) or "no such column" in str(exc) or "unterminated" in str(exc):
+                raise QueryError(f"{exc}; {FTS5_EXPECTS}") from None
+            raise
         return [(u, t, s) for u, t, s in rows]
 
     def urls(self) -> list[str]:

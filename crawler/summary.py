@@ -3,9 +3,7 @@
 ``neardup summary: 22 pages fetched, 15 kept, 5 dropped as near-duplicates,
 0 unchanged, 2 passed through unchecked, 33 outlinks not requested, 0
 requests avoided by learned URL rules, 48668 bytes downloaded``: each count
-as ``crawler.counts`` defines it and words it. The counts of the last crawl
-that ended in this process are kept (``last_crawl_counts``) for
-``neardup crawl`` to report.
+as ``crawler.counts`` defines it and words it.
 """
 
 from __future__ import annotations
@@ -20,15 +18,6 @@ from .config import NearDupConfig
 from .counts import CrawlCounts
 
 logger = logging.getLogger(__name__)
-
-_last: CrawlCounts | None = None
-
-
-def last_crawl_counts() -> CrawlCounts | None:
-    """The counts of the last crawl with the filter on that ended in this
-    process, or None (no such crawl: none ran, or it failed to start)."""
-    return _last
-
 
 class SummaryExtension:
     def __init__(self, crawler: Crawler) -> None:
@@ -48,6 +37,4 @@ class SummaryExtension:
         return f"neardup summary: {self.counts().sentence()}"
 
     def spider_closed(self, reason: str) -> None:
-        global _last
-        _last = self.counts()
-        logger.info("neardup summary: %s", _last.sentence())
+        logger.info(self.line())

@@ -1,9 +1,13 @@
-"""Command line: ``python -m dedup fingerprint PATH...``, ``distance HEX HEX``, ``scheme``, ``warmup``.
+"""Command line: ``python -m scrapy_neardup.dedup fingerprint PATH...``,
+``distance HEX HEX``, ``scheme``, ``warmup`` (also ``neardup fingerprint ...``).
 
 ``fingerprint`` prints one line per file, ``<16 hex digits>\\t<PATH>``, or
 ``-\\t<PATH>\\t<reason>`` when the file gets no fingerprint (too short, empty,
 unreadable); ``.html.gz`` files are read transparently. All files are done in
-one process so the segmenter dictionary loads once.
+one process so the segmenter dictionary loads once. It exits 0 when every file
+was read (a page too short to fingerprint is an answer, not a failure), 1 when
+any could not be read, 2 on a bad argument. ``distance`` exits 2 on a bad
+fingerprint.
 """
 
 from __future__ import annotations
@@ -29,15 +33,18 @@ def _cmd_fingerprint(args: argparse.Namespace) -> int:
             continue
         r = fper.fingerprint_html(data, args.encoding)
         out.write(f"{r.hex}\t{path}\n" if r.ok else f"-\t{path}\t{r.reason}\n")
-    return 1 if failed and failed == len(args.paths) else 0
+    return 1 if failed else 0
 
 
 def _cmd_distance(args: argparse.Namespace) -> int:
-    try:
-        a, b = from_hex(args.a), from_hex(args.b)
-    except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    fps = []
+    for text in (args.a, args.b):
+        try:
+            fps.append(from_hex(text))
+        except ValueError:
+            print(f"{args.prog} distance: {text!r} is not a fingerprint (up to 16 hex digits)", file=sys.stderr)
+            return 2
+    a, b = fps
     print(hamming(a, b))
     return 0
 
@@ -54,13 +61,25 @@ def _cmd_warmup(args: argparse.Namespace) -> int:
     return 0
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m dedup", description=__doc__.split("\n")[0])
+def _min_tokens(value: str) -> int:
+    """``--min-tokens``: a whole number >= 1 (a page needs a token to have a fingerprint)."""
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {value!r}")
+    return number
+
+
+def main(argv: Sequence[str] | None = None, prog: str = "python -m scrapy_neardup.dedup") -> int:
+    parser = argparse.ArgumentParser(prog=prog, description="the near-duplicate library's commands")
     sub = parser.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("fingerprint", help="print the simhash of HTML files")
     p.add_argument("paths", nargs="+")
     p.add_argument("--encoding", default=None, help="encoding to assume instead of detecting")
-    p.add_argument("--min-tokens", type=int, default=DEFAULT_MIN_TOKENS)
+    p.add_argument("--min-tokens", type=_min_tokens, default=DEFAULT_MIN_TOKENS,
+                   help=f"fewer tokens than this: no fingerprint (default {DEFAULT_MIN_TOKENS})")
     p.set_defaults(func=_cmd_fingerprint)
     p = sub.add_parser("distance", help="Hamming distance of two hex fingerprints")
     p.add_argument("a")
@@ -71,6 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = sub.add_parser("warmup", help="compile the numba kernels now (see NUMBA_CACHE_DIR in the README)")
     p.set_defaults(func=_cmd_warmup)
     args = parser.parse_args(argv)
+    args.prog = prog
     try:
         return args.func(args)
     except BrokenPipeError:  # `... | head`

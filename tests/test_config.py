@@ -72,10 +72,33 @@ def test_jobdir_gives_the_store_and_files_beside_it(tmp_path):
     ("NEARDUP_URL_RULES_PIN", ["param h"], "NEARDUP_URL_RULES_PIN: 'param h': write param HOST NAME"),
     ("NEARDUP_URL_RULES_FORBID", "[not json", "NEARDUP_URL_RULES_FORBID must be a list of rule lines"),
     ("NEARDUP_URL_RULES_FORBID", 7, "NEARDUP_URL_RULES_FORBID must be a list of rule lines"),
+    ("NEARDUP_EMIT_UNCHANGED", "maybe", "NEARDUP_EMIT_UNCHANGED must be a boolean"),
+    ("NEARDUP_CHECK_ERROR_PAGES", "maybe", "NEARDUP_CHECK_ERROR_PAGES must be a boolean"),
+    # a URL the store does not know is refused, not taken for a directory "http:/example.com/"
+    ("NEARDUP_STORE", "http://example.com/",
+     r"NEARDUP_STORE takes a local path or a redis://, rediss:// or unix:// URL; http:// is not one of them"),
+    ("NEARDUP_STORE", "file:///tmp/store", "NEARDUP_STORE takes a local path or a redis://.*; file:// is not"),
+    ("NEARDUP_URL_RULES_FILE", "ftp://h/rules", "NEARDUP_URL_RULES_FILE takes a local path or a redis://"),
+    ("NEARDUP_INDEX", "https://h/index", "NEARDUP_INDEX takes a local path; https:// is not one of them"),
+    ("NEARDUP_DUPLICATES_FILE", "s3://bucket/d.jsonl", "NEARDUP_DUPLICATES_FILE takes a local path; s3://"),
 ])
 def test_errors_name_the_setting(name, value, message):
     with pytest.raises(ConfigError, match=message):
         cfg(**{name: value})
+
+
+@pytest.mark.parametrize("store", ["redis://127.0.0.1:6379/0", "rediss://h:6380/1", "unix:///run/redis.sock",
+                                   "out/store", "/abs/store", "C:\\crawl\\store"])
+def test_a_store_is_a_path_or_a_redis_url(store):
+    assert cfg(NEARDUP_STORE=store).store == store
+
+
+@pytest.mark.parametrize("name", ["NEARDUP_ENABLED", "NEARDUP_URL_RULES", "NEARDUP_FRONTIER"])
+def test_the_addon_names_a_bad_switch_too(name):
+    """The add-on reads these switches before NearDupConfig is made: a bad value
+    is the same error that names the setting, not Scrapy's generic one."""
+    with pytest.raises(ConfigError, match=f"{name} must be a boolean"):
+        NearDupAddon().update_settings(Settings({name: "maybe", "JOBDIR": "/tmp/j"}))
 
 
 def _values(s: Settings) -> dict:

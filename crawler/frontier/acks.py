@@ -81,34 +81,39 @@ class AckTracker:
     def started(self, rid: int) -> None:
         self._inflight[rid] = _Entry()
 
+    def _entry(self, rid: int | None) -> _Entry | None:
+        """The in-flight entry of ``rid`` (None: a request the frontier did not hand out)."""
+        return None if rid is None else self._inflight.get(rid)
+
     def responded(self, rid: int | None) -> None:
-        if (e := self._inflight.get(rid)) is not None:  # type: ignore[arg-type]
+        if (e := self._entry(rid)) is not None:
             e.responded = True
 
     def item_out(self, rid: int | None) -> None:
-        if (e := self._inflight.get(rid)) is not None:  # type: ignore[arg-type]
+        if (e := self._entry(rid)) is not None:
             e.items += 1
 
     def item_done(self, rid: int | None) -> None:
-        if (e := self._inflight.get(rid)) is not None:  # type: ignore[arg-type]
+        if rid is not None and (e := self._entry(rid)) is not None:
             e.items -= 1
             if e.output_done and e.items <= 0:
-                self.finish(rid)  # type: ignore[arg-type]
+                self.finish(rid)
 
     def output_done(self, rid: int | None) -> None:
-        if (e := self._inflight.get(rid)) is not None:  # type: ignore[arg-type]
+        if rid is not None and (e := self._entry(rid)) is not None:
             e.output_done = True
             if e.items <= 0:
-                self.finish(rid)  # type: ignore[arg-type]
+                self.finish(rid)
 
     def failed(self, rid: int | None) -> None:
-        if rid in self._inflight and not self._inflight[rid].responded:  # type: ignore[index]
-            self._failed.append(rid)  # type: ignore[arg-type]
+        if rid is not None and (e := self._entry(rid)) is not None and not e.responded:
+            self._failed.append(rid)
 
     def keep_for_resume(self, rid: int | None) -> None:
         """Never acknowledge ``rid`` in this run: a resume fetches it again (its
         outputs could not be committed)."""
-        self._inflight.pop(rid, None)  # type: ignore[arg-type]
+        if rid is not None:
+            self._inflight.pop(rid, None)
 
     def adopt(self, request: Any) -> int | None:
         """A request entering the frontier. One carrying a frontier id is an output
@@ -157,7 +162,7 @@ class AckTracker:
 
     def acknowledgeable(self) -> list[int]:
         """Take the requests whose gates have all settled (in order: tokens only grow)."""
-        out = []
+        out: list[int] = []
         settled_cache: dict[int, int] = {}  # gate index -> highest token seen settled
         while self._ready:
             rid, tokens = self._ready[0]

@@ -21,7 +21,7 @@ import os
 import sqlite3
 from collections import Counter
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 from scrapy_neardup.dedup.store.backends import private_file
 
@@ -74,7 +74,7 @@ class FrontierDB:
         self.path = self.dir / self.FILE
         self.lifo = lifo
         self._lock_fd: int | None = None
-        self.db: sqlite3.Connection | None = None
+        self._db: sqlite3.Connection | None = None
         try:
             self.dir.mkdir(parents=True, exist_ok=True)
             self._lock_fd = os.open(self.dir / FRONTIER_LOCK, os.O_RDWR | os.O_CREAT, 0o600)
@@ -88,7 +88,7 @@ class FrontierDB:
             raise FrontierError(f"frontier {self.path}: {jobdir_in_use(self.dir)}") from None
         try:
             private_file(self.path)
-            self.db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute(f"PRAGMA synchronous={'FULL' if fsync else 'NORMAL'}")
             self.db.executescript(_SCHEMA)
@@ -112,6 +112,13 @@ class FrontierDB:
             self.close()
             raise _explain(self.path, exc) from exc
 
+    @property
+    def db(self) -> sqlite3.Connection:
+        """The open connection (``FrontierError`` once closed)."""
+        if self._db is None:
+            raise FrontierError(f"frontier {self.path} is closed")
+        return self._db
+
     def __len__(self) -> int:
         """Requests queued (not in flight)."""
         return self.queued.total()
@@ -133,7 +140,7 @@ class FrontierDB:
         except sqlite3.Error as exc:
             raise _explain(self.path, exc) from exc
         self.queued[slot] += 1
-        return cur.lastrowid
+        return cast(int, cur.lastrowid)  # set by every INSERT
 
     def pop(self, slot: str) -> Row | None:
         """The next queued request of ``slot`` (highest priority, then by ``lifo``), now in flight."""
@@ -171,13 +178,13 @@ class FrontierDB:
     def close(self) -> None:
         """Commit and let go of the file (and the JOBDIR's lock)."""
         try:
-            if self.db is not None:
+            if self._db is not None:
                 try:
-                    if self.db.in_transaction:
-                        self.db.execute("COMMIT")
+                    if self._db.in_transaction:
+                        self._db.execute("COMMIT")
                 finally:
-                    self.db.close()
-                    self.db = None
+                    self._db.close()
+                    self._db = None
         finally:
             if self._lock_fd is not None:
                 fcntl.flock(self._lock_fd, fcntl.LOCK_UN)

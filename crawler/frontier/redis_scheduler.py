@@ -139,6 +139,7 @@ class ReliableRedisScheduler(ScrapyRedisScheduler):
     """scrapy-redis's scheduler; a request leaves Redis only once it is done."""
 
     crawler: Crawler
+    df: Any  # scrapy-redis's dupe filter (made in open() unless given)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> ReliableRedisScheduler:
@@ -360,7 +361,9 @@ class ReliableRedisScheduler(ScrapyRedisScheduler):
         every 5 s, and other processes may have queued work meanwhile. (Scrapy's
         engine slot is not public API: without it, the engine's own 5 s poll serves.)"""
         try:
-            self.crawler.engine._slot.nextcall.schedule()
+            slot = self.crawler.engine._slot
+            if slot is not None:
+                slot.nextcall.schedule()
         except Exception:  # noqa: S110  (an engine without that slot: its heartbeat polls)
             pass
 

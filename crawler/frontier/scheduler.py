@@ -85,12 +85,19 @@ class DurableScheduler(BaseScheduler):
         self.lifo = "lifo" in str(crawler.settings.get("SCHEDULER_DISK_QUEUE", "lifo")).lower()
         self.tracker = AckTracker.of(crawler)
         self.tracker.add_gate(_FeedGate(crawler))
-        self.db: FrontierDB | None = None
+        self._db: FrontierDB | None = None
         self.spider: Spider | None = None
         self._memory: deque[Request] = deque()  # requests JSON cannot hold
         self._loop: task.LoopingCall | None = None
         self._failed = False
         self._pushed = 0  # requests queued since the last commit
+
+    @property
+    def db(self) -> FrontierDB:
+        """The open frontier (between ``open`` and ``close``)."""
+        if self._db is None:
+            raise FrontierError("the durable frontier is not open")
+        return self._db
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> DurableScheduler:
@@ -107,7 +114,7 @@ class DurableScheduler(BaseScheduler):
 
     def open(self, spider: Spider) -> Any:
         self.spider = spider
-        self.db = FrontierDB(self.jobdir, lifo=self.lifo)  # FrontierError: the crawl stops, naming the file
+        self._db = FrontierDB(self.jobdir, lifo=self.lifo)  # FrontierError: the crawl stops, naming the file
         if isinstance(self.df, DurableDupeFilter):
             self.df.attach(self.db)
         else:
@@ -125,7 +132,7 @@ class DurableScheduler(BaseScheduler):
     def close(self, reason: str) -> None:
         if self._loop is not None and self._loop.running:
             self._loop.stop()
-        if self.db is None:
+        if self._db is None:
             return
         try:
             if not self._failed:  # (else the file takes no more writes: what was committed stays)
@@ -139,16 +146,16 @@ class DurableScheduler(BaseScheduler):
         finally:
             self.tracker.active = False
             self.db.close()
-            self.db = None
+            self._db = None
         self.df.close(reason)
 
     # -- the scheduler interface --------------------------------------------------
 
     def has_pending_requests(self) -> bool:
-        return bool(self._memory) or (self.db is not None and len(self.db) > 0)
+        return bool(self._memory) or (self._db is not None and len(self._db) > 0)
 
     def __len__(self) -> int:
-        return len(self._memory) + (len(self.db) if self.db is not None else 0)
+        return len(self._memory) + (len(self._db) if self._db is not None else 0)
 
     def enqueue_request(self, request: Request) -> bool:
         parent = self.tracker.adopt(request)  # (the request it replaces: a redirect, a retry)
@@ -232,13 +239,7 @@ class DurableScheduler(BaseScheduler):
     def _next_slot(self) -> str:
         """The slot with queued requests and the fewest active downloads (ties: by name)."""
         slots = getattr(self._downloader(), "slots", {})
-        best = None
-        for key in self.db.queued:
-            s = slots.get(key)
-            cand = (len(s.active) if s is not None else 0, key)
-            if best is None or cand < best:
-                best = cand
-        return best[1]
+        return min((len(s.active) if (s := slots.get(key)) is not None else 0, key) for key in self.db.queued)[1]
 
     def _commit(self) -> None:
         self._pushed = 0
@@ -249,7 +250,7 @@ class DurableScheduler(BaseScheduler):
         self.db.commit()
 
     def _checkpoint(self) -> None:
-        if self.db is None or self._failed:
+        if self._db is None or self._failed:
             return
         try:
             self.tracker.tick()
@@ -284,8 +285,8 @@ def stop_crawl(crawler: Crawler, reason: str) -> None:
         engine = crawler.engine
     except RuntimeError:  # not crawling
         return
+    from scrapy.utils.asyncio import call_later
     from scrapy.utils.defer import deferred_from_coro
-    from twisted.internet import reactor
 
-    reactor.callLater(0, lambda: deferred_from_coro(engine.close_spider_async(reason=reason)))
+    call_later(0, lambda: deferred_from_coro(engine.close_spider_async(reason=reason)))
 

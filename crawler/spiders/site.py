@@ -1,32 +1,107 @@
 """``scrapy crawl site -a start_url=URL[,URL...]``: a focused crawl of chosen sites.
 
-Arguments: ``allow``/``deny`` (regexes on URLs), ``max_depth``, ``max_pages``,
-``stay_on_host`` (default true: only the start URLs' hosts). Every HTML page
-becomes an item ``{url, title, text, fingerprint, fetched_at, status}``; the
-near-duplicate filter removes the items and links of duplicates.
+Arguments (``SiteArguments``, checked before the crawl starts, each error
+naming its argument): ``start_url`` (http or https, comma-separated),
+``allow``/``deny`` (regular expressions on URLs), ``max_depth`` (links
+followed from a start page: 0 or more), ``max_pages`` (at most this many
+pages reach the spider in a run, 1 or more: ``page_limit``),
+``stay_on_host`` (true, the default: only the start URLs' hosts; false).
+Every HTML page becomes an item ``{url, title, text, fingerprint,
+language, fetched_at, status}``; the near-duplicate filter removes the items
+and links of duplicates.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
-from urllib.parse import urlparse
+from urllib.parse import urlsplit
 
 import scrapy
-from scrapy.exceptions import CloseSpider
 from scrapy.http import Response, TextResponse
 from scrapy.linkextractors import LinkExtractor
+from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
 
 from scrapy_neardup.dedup import jit
 from scrapy_neardup.dedup.text import extract
 
 from ..config import NearDupConfig
 from ..middleware import declared_encoding
+from .page_limit import PAGE_LIMIT_ORDER, PageLimitMiddleware
+
+PAGE_LIMIT_PATH = f"{PageLimitMiddleware.__module__}.{PageLimitMiddleware.__qualname__}"
+
+TRUE, FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 
 
-def _bool(value: str | bool) -> bool:
-    return value if isinstance(value, bool) else value.strip().lower() in ("1", "true", "yes", "on")
+class SpiderArgumentError(ValueError):
+    """A spider argument (``-a NAME=VALUE``) has a bad value; the message names it."""
+
+
+def http_url_problem(url: str) -> str | None:
+    """Why ``url`` cannot start a crawl (None: it can)."""
+    parts = urlsplit(url)
+    if parts.scheme.lower() not in ("http", "https"):
+        hint = f" (http://{url}?)" if "://" not in url else ""
+        return f"{url!r}: a URL needs http:// or https://{hint}"
+    if not parts.hostname:
+        return f"{url!r}: a URL needs a host after {parts.scheme}://"
+    return None
+
+
+@dataclass(frozen=True)
+class SiteArguments:
+    """The spider's arguments, parsed and checked (``parse``)."""
+
+    start_urls: tuple[str, ...]
+    allow: str = ""
+    deny: str = ""
+    max_depth: int | None = None
+    max_pages: int | None = None
+    stay_on_host: bool = True
+
+    @classmethod
+    def parse(cls, start_url: str = "", allow: str = "", deny: str = "", max_depth: str | int = "",
+              max_pages: str | int = "", stay_on_host: str | bool = "true") -> SiteArguments:
+        """From the ``-a`` strings (or Python values); ``SpiderArgumentError`` names a bad one."""
+        urls = tuple(u.strip() for u in str(start_url).split(",") if u.strip())
+        if not urls:
+            raise SpiderArgumentError(
+                "start_url: give at least one start URL: scrapy crawl site -a start_url=https://example.com/")
+        for u in urls:
+            if (problem := http_url_problem(u)) is not None:
+                raise SpiderArgumentError(f"start_url {problem}")
+        for name, pattern in (("allow", allow), ("deny", deny)):
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise SpiderArgumentError(f"{name} must be a regular expression, got {pattern!r} ({exc})") from None
+        return cls(urls, allow, deny, _whole("max_depth", max_depth, 0), _whole("max_pages", max_pages, 1),
+                   _flag("stay_on_host", stay_on_host))
+
+
+def _whole(name: str, value: str | int, lo: int) -> int | None:
+    if value == "" or value is None:
+        return None
+    try:
+        number = int(str(value).strip())
+    except ValueError:
+        raise SpiderArgumentError(f"{name} must be a whole number >= {lo}, got {value!r}") from None
+    if number < lo:
+        raise SpiderArgumentError(f"{name} must be a whole number >= {lo}, got {value!r}")
+    return number
+
+
+def _flag(name: str, value: str | bool) -> bool:
+    if isinstance(value, bool):
+        return value
+    word = str(value).strip().lower()
+    if word in TRUE or word in FALSE:
+        return word in TRUE
+    raise SpiderArgumentError(f"{name} must be true or false (or yes/no, on/off, 1/0), got {value!r}")
 
 
 class SiteSpider(scrapy.Spider):
@@ -35,20 +110,28 @@ class SiteSpider(scrapy.Spider):
     def __init__(self, start_url: str = "", allow: str = "", deny: str = "", max_depth: str = "",
                  max_pages: str = "", stay_on_host: str = "true", **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        urls = [u.strip() for u in start_url.split(",") if u.strip()]
-        if not urls:
-            raise ValueError("give at least one start URL: scrapy crawl site -a start_url=https://example.com/")
-        for u in urls:
-            if urlparse(u).scheme not in ("http", "https"):
-                raise ValueError(f"start_url must be http(s): {u!r}")
-        self.start_urls = urls
-        hosts = sorted({urlparse(u).hostname or "" for u in urls})
-        self.allowed_domains = hosts if _bool(stay_on_host) else []
-        self.link_extractor = LinkExtractor(allow=allow or (), deny=deny or ())
-        self.max_depth = int(max_depth) if max_depth else None
-        self.max_pages = int(max_pages) if max_pages else None
-        self.pages_seen = 0
+        args = SiteArguments.parse(start_url, allow, deny, max_depth, max_pages, stay_on_host)
+        self.start_urls = list(args.start_urls)
+        hosts = sorted({urlsplit(u).hostname or "" for u in args.start_urls})
+        self.allowed_domains = hosts if args.stay_on_host else []
+        self.link_extractor = LinkExtractor(allow=args.allow or (), deny=args.deny or ())
+        self.max_depth = args.max_depth
+        self.max_pages = args.max_pages  # enforced by page_limit.PageLimitMiddleware
         self.extract_text = False  # set by from_crawler when the near-duplicate filter is off
+
+    @classmethod
+    def update_settings(cls, settings: BaseSettings) -> None:
+        """Adds ``PageLimitMiddleware`` (``max_pages``) to the downloader
+        middlewares, unless the project lists it already: at "spider" priority
+        (or the setting's own, if higher), for the crawler process merges its
+        settings over a crawler's where they have the same priority."""
+        super().update_settings(settings)
+        name = "DOWNLOADER_MIDDLEWARES"
+        listed = settings.getdict(name)
+        if any(component in (PageLimitMiddleware, PAGE_LIMIT_PATH) for component in listed):
+            return
+        priority = max(settings.getpriority(name) or 0, SETTINGS_PRIORITIES["spider"])
+        settings.set(name, {**listed, PageLimitMiddleware: PAGE_LIMIT_ORDER}, priority=priority)
 
     @classmethod
     def from_crawler(cls, crawler, *args: Any, **kwargs: Any):  # noqa: ANN001, ANN206 - Scrapy's signature
@@ -70,8 +153,7 @@ class SiteSpider(scrapy.Spider):
     async def parse(self, response: Response) -> AsyncIterator[Any]:
         if not isinstance(response, TextResponse):
             return
-        self.pages_seen += 1
-        if b"html" in response.headers.get("Content-Type", b"text/html").lower():
+        if b"html" in (response.headers.get("Content-Type", b"text/html") or b"").lower():
             # title, text and fingerprint are filled in by the near-duplicate
             # filter, which extracts them anyway (see crawler.middleware)
             page = extract(response.body, declared_encoding(response)) if self.extract_text else None
@@ -84,9 +166,6 @@ class SiteSpider(scrapy.Spider):
                 "fetched_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                 "status": response.status,
             }
-        if self.max_pages is not None and self.pages_seen >= self.max_pages:
-            # after the item: a page the filter admitted must reach the feed
-            raise CloseSpider(f"max_pages={self.max_pages} reached")
         if self.max_depth is not None and response.meta.get("depth", 0) >= self.max_depth:
             return
         for link in self.link_extractor.extract_links(response):

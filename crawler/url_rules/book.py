@@ -38,6 +38,7 @@ True
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Iterable
@@ -47,11 +48,12 @@ from pathlib import Path
 import mmh3
 
 from .rules import Parts, UrlRule, derive, host_of, parts_of, url_of
-from .storage import Storage, open_storage
+from .storage import Storage, open_storage, read_book
 
 logger = logging.getLogger(__name__)
 
 CANDIDATE, ACTIVE, RETIRED, PINNED = "candidate", "active", "retired", "pinned"
+PIN, FORBID = "pin", "forbid"  # the book's settings that name rules (JSON lists of rule lines)
 MAX_RULES_PER_HOST = 64
 BACKFILL = 20_000  # a new rule is tried on at most this many of the host's latest pages
 REFRESH_EVERY = 5.0  # seconds: rules another process learned or retired (a shared book)
@@ -105,6 +107,11 @@ class RuleBook:
         self.events: list[tuple[str, RuleState]] = []  # ("learned" | "retired", rule): for the caller's stats
         for rule in self.pins:
             self.store.create(rule.spec, rule.host)
+        # (for `neardup rules`: the states as this crawl has them, pinned rules as pinned)
+        self.store.save_settings({"min_evidence": str(min_evidence),
+                                  PIN: json.dumps([r.spec for r in self.pins]),
+                                  FORBID: json.dumps([r.spec for r in self.forbid])})
+        self.store.commit()
         self._refreshed = 0.0
         self.refresh()
 
@@ -263,16 +270,23 @@ class RuleBook:
         self.store.close()
 
 
-def list_rules(location: str | Path, *, min_evidence: int = 10) -> list[dict]:
-    """The rules in a rule book (a file or a ``redis://`` URL), for ``neardup rules``."""
-    store = open_storage(location)
-    try:
-        rows = store.rules()
-    finally:
-        store.close()
+def list_rules(location: str | Path, *, min_evidence: int | None = None) -> list[dict]:
+    """The rules in a rule book (a file or a ``redis://`` URL), for ``neardup
+    rules``, read without writing to it (``storage.read_book``): each rule's
+    state as the crawl that wrote the book has it (its pins and forbids, and its
+    ``min_evidence`` unless one is given; 10 for a book that does not say).
+    Raises ``sqlite_files.WrongFileError`` for a file that is not a rule book."""
+    rows, settings = read_book(location)
+    if min_evidence is None:
+        min_evidence = int(settings.get("min_evidence") or 10)
+    pins = {UrlRule.parse(spec) for spec in json.loads(settings.get(PIN) or "[]")}
+    forbids = [UrlRule.parse(spec) for spec in json.loads(settings.get(FORBID) or "[]")]
     out = []
     for row in rows:
-        out.append({"rule": row["spec"], "state": state_of(row["evidence"], row["counter"], min_evidence),
+        rule = UrlRule.parse(row["spec"])
+        state = state_of(row["evidence"], row["counter"], min_evidence, pinned=rule in pins,
+                         forbidden=any(f.covers(rule) for f in forbids))
+        out.append({"rule": row["spec"], "state": state,
                     "evidence": row["evidence"],
                     "counter_examples": row["counter"], "avoided": row["avoided"], "example": row["example"],
                     "counter_example": row["counter_example"]})

@@ -6,7 +6,8 @@ that are safe when several processes share it: counters are incremented,
 never written whole; a form's first page and an avoided request are set only
 if absent. ``open_storage(location)`` picks the implementation: None (memory),
 a file path, or a ``redis://`` URL (with ``?prefix=``: the store's name, so
-the keys sit beside the store's as ``NAME:rules:*``).
+the keys sit beside the store's as ``NAME:rules:*``). ``read_book(location)``
+reads a book without writing to it, for ``neardup rules``.
 
 >>> s = open_storage(None)
 >>> s.create("param h sid", "h"), s.create("param h sid", "h")
@@ -68,6 +69,13 @@ class Storage(Protocol):
     def release(self, spec: str) -> list[str | None]:
         """Take the requests a rule avoided (as given to ``avoid_once``)."""
 
+    def save_settings(self, values: dict[str, str]) -> None:
+        """Keep the settings the book acts under (its evidence threshold, the
+        pinned and forbidden rules), so that a listing shows each rule's state
+        as the crawl had it."""
+
+    def settings(self) -> dict[str, str]: ...
+
     def maybe_commit(self) -> None: ...
 
     def commit(self) -> None: ...
@@ -75,8 +83,31 @@ class Storage(Protocol):
     def close(self) -> None: ...
 
 
+def read_book(location: str | Path) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """A rule book's rules (as ``Storage.rules``) and settings (as
+    ``Storage.settings``), read without writing anything: a SQLite file is
+    opened read-only and must be a rule book (else ``WrongFileError``, naming
+    what it is); a ``redis://`` URL is only read."""
+    from scrapy_neardup.dedup.store.redis import is_redis_url
+
+    from ..sqlite_files import RULE_BOOK, open_readonly, tables_of
+
+    if is_redis_url(str(location)):
+        store = RedisStorage(str(location))
+        try:
+            return store.rules(), store.settings()
+        finally:
+            store.close()
+    db = open_readonly(location, RULE_BOOK)
+    try:
+        settings = dict(db.execute("SELECT name, value FROM settings")) if "settings" in tables_of(db) else {}
+        return _rule_rows(db), settings
+    finally:
+        db.close()
+
+
 def open_storage(location: str | Path | None) -> Storage:
-    from scrapy_neardup.dedup.store.redis_store import is_redis_url
+    from scrapy_neardup.dedup.store.redis import is_redis_url
 
     if location is not None and is_redis_url(str(location)):
         return RedisStorage(str(location))
@@ -94,7 +125,15 @@ CREATE INDEX IF NOT EXISTS pages_by_host ON pages (host, seq);
 CREATE TABLE IF NOT EXISTS forms (rule INTEGER, form TEXT, url TEXT NOT NULL, fp INTEGER NOT NULL,
     PRIMARY KEY (rule, form)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS avoided (url TEXT PRIMARY KEY, rule INTEGER, target TEXT, request TEXT) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS settings (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
+
+
+def _rule_rows(db: sqlite3.Connection) -> list[dict[str, Any]]:
+    keys = ("spec", "host", *COUNTERS, "example", "counter_example")
+    return [dict(zip(keys, row)) for row in db.execute(
+        f"SELECT spec, host, {', '.join(COUNTERS)}, example, counter_example FROM rules ORDER BY id")]
+
 
 class SqliteStorage:
     """One process's rule book in SQLite (WAL), committed every second and on demand."""
@@ -104,6 +143,7 @@ class SqliteStorage:
             Path(location).parent.mkdir(parents=True, exist_ok=True)
             private_file(location)
         self.db = sqlite3.connect(":memory:" if location is None else str(location), isolation_level=None)
+        self._open = True
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.executescript(_SCHEMA)
@@ -113,9 +153,7 @@ class SqliteStorage:
         self._ids = dict(self.db.execute("SELECT spec, id FROM rules"))
 
     def rules(self) -> list[dict[str, Any]]:
-        keys = ("spec", "host", *COUNTERS, "example", "counter_example")
-        return [dict(zip(keys, row)) for row in self.db.execute(
-            f"SELECT spec, host, {', '.join(COUNTERS)}, example, counter_example FROM rules ORDER BY id")]
+        return _rule_rows(self.db)
 
     def create(self, spec: str, host: str) -> bool:
         cur = self.db.execute("INSERT OR IGNORE INTO rules (spec, host) VALUES (?, ?)", (spec, host))
@@ -177,6 +215,12 @@ class SqliteStorage:
         self.db.execute("DELETE FROM avoided WHERE rule = ?", (self._ids[spec],))
         return [r for (r,) in rows]
 
+    def save_settings(self, values: dict[str, str]) -> None:
+        self.db.executemany("INSERT OR REPLACE INTO settings VALUES (?, ?)", values.items())
+
+    def settings(self) -> dict[str, str]:
+        return dict(self.db.execute("SELECT name, value FROM settings"))
+
     def maybe_commit(self) -> None:
         if time.monotonic() - self._committed >= COMMIT_EVERY:
             self.commit()
@@ -187,10 +231,10 @@ class SqliteStorage:
         self._committed = time.monotonic()
 
     def close(self) -> None:
-        if self.db is not None:
+        if self._open:
+            self._open = False
             self.db.execute("COMMIT")
             self.db.close()
-            self.db = None
 
 
 # -- Redis ---------------------------------------------------------------------------
@@ -201,7 +245,7 @@ def _guarded(cls: type) -> type:
     when it cannot be reached, naming the URL without its password."""
     import functools
 
-    from scrapy_neardup.dedup.store.redis_store import redis_errors
+    from scrapy_neardup.dedup.store.redis import redis_errors
 
     def wrap(fn):
         @functools.wraps(fn)
@@ -225,12 +269,13 @@ class RedisStorage:
         NAME:rules:p:<host>     hash: page URL -> fingerprint (8 bytes)
         NAME:rules:<rule>:f     hash: form -> fingerprint (8 bytes) + URL of its first page
         NAME:rules:a            hash: avoided URL -> {"rule": ..., "target": ..., "request": ...}
+        NAME:rules:settings     hash: name -> value (``save_settings``)
 
     ``<rule>`` is a hash of the spec. Every call is one Redis command (or a
     pipeline of independent ones), atomic on its own: HINCRBY, HSETNX."""
 
     def __init__(self, url: str) -> None:
-        from scrapy_neardup.dedup.store.redis_store import connect, redact, split_url
+        from scrapy_neardup.dedup.store.redis import connect, redact, split_url
 
         redis_url, own = split_url(url)
         self.name = (own.get("prefix") or "neardup") + ":rules"
@@ -314,6 +359,13 @@ class RedisStorage:
             pipe.hdel(key, url)
         # (only what this call deleted: two processes releasing one rule requeue each request once)
         return [entry["request"] for (_, entry), gone in zip(mine, pipe.execute()) if gone]
+
+    def save_settings(self, values: dict[str, str]) -> None:
+        if values:
+            self.client.hset(f"{self.name}:settings", mapping=values)
+
+    def settings(self) -> dict[str, str]:
+        return {k.decode(): v.decode() for k, v in self.client.hgetall(f"{self.name}:settings").items()}
 
     def maybe_commit(self) -> None:
         """(Each call is committed on the server when it returns.)"""
