@@ -87,7 +87,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "python -m scrapy_neardu
     p.set_defaults(func=_cmd_distance)
     p = sub.add_parser("scheme", help="print the fingerprint scheme identity")
     p.set_defaults(func=_cmd_scheme)
-    p = sub.add_parser("warmup", help="compile the numba kernels now (see NUMBA_CACHE_DIR in the README)")
+    p = sub.add_parser("warmup", help="compile the numba kernels now (where the cache goes: docs/compiled-code.md)")
     p.set_defaults(func=_cmd_warmup)
     args = parser.parse_args(argv)
     args.prog = prog

@@ -1,7 +1,7 @@
 """Which compiled kernels this process may call now, and warming them up.
 
 numba compiles a kernel the first time it is called and caches the machine
-code (README, "Compiled code"), so the first call in a fresh install takes
+code (docs/compiled-code.md), so the first call in a fresh install takes
 tens of seconds. A process that must never wait for that, a crawl whose
 reactor thread would stall, calls ``defer()``: from then on ``ready(group)``
 is False until ``warm(group)`` has run (in a background thread or a worker
