@@ -4,8 +4,9 @@ scrapy_neardup's modules (the facade, ``crawler`` and ``dedup``) form no cycle.
 The graph is read from each module's syntax tree, not by importing it, and
 counts every ``import`` statement wherever it stands: at module level and
 inside functions (a function-level import only postpones a circle to the
-first call). Not counted: imports under ``if TYPE_CHECKING:`` (never run),
-and names given as strings to ``importlib`` (the facade's lazy re-exports,
+first call). Imports under ``if TYPE_CHECKING:`` never run, but a reader
+follows them as any other: the house is checked with and without them. Not
+counted: names given as strings to ``importlib`` (the facade's lazy re-exports,
 ``jit``'s table of warm-ups): they are looked up on first use, not while
 the modules load.
 
@@ -32,6 +33,8 @@ import textwrap
 from collections import deque
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 # installed package name -> its folder in the repository (pyproject.toml's package-dir)
 PACKAGES = {"scrapy_neardup": ROOT / "scrapy_neardup", "scrapy_neardup.crawler": ROOT / "crawler",
@@ -57,28 +60,29 @@ def _is_type_checking(test: ast.expr) -> bool:
         isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
 
 
-def _imports(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
-    """Every import statement of the tree, at any depth, except under ``if TYPE_CHECKING:``."""
+def _imports(tree: ast.AST, type_checking: bool = False) -> list[ast.Import | ast.ImportFrom]:
+    """Every import statement of the tree, at any depth; under ``if TYPE_CHECKING:``
+    only with ``type_checking``."""
     out: list[ast.Import | ast.ImportFrom] = []
     todo: list[ast.AST] = [tree]
     while todo:
         node = todo.pop()
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             out.append(node)
-        elif isinstance(node, ast.If) and _is_type_checking(node.test):
+        elif isinstance(node, ast.If) and _is_type_checking(node.test) and not type_checking:
             todo.extend(node.orelse)
             continue
         todo.extend(ast.iter_child_nodes(node))
     return out
 
 
-def import_graph(packages: dict[str, Path] = PACKAGES) -> dict[str, set[str]]:
+def import_graph(packages: dict[str, Path] = PACKAGES, type_checking: bool = False) -> dict[str, set[str]]:
     """{module: the modules of ``packages`` it imports}. O(total source size)."""
     known = modules(packages)
     graph: dict[str, set[str]] = {name: set() for name in known}
     for name, (path, is_init) in known.items():
         here = name if is_init else name.rpartition(".")[0]  # the package relative imports start from
-        for node in _imports(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        for node in _imports(ast.parse(path.read_text(encoding="utf-8"), str(path)), type_checking):
             if isinstance(node, ast.Import):
                 targets = [alias.name for alias in node.names]
             else:
@@ -205,8 +209,9 @@ def test_the_finder_finds_a_circle():
     assert shortest_cycle(graph, ["a", "b", "c"]) == ["a", "b", "c", "a"]
 
 
-def test_no_module_imports_one_that_imports_it_back():
-    circles = describe(import_graph())
+@pytest.mark.parametrize("type_checking", [False, True], ids=["run", "read"])
+def test_no_module_imports_one_that_imports_it_back(type_checking):
+    circles = describe(import_graph(type_checking=type_checking))
     assert not circles, "import circles:\n" + "\n".join(circles)
 
 

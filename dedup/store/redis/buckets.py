@@ -17,10 +17,10 @@ import numpy as np
 from . import scripts
 
 if TYPE_CHECKING:
-    from .store import RedisSimhashStore
+    from .parts import StoreParts
 
 
-def read(store: RedisSimhashStore, fps: list[int], where: tuple,
+def read(store: StoreParts, fps: list[int], where: tuple,
          idx: list[int]) -> tuple[np.ndarray, dict[int, dict[int, int]]]:
     """Read the T buckets of ``idx`` (one pipelined round of MGETs, one per
     slot chunk) and scan them here, with numpy. Returns (the bucket lengths
@@ -66,7 +66,7 @@ def verdict(raw: bytes, pos: int, fp: int, found: dict[int, dict[int, int]], i: 
     return v, pos
 
 
-def commit(store: RedisSimhashStore, keys: Sequence[str], where: tuple, idx: list[int],
+def commit(store: StoreParts, keys: Sequence[str], where: tuple, idx: list[int],
            repair: bool = False) -> None:
     """Commit fingerprints ``idx`` of a batch into every table: table 0
     (with the records) first, so no table shows a fingerprint without its key.

@@ -30,10 +30,10 @@ from .buckets import commit, read, verdict
 from .keys import ScriptCall
 
 if TYPE_CHECKING:
-    from .store import RedisSimhashStore
+    from .parts import StoreParts
 
 
-def reserve(store: RedisSimhashStore, fps: list[int], keys: Sequence[str], where: tuple,
+def reserve(store: StoreParts, fps: list[int], keys: Sequence[str], where: tuple,
             idx: list[int]) -> dict[int, dict[int, int]]:
     """Reserve every table for ``idx``: all tables in one pipelined round
     when nothing conflicts, committing each as soon as it holds them all.
@@ -97,7 +97,7 @@ def reserve(store: RedisSimhashStore, fps: list[int], keys: Sequence[str], where
     return found
 
 
-def release(store: RedisSimhashStore, pairs: list[tuple[int, int]], where: tuple) -> None:
+def release(store: StoreParts, pairs: list[tuple[int, int]], where: tuple) -> None:
     """Give back reservations, given as (batch index, table)."""
     by_table: dict[int, list[int]] = defaultdict(list)
     for i, t in pairs:

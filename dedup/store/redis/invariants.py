@@ -14,10 +14,10 @@ import numpy as np
 from .records import all_records
 
 if TYPE_CHECKING:
-    from .store import RedisSimhashStore
+    from .parts import StoreParts
 
 
-def check_invariants(store: RedisSimhashStore) -> None:
+def check_invariants(store: StoreParts) -> None:
     """Raise unless every record's fingerprint is in its bucket of every
     table exactly as often as it has records, nothing else is in a bucket,
     and the counts add up."""

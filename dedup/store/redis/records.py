@@ -20,7 +20,7 @@ from ..match import Match
 from . import scripts
 
 if TYPE_CHECKING:
-    from .store import RedisSimhashStore
+    from .parts import StoreParts
 
 
 def entries(raw: bytes) -> list[tuple[int, str]]:
@@ -40,7 +40,7 @@ def _hash_items(reply: Any) -> Iterable[tuple[bytes, bytes]]:
     return reply.items() if isinstance(reply, dict) else zip(reply[::2], reply[1::2])
 
 
-def records_of(store: RedisSimhashStore, values: Iterable[int]) -> dict[int, list[tuple[int, str]]]:
+def records_of(store: StoreParts, values: Iterable[int]) -> dict[int, list[tuple[int, str]]]:
     """{fingerprint: [(seq, key), ...] oldest first} for stored fingerprints:
     each fingerprint's field in its table-0 records hash (one Lua call per
     slot chunk: ``scripts.RECORDS``)."""
@@ -65,7 +65,7 @@ def records_of(store: RedisSimhashStore, values: Iterable[int]) -> dict[int, lis
     return out
 
 
-def all_records(store: RedisSimhashStore) -> list[tuple[int, int, str]]:
+def all_records(store: StoreParts) -> list[tuple[int, int, str]]:
     """(seq, fingerprint, key) of every record, oldest first. Scans the store."""
     out = []
     for rec in store.connection.each("HGETALL", store.connection.scan(store.keyspace.records_pattern())):
@@ -76,7 +76,7 @@ def all_records(store: RedisSimhashStore) -> list[tuple[int, int, str]]:
     return out
 
 
-def ranked(store: RedisSimhashStore, found: list[dict[int, int]]) -> list[list[Match]]:
+def ranked(store: StoreParts, found: list[dict[int, int]]) -> list[list[Match]]:
     """The records of each {fingerprint: distance} as matches, nearest first (ties: the oldest)."""
     records = records_of(store, (v for f in found for v in f))
     out = []
@@ -86,7 +86,7 @@ def ranked(store: RedisSimhashStore, found: list[dict[int, int]]) -> list[list[M
     return out
 
 
-def nearest(store: RedisSimhashStore, found: list[dict[int, int]]) -> list[Match]:
+def nearest(store: StoreParts, found: list[dict[int, int]]) -> list[Match]:
     """The nearest record (ties: the oldest) of each {fingerprint: distance}."""
     out = []
     for ms in ranked(store, found):

@@ -20,10 +20,10 @@ from .buckets import read, verdict
 from .keys import CHUNK
 
 if TYPE_CHECKING:
-    from .store import RedisSimhashStore
+    from .parts import StoreParts
 
 
-def check_and_commit(store: RedisSimhashStore, fps: list[int], keys: Sequence[str], where: tuple,
+def check_and_commit(store: StoreParts, fps: list[int], keys: Sequence[str], where: tuple,
                      idx: list[int]) -> dict[int, dict[int, int]]:
     """Read and scan the buckets here, then check what was committed since
     and commit, all tables in one Lua step per chunk
