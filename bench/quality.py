@@ -470,14 +470,75 @@ def eval_release_notes(data: Path, fper: Fingerprinter, seed: int = 4, max_words
     return ps
 
 
+# -- unrelated pages of one language ------------------------------------------------
+
+SPREAD_SETS = {
+    "installation-guide": lambda path: path.split("/site/", 1)[1].split("/")[0],
+    "debian-reference": debian_reference_lang,
+    "developers-reference": developers_reference_lang,
+}
+_PAGES: dict[str, list[tuple[str, object]]] = {}  # set -> [(path, extracted page)]: extracted once per run
+
+
+def _site_pages(data: Path, name: str) -> list[tuple[str, object]]:
+    if name not in _PAGES:
+        with tempfile.TemporaryDirectory() as tmp:
+            with tarfile.open(data / "sites" / f"{name}.tar.gz") as tf:
+                tf.extractall(tmp, filter="data")
+            _PAGES[name] = [(str(f.relative_to(tmp)), extract(f.read_bytes())) for f in sorted(Path(tmp).rglob("*.html"))]
+    return _PAGES[name]
+
+
+def _binomial_at_most(k: int, n: int = 64) -> float:
+    from math import comb
+
+    return sum(comb(n, i) for i in range(k + 1)) / 2**n
+
+
+def eval_spread(data: Path, fper: Fingerprinter, name: str) -> dict[str, dict]:
+    """Per language (from the page's path) of a book: the distances of its
+    unrelated pairs (word 5-shingle J < 0.2) — mean, sd, pairs within 3, 6 and
+    10 bits — and what a binomial(64, 1/2) gives for as many pairs (mean 32, sd 4)."""
+    lang_of = SPREAD_SETS[name]
+    by_lang: dict[str, list[tuple[set[int], int]]] = {}
+    for path, page in _site_pages(data, name):
+        page.plan = None  # the plan is keyed on parameters, but start afresh per scheme
+        r = fper.fingerprint_page(page)
+        if r.ok:
+            by_lang.setdefault(lang_of(path), []).append((shingles(r.text), r.value))
+    out = {}
+    for lang, rows in sorted(by_lang.items()):
+        if len(rows) < 3:
+            continue
+        j = all_pairs_jaccard([sh for sh, _ in rows])
+        fps = np.array([v for _, v in rows], dtype=np.uint64)
+        dist = np.bitwise_count(fps[:, None] ^ fps[None, :])
+        ii, jj = np.triu_indices(len(rows), 1)
+        d = dist[ii, jj][j[ii, jj] < 0.2].astype(np.float64)
+        out[lang] = {"pages": len(rows), "pairs": int(d.size), "mean": float(d.mean()) if d.size else None,
+                     "sd": float(d.std()) if d.size else None, "min": int(d.min()) if d.size else None,
+                     **{f"within_{k}": int((d <= k).sum()) for k in (3, 6, 10)},
+                     **{f"binomial_{k}": d.size * _binomial_at_most(k) for k in (3, 6, 10)}}
+    return out
+
+
+def print_spread(scheme: str, name: str, rows: dict[str, dict]) -> None:
+    print(f"{scheme:22s} {name}: lang pages pairs mean sd min <=3 <=6 <=10 (binomial <=10)", flush=True)
+    for lang, r in rows.items():
+        if r["mean"] is None:
+            continue
+        print(f"{'':22s}   {lang:6s} {r['pages']:4d} {r['pairs']:6d} {r['mean']:5.1f} {r['sd']:4.1f} {r['min']:3d} "
+              f"{r['within_3']:4d} {r['within_6']:4d} {r['within_10']:5d} ({r['binomial_10']:.2f})", flush=True)
+
+
 def _scheme(name: str) -> FeatureParams:
     """``tf0.5-sb10-fw0.2-lp0-nolang``-style names build FeatureParams from the default."""
     kw: dict = {}
     for part in name.split("-"):
         for prefix, field_name, cast in (("tf", "tf_power", float), ("sb", "short_block_tokens", int),
-                                         ("fw", "furniture_weight", float), ("sw", "stop_weight", float),
-                                         ("nw", "number_weight", float), ("ms", "max_share", float),
-                                         ("lp", "listing_prose_tokens", int)):
+                                         ("fw", "furniture_weight", float), ("nw", "number_weight", float),
+                                         ("ms", "max_share", float), ("lp", "listing_prose_tokens", int),
+                                         ("zk", "zipf_knee", float)):
             if part.startswith(prefix):
                 kw[field_name] = cast(part[len(prefix):])
         if part == "bi":
@@ -490,7 +551,8 @@ def _scheme(name: str) -> FeatureParams:
 SCHEMES: dict[str, Callable[[], FeatureParams]] = {
     "default": FeatureParams,
     # unigram counts, nothing damped: the baseline the issue warns about
-    "plain-counts": lambda: FeatureParams(furniture_weight=1.0, stop_weight=1.0, number_weight=1.0,
+    # (zipf_knee 9: no token of any language is that common, so the table damps none)
+    "plain-counts": lambda: FeatureParams(furniture_weight=1.0, zipf_knee=9.0, number_weight=1.0,
                                           link_density_cutoff=1.1, short_block_tokens=0, max_share=0.0),
     "bigrams": lambda: FeatureParams(bigrams=True),
 }
@@ -517,14 +579,21 @@ def main() -> None:
     ap.add_argument("--distinct-per-article", type=int, default=20)
     ap.add_argument("--out", default="bench/results/quality.json")
     ap.add_argument("--sets", default=",".join(SETS), help="which sets, comma-separated (default: all)")
+    ap.add_argument("--spread", default=",".join(SPREAD_SETS),
+                    help="books whose unrelated pairs are reported per language, comma-separated ('' : none)")
     a = ap.parse_args()
     data = Path(a.data)
     results = {}
     for scheme in a.schemes.split(","):
         fper = Fingerprinter(SCHEMES[scheme]() if scheme in SCHEMES else _scheme(scheme))
-        sets = [SETS[name](data, fper, a) for name in a.sets.split(",")]
-        results[scheme] = [s.report() for s in sets]
+        spread = {name: eval_spread(data, fper, name) for name in a.spread.split(",") if name}
+        for name, rows in spread.items():
+            print_spread(scheme, name, rows)
+        sets = [SETS[name](data, fper, a) for name in a.sets.split(",") if name]
+        results[scheme] = [s.report() for s in sets] + [{"set": f"spread:{k}", "languages": v} for k, v in spread.items()]
         for r in results[scheme]:
+            if "languages" in r:
+                continue
             k3 = r["by_k"][3]
             print(f"{scheme:22s} {r['set']:12s} P={k3['precision']:.3f} false={k3['false_pairs']:4d} "
                   f"below0.5={k3['pairs_below_0.5']:3d} "

@@ -20,8 +20,9 @@ from scrapy_neardup.dedup.text import Block, Page, extract
 from scrapy_neardup.dedup import jit
 from tests.conftest import shared_path
 
-PARAMS = [FeatureParams(), FeatureParams(tf_power=0.5, stop_weight=0.0, max_share=0.0),
-          FeatureParams(number_weight=0.0, furniture_weight=0.7, short_block_tokens=0)]
+PARAMS = [FeatureParams(), FeatureParams(tf_power=0.5, zipf_knee=4.0, max_share=0.0),
+          FeatureParams(number_weight=0.0, furniture_weight=0.7, short_block_tokens=0),
+          FeatureParams(zipf_knee=9.0, language=False)]
 
 
 def _same(page: Page, params: FeatureParams, seed: int = 0) -> None:
@@ -176,7 +177,7 @@ def _plan_reference(rows, cutoff, short_block_tokens, listing_prose_tokens):
 
 
 def test_block_plan_equals_the_row_by_row_reference():
-    from scrapy_neardup.dedup.features.weights import _block_plan
+    from scrapy_neardup.dedup.features.blocks import _block_plan
 
     rng = np.random.default_rng(5)
     for _ in range(2000):

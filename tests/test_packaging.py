@@ -56,7 +56,11 @@ def _package_modules(source: Path) -> set[str]:
     expected = {f"scrapy_neardup/{name}" for name in _files(source / "scrapy_neardup")}
     for folder in ("crawler", "dedup"):
         expected |= {f"scrapy_neardup/{folder}/{name}" for name in _files(source / folder) if name.endswith(".py")}
-    return expected
+    return expected | PACKAGE_DATA
+
+
+# data files the package reads (and their licence), beside its modules
+PACKAGE_DATA = {"scrapy_neardup/dedup/features/data/term_zipf.npz", "scrapy_neardup/dedup/features/data/README.md"}
 
 
 def test_the_sdist_holds_the_sources_and_documents_and_no_checkout_litter(distributions: Distributions):
@@ -87,7 +91,12 @@ def test_the_wheel_installs_one_package_with_every_module(distributions: Distrib
     assert sorted(expected - package) == [], "modules the wheel leaves out"
     assert sorted(package - expected) == [], "files the wheel holds that are not the package's"
     dist_info = {f.split("/", 1)[1] for f in files - package}
-    assert {"METADATA", "WHEEL", "RECORD", "entry_points.txt", "licenses/LICENSE"} <= dist_info
+    assert {"METADATA", "WHEEL", "RECORD", "entry_points.txt", "licenses/LICENSE",
+            "licenses/dedup/features/data/README.md"} <= dist_info
+    # the table in the wheel is the checkout's, byte for byte (its digest is in the scheme string)
+    with zipfile.ZipFile(distributions.wheel) as archive:
+        table = archive.read("scrapy_neardup/dedup/features/data/term_zipf.npz")
+    assert table == (distributions.source / "dedup/features/data/term_zipf.npz").read_bytes()
 
 
 def test_one_version_in_the_metadata_the_package_and_the_readme(distributions: Distributions):
@@ -116,10 +125,12 @@ def test_the_metadata_names_the_framework_the_licence_the_extras_and_the_command
     classifiers = metadata.get_all("Classifier", [])
     assert "Framework :: Scrapy" in classifiers
     assert "Typing :: Typed" in classifiers
-    assert metadata["License-Expression"] == "MIT"
-    assert metadata.get_all("License-File") == ["LICENSE"]
+    # the code is MIT, the word-frequency table it ships CC BY-SA 4.0 (wordfreq's data)
+    assert metadata["License-Expression"] == "MIT AND CC-BY-SA-4.0"
+    assert metadata.get_all("License-File") == ["LICENSE", "dedup/features/data/README.md"]
     requirements = metadata.get_all("Requires-Dist", [])
-    for extra in ("redis", "test", "bench"):
+    assert 'wordfreq==3.1.1; extra == "table"' in requirements  # only to rebuild the table
+    for extra in ("redis", "test", "bench", "table"):
         assert extra in metadata.get_all("Provides-Extra", [])
         assert any(f'extra == "{extra}"' in r for r in requirements), f"the [{extra}] extra requires nothing"
     assert any(r.startswith("scrapy>=") for r in requirements)

@@ -53,16 +53,24 @@ def test_distinct_template_pages_stay_apart(sqlite_site):
                 assert hamming(fps[a], fps[b]) > 3, (a, b)
 
 
-def test_rerendered_articles_on_a_sample():
-    root = shared_path("aeb")
-    articles = quality.load_aeb(root)[:25]
-    ps = quality.eval_articles("aeb-sample", "en", articles, Fingerprinter(), seed=1, n_distinct=10)
-    rep = ps.report()
-    k3 = rep["by_k"][3]
+@pytest.fixture(scope="module")
+def rerendered() -> dict:
+    """``bench/quality.py``'s report on 25 real articles re-rendered with trivial changes."""
+    articles = quality.load_aeb(shared_path("aeb"))[:25]
+    return quality.eval_articles("aeb-sample", "en", articles, Fingerprinter(), seed=1, n_distinct=10).report()
+
+
+def test_rerendered_articles_on_a_sample(rerendered):
+    k3 = rerendered["by_k"][3]
     assert k3["false_pairs"] == 0
-    assert rep["recall_by_variant_k3"]["paragraphs-swapped"] == 1.0
-    assert rep["recall_by_variant_k3"]["ad-counter-comments"] >= 0.9
+    assert rerendered["recall_by_variant_k3"]["paragraphs-swapped"] == 1.0
     assert k3["recall"] >= 0.85
+
+
+@pytest.mark.xfail(strict=True, reason="scheme v8 (common words damped by word frequency) finds 0.88 of the "
+                   "ad/counter/comment variants at k=3, v7 found 0.92: a known recall cost of issue 25, kept open")
+def test_ad_counter_and_comment_variants_stay_within_k(rerendered):
+    assert rerendered["recall_by_variant_k3"]["ad-counter-comments"] >= 0.9
 
 
 def test_short_release_notes_are_not_merged(sqlite_site):
@@ -70,3 +78,24 @@ def test_short_release_notes_are_not_merged(sqlite_site):
     rl = sqlite_site / "releaselog"
     assert hamming(fp(rl / "3_3_7.html"), fp(rl / "3_7_7.html")) > 3
     assert hamming(fp(rl / "3_6_14_1.html"), fp(rl / "3_8_7_4.html")) > 3
+
+
+@pytest.fixture(scope="module")
+def guide_spread() -> dict[str, dict]:
+    """``bench/quality.py --spread``'s figures on the installation guide (84
+    pages in each of 19 languages): fingerprinted once for the module."""
+    shared_path("sites", "installation-guide.tar.gz")
+    return quality.eval_spread(shared_path(), Fingerprinter(), "installation-guide")
+
+
+def test_unrelated_pages_stay_apart_in_every_language_of_the_guide(guide_spread):
+    """Within one language, pages that share nothing (word 5-shingle J < 0.2)
+    sit about 32 bits apart, as a binomial(64, 1/2) would; common words of the
+    language must not pull them together. No such pair within 6 bits, in any
+    language (scheme v7's stop lists left 2 within 6 and 194 within 10; its lowest mean was 20.5)."""
+    assert len(guide_spread) == 19, sorted(guide_spread)
+    close = {lang: r["within_6"] for lang, r in guide_spread.items() if r["within_6"]}
+    assert close == {}, close
+    for lang, r in guide_spread.items():
+        assert r["pages"] >= 80 and r["pairs"] >= 1000, (lang, r)
+        assert r["mean"] >= 24, (lang, r["mean"])

@@ -1,8 +1,10 @@
 """Stage 2: a page's visible text -> weighted features (hashes and weights for simhash).
 
 ``tokens`` cuts language-aware tokens (jieba's dictionary for Han),
-``stopwords`` lists the function words damped, ``weights`` weighs tokens by
-block and term and caps each one's share; ``word_kernel`` (with
+``params`` holds ``FeatureParams``, ``blocks`` decides which blocks are
+content, furniture and prose, ``term_table`` reads how common a token is in
+the prose's language (a table derived from wordfreq), ``weights`` weighs
+tokens by block and term and caps each one's share; ``word_kernel`` (with
 ``han_segmenter`` and ``murmur``) does the same tokenising, hashing and
 counting in one compiled pass. ``language`` reads the language of the prose,
 which the fingerprint carries as a mask.

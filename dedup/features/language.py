@@ -8,7 +8,7 @@ read from the text (CLD2, Google's compact language detector, through
 language's path is still the near-duplicate it is.
 
 Only prose is read: not furniture, not listings (``<pre>``, ``<code>``...;
-see ``weights.page_plan``), whose English commands would otherwise decide the
+see ``blocks.page_plan``), whose English commands would otherwise decide the
 language of a German chapter that quotes them at length.
 
 The fingerprint is then XORed with a 64-bit mask drawn from the language's
@@ -39,7 +39,8 @@ import mmh3
 import pycld2
 
 from ..text.page import Page
-from .weights import FeatureParams, block_plan
+from .blocks import block_plan
+from .params import FeatureParams
 
 #: The code of a page whose prose language is not read reliably.
 UNDETERMINED = "und"
@@ -59,6 +60,12 @@ def detect(text: str) -> str:
     """The ISO 639-1 code of CLD2's first guess at the language of ``text``
     (``zh`` for Chinese in either script), or ``UNDETERMINED``. Never raises.
     O(min(len, MAX_CHARS))."""
+    return detect_code(text).split("-")[0]  # zh-Hant -> zh: the script is not the language
+
+
+def detect_code(text: str) -> str:
+    """CLD2's own code of its first guess (``zh-Hant`` kept: the term table
+    has one per script), or ``UNDETERMINED``."""
     if len(text) > MAX_CHARS:
         size, step = MAX_CHARS // WINDOWS, len(text) // WINDOWS
         text = "\n".join(text[i * step:i * step + size] for i in range(WINDOWS))
@@ -72,15 +79,22 @@ def detect(text: str) -> str:
     code = details[0][1]
     if code in ("un", "xxx"):
         return UNDETERMINED
-    return code.split("-")[0]  # zh-Hant -> zh: the script is not the language
+    return code
 
 
 def page_language(page: Page, params: FeatureParams = FeatureParams()) -> str:
     """``detect`` of the page's prose: the blocks that are neither furniture
     nor listings by ``params``, in page order. O(blocks + prose read)."""
+    return page_language_code(page, params).split("-")[0]
+
+
+def page_language_code(page: Page, params: FeatureParams = FeatureParams()) -> str:
+    """``detect_code`` of the page's prose: CLD2's own code (``zh-Hant`` kept),
+    which chooses the term weights (``term_table.data_language``); the
+    fingerprint computes it once and passes it to the weights and the mask."""
     _, _, prose = block_plan(page, params)
     text = page.text
-    return detect("\n".join([text[start:end] for start, end in page.rows[prose, :2].tolist()]))
+    return detect_code("\n".join([text[start:end] for start, end in page.rows[prose, :2].tolist()]))
 
 
 @lru_cache(maxsize=256)

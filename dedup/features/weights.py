@@ -9,9 +9,14 @@ tokens. Its weight sums, over its occurrences, ``block weight x term weight``:
   lines, bylines, footers in plain divs, as boilerpipe observes): the parts
   that differ between copies of one article on two sites, and that make
   different pages of one site look alike;
-* term weight: ``stop_weight`` for function words (``stopwords``),
+* term weight: for a token common in general text of the page's prose
+  language, ``min(1, 10 ** (zipf_knee - zipf))``, falling as 1 / its
+  frequency (``term_table``, read by the language CLD2 detects);
   ``number_weight`` for tokens with digits (counters, dates, prices change
-  between otherwise identical copies), else 1.
+  between otherwise identical copies); else 1. A token the table damps
+  counts once per page (presence damping): how often a page says "the"
+  tells nothing of what it is about, while its content words keep their
+  counts. A language the table lacks damps no token.
 
 The summed weight is then damped by ``tf_power`` (1 = linear counts): a
 near-duplicate differs in a few blocks, and counts keep the many repeated
@@ -40,131 +45,28 @@ import math
 import re
 import unicodedata
 from collections import Counter
-from itertools import filterfalse
-from dataclasses import dataclass
 from functools import lru_cache
+from itertools import filterfalse
 
 import numpy as np
 import regex
 from numba import njit
 
 from .. import jit
-from ..text.page import ROW_CODE, ROW_END, ROW_FURNITURE, ROW_HAN, ROW_LINK, ROW_START, ROW_WORDS, Page
+from ..text.page import ROW_END, ROW_START, Page
+from .blocks import _title_parts, block_plan, page_plan, split_title
 from .han_segmenter import default_dictionary
+from .language import page_language_code
 from .murmur import feature_hashes
-from .stopwords import STOPWORDS
+from .params import FeatureParams
+from .term_table import data_language, term_factors, term_hashes
 from .tokens import normalize, tokenize_normalized
 from .word_kernel import CLASSES, HAN, NOSPACE, WORD, utf8_offsets, word_counts
 
+__all__ = ["FeatureParams", "block_plan", "feature_vector", "hashed_features", "language_factors", "page_features",
+           "page_plan", "page_texts", "split_title"]
 
 _DIGIT = re.compile(r"\d")
-
-
-@dataclass(frozen=True, slots=True)
-class FeatureParams:
-    furniture_weight: float = 0.2
-    link_density_cutoff: float = 0.5  # blocks with more link text than this are furniture
-    stop_weight: float = 0.05
-    number_weight: float = 0.2
-    tf_power: float = 1.0
-    bigrams: bool = False
-    title_weight: float = 1.0
-    short_block_tokens: int = 20  # blocks with fewer (estimated) tokens count as furniture; 0: off
-    max_share: float = 0.05  # cap on one feature's share of the page's total weight; 0: off
-    #: listings (blocks mostly inside <pre>/<code>/<kbd>/<samp>) count as furniture on a page with at
-    #: least this many tokens of prose; 0: listings are content
-    listing_prose_tokens: int = 40
-    #: the prose's language is part of the fingerprint (see ``language``)
-    language: bool = True
-
-    @property
-    def tag(self) -> str:
-        """Short text naming these parameters, part of the scheme identity."""
-        return (f"fw{self.furniture_weight:g}ld{self.link_density_cutoff:g}sw{self.stop_weight:g}"
-                f"nw{self.number_weight:g}tf{self.tf_power:g}{'bi' if self.bigrams else 'uni'}"
-                f"tw{self.title_weight:g}sb{self.short_block_tokens}ms{self.max_share:g}"
-                f"lp{self.listing_prose_tokens}{'lang' if self.language else ''}")
-
-
-# "Article title - Site name", "Site | Section | Article", "标题_频道_新浪网"
-_TITLE_SEPARATORS = re.compile(r"\s+[-|–—:·»/]\s+|\s*(?:\||_{1,2}|——|::)\s*")
-
-
-def split_title(title: str) -> tuple[str, list[str]]:
-    """(the title's longest segment, the other segments), split at the separators
-    sites put between an article's title and their own name or sections."""
-    parts = [p.strip() for p in _TITLE_SEPARATORS.split(title) if p and p.strip()]
-    if len(parts) < 2:
-        return title, []
-    main = max(parts, key=len)
-    parts.remove(main)
-    return main, parts
-
-
-def page_plan(page: Page, params: FeatureParams) -> tuple[np.ndarray, np.ndarray, list[str], list[str]]:
-    """Which blocks are content and which furniture, in the order their text is read.
-
-    Returns (content block indices, furniture block indices, content title
-    parts, furniture title parts). Furniture: blocks in page furniture or
-    denser in links than the cutoff. Listings (blocks more than half inside
-    ``<pre> <code> <kbd> <samp>``: commands, code, output) count as furniture
-    on a page with at least ``listing_prose_tokens`` tokens of prose: a
-    listing two pages quote, or one that is long and repetitive, would
-    otherwise outweigh prose that differs; on a page that is mostly listing
-    (a source file, a mail in ``<pre>``) they are the content, read last.
-    Short blocks (fewer estimated tokens than ``short_block_tokens``: words
-    between spaces plus ~0.6 per Han character, jieba's average) are furniture
-    only beside a real body of long ones (an article among ad lines and
-    bylines); on a page made of short blocks (release notes, lists) they are
-    the content, read after the long ones. The title's main segment counts as
-    content; site names and sections around it count as furniture. Decided on
-    the block rows as arrays, in integers (tokens x 10), so no float rounding
-    can flip a block.
-    """
-    content_idx, furniture_idx, _ = block_plan(page, params)
-    return (content_idx, furniture_idx, *_title_parts(page, params))
-
-
-def block_plan(page: Page, params: FeatureParams) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``_block_plan`` of the page's rows, kept on the page: the features and
-    the language both read it (~0.08 ms a page)."""
-    key = (params.link_density_cutoff, params.short_block_tokens, params.listing_prose_tokens)
-    if page.plan is None or page.plan[0] != key:
-        page.plan = (key, _block_plan(page.rows, float(key[0]), int(key[1]), int(key[2])))
-    return page.plan[1]
-
-
-def _title_parts(page: Page, params: FeatureParams) -> tuple[list[str], list[str]]:
-    """(content title parts, furniture title parts) of ``page_plan``."""
-    main, rest = split_title(page.title) if page.title and params.title_weight else ("", [])
-    return ([main] if main else []), rest
-
-
-def _block_plan(rows: np.ndarray, cutoff: float, short_block_tokens: int, listing_prose_tokens: int
-                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(content block indices, furniture block indices, prose block indices)
-    of ``page_plan``, on the rows as arrays: long blocks, then short ones and
-    listings where they go; furniture, then short ones and listings where they
-    go. Prose: the blocks that are neither furniture nor listings, in page
-    order (``language`` reads them). O(blocks)."""
-    length = rows[:, ROW_END] - rows[:, ROW_START]
-    # link density > cutoff, without a division: link chars > cutoff x length
-    furniture = (rows[:, ROW_FURNITURE] != 0) | (rows[:, ROW_LINK] > cutoff * length)
-    listing = ~furniture & (2 * rows[:, ROW_CODE] > length)
-    prose = ~furniture & ~listing
-    tokens10 = 10 * rows[:, ROW_WORDS] + 6 * rows[:, ROW_HAN]
-    short = prose & (tokens10 < 10 * short_block_tokens) if short_block_tokens else np.zeros(len(rows), bool)
-    long = prose & ~short
-    content, furn = [np.flatnonzero(long)], [np.flatnonzero(furniture)]
-    if short_block_tokens and int(tokens10[long].sum()) >= int(tokens10[short].sum()):
-        furn.append(np.flatnonzero(short))
-    else:
-        content.append(np.flatnonzero(short))
-    if listing_prose_tokens and int(tokens10[prose].sum()) >= 10 * listing_prose_tokens:
-        furn.append(np.flatnonzero(listing))
-    else:
-        content.append(np.flatnonzero(listing))
-    return np.concatenate(content), np.concatenate(furn), np.flatnonzero(prose)
 
 
 @njit(cache=True, inline="always")
@@ -227,17 +129,31 @@ def page_texts(page: Page, params: FeatureParams) -> tuple[str, str]:
     return "\n".join(content), "\n".join(furn)
 
 
-def _term_weight(token: str, params: FeatureParams) -> float:
-    if token in STOPWORDS:
-        return params.stop_weight
+def language_factors(params: FeatureParams, language: str) -> dict[str, float]:
+    """{token: term weight < 1} of the tokens damped for being common in the
+    prose language ``language`` (a CLD2 code, ``language.detect_code``);
+    empty for a language the table lacks."""
+    return term_factors(data_language(language), params.zipf_knee)
+
+
+def _language_hashes(params: FeatureParams, language: str, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """``language_factors`` as (sorted hashes, factors), for the kernel."""
+    return term_hashes(data_language(language), params.zipf_knee, seed)
+
+
+def _term_weight(token: str, params: FeatureParams, factors: dict[str, float]) -> float:
+    f = factors.get(token)
+    if f is not None:
+        return f
     if not token.isalpha() and _DIGIT.search(token):
         return params.number_weight
     return 1.0
 
 
-def page_features(page: Page, params: FeatureParams = FeatureParams()) -> tuple[dict[str, float], int]:
+def page_features(page: Page, params: FeatureParams = FeatureParams(), language: str | None = None
+                  ) -> tuple[dict[str, float], int]:
     """``({feature: weight}, number of tokens)`` for a page."""
-    names, weights, n_tokens = feature_vector(page, params)
+    names, weights, n_tokens = feature_vector(page, params, language)
     return dict(zip(names, weights.tolist())), n_tokens
 
 
@@ -248,20 +164,25 @@ def _counts(tokens: list[str], bigrams: bool) -> Counter[str]:
     return c
 
 
-def feature_vector(page: Page, params: FeatureParams = FeatureParams()) -> tuple[list[str], np.ndarray, int]:
+def feature_vector(page: Page, params: FeatureParams = FeatureParams(), language: str | None = None
+                   ) -> tuple[list[str], np.ndarray, int]:
     """(features, their float64 weights, number of tokens) for a page, features
-    in order of first occurrence (content first).
+    in order of first occurrence (content first). ``language``: the CLD2 code
+    of the page's prose (``language.page_language_code``), read when None.
 
     The reference for ``hashed_features``; per distinct feature only a set
     lookup and a string test run in Python, the arithmetic is done on arrays.
     """
+    if language is None:
+        language = page_language_code(page, params)
     content, furniture = page_texts(page, params)
-    return _vector_of_texts(normalize(content), normalize(furniture), params)
+    return _vector_of_texts(normalize(content), normalize(furniture), params, language_factors(params, language))
 
 
-def _vector_of_texts(content_text: str, furniture_text: str, params: FeatureParams
+def _vector_of_texts(content_text: str, furniture_text: str, params: FeatureParams, factors: dict[str, float]
                      ) -> tuple[list[str], np.ndarray, int]:
-    """``feature_vector`` of the page's normalised content and furniture texts."""
+    """``feature_vector`` of the page's normalised content and furniture texts;
+    ``factors``: ``language_factors`` of the page's language."""
     content, furniture = tokenize_normalized(content_text), tokenize_normalized(furniture_text)
     n_tokens = len(content) + len(furniture)
     fw = params.furniture_weight
@@ -274,30 +195,43 @@ def _vector_of_texts(content_text: str, furniture_text: str, params: FeaturePara
     names = list(counts)
     if not names:
         return [], np.empty(0), n_tokens
+    common_mask = None  # the features language_factors damps: each counts once
     if params.bigrams:
-        term = np.array([min(_term_weight(a, params), _term_weight(b, params)) if " " in f
-                         else _term_weight(f, params) for f in names for a, _, b in (f.partition(" "),)])
+        term = np.array([min(_term_weight(a, params, factors), _term_weight(b, params, factors)) if " " in f
+                         else _term_weight(f, params, factors) for f in names for a, _, b in (f.partition(" "),)])
+        common_mask = np.array([f in factors for f in names], dtype=bool)
     else:
-        # set and C-level filters find the few stop words and numbers; no Python test per feature
+        # set and C-level filters find the few common words and numbers; no Python test per feature
         term = np.ones(len(names))
-        stops = STOPWORDS.intersection(names)
-        numbers = [t for t in filterfalse(str.isalpha, names) if t not in STOPWORDS and _DIGIT.search(t)]
-        if stops or numbers:
+        common = list(factors.keys() & set(names))
+        numbers = [t for t in filterfalse(str.isalpha, names) if t not in factors and _DIGIT.search(t)]
+        if common or numbers:
             index = dict(zip(names, range(len(names))))
-            term[[index[t] for t in stops]] = params.stop_weight
+            at = [index[t] for t in common]
+            term[at] = [factors[t] for t in common]
             term[[index[t] for t in numbers]] = params.number_weight
-    weights, keep = _final_weights(counts.values(), term, params)
+            if common:
+                common_mask = np.zeros(len(names), dtype=bool)
+                common_mask[at] = True
+    weights, keep = _final_weights(counts.values(), term, params, common_mask)
     if keep is not None:
         names = [f for f, k in zip(names, keep.tolist()) if k]
     return names, weights, n_tokens
 
 
-def _final_weights(counts, term: np.ndarray, params: FeatureParams) -> tuple[np.ndarray, np.ndarray | None]:
-    """Summed counts -> weights: tf power, term weights, the share cap. Returns
-    (weights of the features kept, mask of those kept, or None when all are)."""
+def _final_weights(counts, term: np.ndarray, params: FeatureParams, common: np.ndarray | None = None
+                   ) -> tuple[np.ndarray, np.ndarray | None]:
+    """Summed counts -> weights: tf power, presence of common tokens, term
+    weights, the share cap. ``common`` marks the tokens ``language_factors``
+    damps: each counts at most once (its weight is at most its factor).
+    Returns (weights of the features kept, mask of those kept, or None when
+    all are)."""
     if params.tf_power != 1.0:
         p = params.tf_power
         counts = [n**p for n in counts]  # Python's pow, not numpy's SIMD one: the same bits everywhere
+    if common is not None and common.any():
+        # presence damping: how often a page says "the" tells nothing of what it is about
+        counts = [min(n, 1.0) if c else n for n, c in zip(counts, common.tolist())]
     if isinstance(counts, np.ndarray):
         weights = counts * term
     else:
@@ -316,18 +250,10 @@ def _final_weights(counts, term: np.ndarray, params: FeatureParams) -> tuple[np.
     return weights, keep
 
 
-_STOP_HASHES: dict[int, np.ndarray] = {}
-
-
-def _stop_hashes(seed: int) -> np.ndarray:
-    if seed not in _STOP_HASHES:
-        _STOP_HASHES[seed] = np.unique(feature_hashes(sorted(STOPWORDS), seed))
-    return _STOP_HASHES[seed]
-
-
 def hashed_features(page: Page, params: FeatureParams = FeatureParams(), seed: int = 0,
-                    compiled: bool | None = None) -> tuple[np.ndarray, np.ndarray, int]:
+                    compiled: bool | None = None, language: str | None = None) -> tuple[np.ndarray, np.ndarray, int]:
     """(feature hashes uint64, weights float64, number of tokens): what simhash takes.
+    ``language`` as in ``feature_vector``.
 
     Compiled (``compiled`` True, or None and ``jit.ready("fingerprint")``):
     tokens are made, hashed and counted by ``word_kernel`` (no Python object
@@ -339,8 +265,10 @@ def hashed_features(page: Page, params: FeatureParams = FeatureParams(), seed: i
     """
     if compiled is None:
         compiled = jit.ready("fingerprint")
+    if language is None:
+        language = page_language_code(page, params)
     if not compiled or params.bigrams or params.furniture_weight <= 0 or not 0 <= seed < 2**32:
-        names, weights, n_tokens = feature_vector(page, params)
+        names, weights, n_tokens = feature_vector(page, params, language)
         return feature_hashes(names, seed, compiled=compiled), weights, n_tokens
     spans = _page_spans(page, params)
     if spans is None:
@@ -348,16 +276,22 @@ def hashed_features(page: Page, params: FeatureParams = FeatureParams(), seed: i
         try:
             data = f"{content}\n{furniture}".encode("utf-8")
         except UnicodeEncodeError:  # lone surrogates
-            names, weights, n_tokens = _vector_of_texts(content, furniture, params)
+            names, weights, n_tokens = _vector_of_texts(content, furniture, params,
+                                                        language_factors(params, language))
             return feature_hashes(names, seed), weights, n_tokens
         n_content = len(content.encode("utf-8"))
         spans = (np.frombuffer(data, dtype=np.uint8), np.array([0, n_content + 1]),
                  np.array([n_content, len(data)]), np.array([0, 1]))
     hanzi = default_dictionary()
+    table, factors = _language_hashes(params, language, seed)
     hashes, counts, term, n_tokens = word_counts(
-        *spans, float(params.furniture_weight), CLASSES, seed, _stop_hashes(seed),
-        float(params.stop_weight), float(params.number_weight), *hanzi)
-    weights, keep = _final_weights(counts if params.tf_power == 1.0 else counts.tolist(), term, params)
+        *spans, float(params.furniture_weight), CLASSES, seed, table, factors, float(params.number_weight), *hanzi)
+    common = None
+    if table.size:
+        at = np.minimum(np.searchsorted(table, hashes), table.size - 1)
+        common = table[at] == hashes  # the kernel's own test: its term factor came from the table
+    weights, keep = _final_weights(counts if params.tf_power == 1.0 and common is None else counts.tolist(),
+                                   term, params, common)
     return (hashes if keep is None else hashes[keep]), weights, n_tokens
 
 

@@ -178,16 +178,17 @@ def _script_run(data, i, n, nospace, classes, cps, pos, score, route_end, tok_st
 
 
 @njit(cache=True)
-def word_counts(data, starts, ends, parts, furniture_weight, classes, seed, stop_hashes, stop_weight, number_weight,
+def word_counts(data, starts, ends, parts, furniture_weight, classes, seed, term_hashes, term_factors, number_weight,
                 trie_root, trie_chars, trie, trie_shift, logp, unknown, edges):
     """Distinct tokens of the spans data[starts[i]:ends[i]] (UTF-8 uint8), in
     order of first occurrence; ``parts[i]`` is 0 for content, 1 for furniture.
-    ``stop_hashes``: the sorted hashes of the stop words; ``trie_root``
+    ``term_hashes``: the sorted hashes of the tokens damped for being common,
+    ``term_factors`` their term weights; ``trie_root``
     .. ``edges``: the fields of a ``han_segmenter.Dictionary``.
 
     Returns (hashes uint64, counts float64 = content count + furniture weight x
-    furniture count, term weights float64: stop_weight for a stop word, else
-    number_weight for a token with a digit, else 1; number of tokens).
+    furniture count, term weights float64: ``term_factors`` for a common
+    token, else number_weight for a token with a digit, else 1; number of tokens).
     """
     total = 0
     for t in range(starts.shape[0]):
@@ -217,7 +218,7 @@ def word_counts(data, starts, ends, parts, furniture_weight, classes, seed, stop
                               tok_start, tok_end, tok_digit)
     weights = np.empty(m, dtype=np.float64)
     term = np.empty(m, dtype=np.float64)
-    _weights(m, hashes, c_count, f_count, digit, stop_hashes, stop_weight, number_weight, furniture_weight, weights, term)
+    _weights(m, hashes, c_count, f_count, digit, term_hashes, term_factors, number_weight, furniture_weight, weights, term)
     return hashes[:m], weights, term, tokens
 
 
@@ -277,12 +278,12 @@ def _count_tokens(data, starts, ends, parts, classes, seed, trie_root, trie_char
 
 
 @njit(cache=True, _nrt=False)
-def _weights(m, hashes, c_count, f_count, digit, stop_hashes, stop_weight, number_weight, furniture_weight,
+def _weights(m, hashes, c_count, f_count, digit, term_hashes, term_factors, number_weight, furniture_weight,
              weights, term):
     for k in range(m):
-        at = np.searchsorted(stop_hashes, hashes[k])
-        if at < stop_hashes.shape[0] and stop_hashes[at] == hashes[k]:
-            term[k] = stop_weight
+        at = np.searchsorted(term_hashes, hashes[k])
+        if at < term_hashes.shape[0] and term_hashes[at] == hashes[k]:
+            term[k] = term_factors[at]
         elif digit[k]:
             term[k] = number_weight
         else:

@@ -16,13 +16,15 @@ from pathlib import Path
 
 
 from .. import jit
-from ..features import UNDETERMINED, FeatureParams, hashed_features, language_mask, page_language
+from ..features import UNDETERMINED, FeatureParams, hashed_features, language_mask
+from ..features.language import page_language_code
+from ..features.term_table import table_digest
 from ..simhash import FP_BITS, simhash, to_hex
 from ..text import Page, extract
 from ..text.binary_sniff import binary_kind
 
 #: Bump when extraction, tokenisation, features or hashing change output.
-SCHEME_VERSION = 7  # v7: listings damped beside prose; the prose's language is part of the fingerprint
+SCHEME_VERSION = 8  # v8: term weights from word frequencies of the prose's language, common words count once
 DEFAULT_MIN_TOKENS = 15
 
 
@@ -74,7 +76,8 @@ class Fingerprinter:
     def scheme(self) -> str:
         """Identity of everything that shapes a fingerprint; stores record it."""
         return (f"neardup-v{SCHEME_VERSION};text=lexbor-visible;tok=jieba-dict+bigram-fallback;"
-                f"feat={self.params.tag};{'lang=cld2;' if self.params.language else ''}"
+                f"feat={self.params.tag};terms=wordfreq-3.1.1:{table_digest()};"
+                f"{'lang=cld2;' if self.params.language else ''}"
                 f"hash=mmh3x64s{self.seed};f={FP_BITS}")
 
     def fingerprint_page(self, page: Page, compiled: bool | None = None) -> Fingerprint:
@@ -82,14 +85,16 @@ class Fingerprinter:
         path (False), which give the same fingerprint; None: as ``jit`` says."""
         if compiled is None:
             compiled = jit.ready("fingerprint")
-        hashes, weights, n_tokens = hashed_features(page, self.params, self.seed, compiled)
+        # the prose's language first: it chooses the term weights, and masks the fingerprint
+        code = page_language_code(page, self.params)
+        hashes, weights, n_tokens = hashed_features(page, self.params, self.seed, compiled, code)
         text = page.text
         if not text.strip():
             return Fingerprint(None, "empty", page.title, text, 0, page)
         if n_tokens < self.min_tokens or not hashes.size:
             return Fingerprint(None, "too_short", page.title, text, n_tokens, page)
         value = simhash(hashes, weights, compiled=compiled)
-        language = page_language(page, self.params) if self.params.language else UNDETERMINED
+        language = code.split("-")[0] if self.params.language else UNDETERMINED
         return Fingerprint(value ^ language_mask(language, self.seed), None, page.title, text, n_tokens, page, language)
 
     def fingerprint_html(self, data: bytes, encoding: str | None = None,
