@@ -9,7 +9,12 @@ same and is said the same way everywhere:
   keeps from the spider (``HttpErrorMiddleware``): those are no pages;
 * **kept** (``neardup/kept``): checked against the store, found new, stored
   and let through;
-* **dropped as near-duplicates** (``neardup/dropped``);
+* **dropped as near-duplicates** (``neardup/dropped``): new drops, each
+  written to the duplicates file;
+* **dropped again** (``neardup/dropped_again``): a URL the duplicates file
+  already holds as a near-duplicate of the same page (an earlier run on the
+  same store, or before a kill), dropped again and not written again (said
+  only when a page was; without a duplicates file every drop is new);
 * **unchanged** (``neardup/unchanged``): the same URL again with near-identical
   text (a later run, a re-fetch);
 * **passed through unchecked** (``neardup/skipped``; by reason,
@@ -18,7 +23,7 @@ same and is said the same way everywhere:
 * **kept again after a restart** (``neardup/kept_again``): stored by the run a
   kill stopped, fetched again and let through again.
 
-Each page fetched gets one verdict and is counted under one of these five
+Each page fetched gets one verdict and is counted under one of these six
 (or, its store's disk failing, under ``neardup/held_for_resume``), unless
 its callback raises before it returns any output (a callback that is no
 generator): Scrapy then hands the page's output to no spider middleware.
@@ -38,6 +43,7 @@ DROPPED = "neardup/dropped"
 UNCHANGED = "neardup/unchanged"
 UNCHECKED = "neardup/skipped"
 KEPT_AGAIN = "neardup/kept_again"
+DROPPED_AGAIN = "neardup/dropped_again"
 OUTLINKS_DROPPED = "neardup/outlinks_dropped"
 REQUESTS_AVOIDED = "neardup/requests_avoided"
 BYTES_DOWNLOADED = "downloader/response_bytes"  # (Scrapy's: every response, robots.txt too)
@@ -62,6 +68,7 @@ class CrawlCounts:
     fetched: int = 0
     kept: int = 0
     dropped: int = 0
+    dropped_again: int = 0
     unchanged: int = 0
     unchecked: int = 0
     kept_again: int = 0
@@ -76,21 +83,25 @@ class CrawlCounts:
 
     def sentence(self) -> str:
         """The counts in words, as the summary line and ``neardup crawl`` say them
-        (kept again only when a page was)."""
+        (kept again and dropped again only when a page was)."""
         return ", ".join(f"{getattr(self, name)} {words}" for name, words in WORDS.items()
-                         if name != "kept_again" or self.kept_again)
+                         if name not in SAID_WHEN_NOT_ZERO or getattr(self, name))
 
 
 #: Each count's stat
 STATS = {
-    "fetched": FETCHED, "kept": KEPT, "dropped": DROPPED, "unchanged": UNCHANGED, "unchecked": UNCHECKED,
+    "fetched": FETCHED, "kept": KEPT, "dropped": DROPPED, "dropped_again": DROPPED_AGAIN, "unchanged": UNCHANGED,
+    "unchecked": UNCHECKED,
     "kept_again": KEPT_AGAIN, "outlinks_not_requested": OUTLINKS_DROPPED, "requests_avoided": REQUESTS_AVOIDED,
     "bytes_downloaded": BYTES_DOWNLOADED,
 }
 #: Each count's words, in the order they are said
 WORDS = {
-    "fetched": "pages fetched", "kept": "kept", "dropped": "dropped as near-duplicates", "unchanged": "unchanged",
+    "fetched": "pages fetched", "kept": "kept", "dropped": "dropped as near-duplicates",
+    "dropped_again": "dropped again as known near-duplicates", "unchanged": "unchanged",
     "unchecked": "passed through unchecked", "kept_again": "kept again after a restart",
     "outlinks_not_requested": "outlinks not requested",
     "requests_avoided": "requests avoided by learned URL rules", "bytes_downloaded": "bytes downloaded",
 }
+#: The counts said only when not zero (most crawls have none)
+SAID_WHEN_NOT_ZERO = frozenset({"kept_again", "dropped_again"})

@@ -1,6 +1,8 @@
 """The embedded index of kept pages: SQLite with FTS5 full-text search.
 
-One document per URL, replaced on re-crawl. Search it with
+One document per URL, replaced on re-crawl: its URL, title, visible text,
+language (``dedup.features.language``'s code), fingerprint (hex), fetch
+time and HTTP status. Search it with
 ``neardup search INDEX QUERY`` (FTS5 query syntax). Text is indexed as the
 filter's tokens (``dedup.features.tokens``) separated by spaces: case-folded
 words, Chinese as jieba words (FTS5's tokenizer splits on spaces but not
@@ -13,7 +15,10 @@ from __future__ import annotations
 import logging
 import sqlite3
 from pathlib import Path
+from collections.abc import Iterable
+from typing import Any, NamedTuple
 
+from scrapy_neardup.dedup.features import UNDETERMINED
 from scrapy_neardup.dedup.features.tokens import tokenize
 from scrapy_neardup.dedup.store.backends import private_file
 
@@ -23,9 +28,24 @@ logger = logging.getLogger(__name__)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS pages (
-    url TEXT PRIMARY KEY, title TEXT, text TEXT, fingerprint TEXT, fetched_at TEXT, status INTEGER);
+    url TEXT PRIMARY KEY, title TEXT, text TEXT, fingerprint TEXT, fetched_at TEXT, status INTEGER, language TEXT);
 CREATE VIRTUAL TABLE IF NOT EXISTS pages_fts USING fts5(url UNINDEXED, title, body, tokenize='unicode61');
 """
+#: Columns later versions added to ``pages``, added to an older index when it is opened for writing
+#: (its rows keep NULL there: indexed before the column existed)
+_ADDED_COLUMNS = {"language": "TEXT"}
+
+
+class PageRow(NamedTuple):
+    """A page as the index holds it."""
+
+    url: str
+    title: str
+    text: str
+    fingerprint: str  # hex; "" for a page passed through unchecked
+    fetched_at: str  # ISO 8601, UTC
+    status: int
+    language: str = UNDETERMINED  # the code of its prose's language (``dedup.features.language``)
 
 
 def _index_text(text: str) -> str:
@@ -127,6 +147,7 @@ class PageIndex:
     ``path`` is not an index."""
 
     def __init__(self, path: str | Path, *, readonly: bool = False) -> None:
+        self.path = path
         if readonly:
             self.db = open_readonly(path, INDEX)
             return
@@ -135,19 +156,31 @@ class PageIndex:
         self.db = sqlite3.connect(path)
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.executescript(_SCHEMA)
+        self._migrate()
 
-    def add(self, url: str, title: str, text: str, fingerprint: str, fetched_at: str, status: int) -> None:
-        self.add_many([(url, title, text, fingerprint, fetched_at, status)])
-
-    def add_many(self, pages: list[tuple[str, str, str, str, str, int]]) -> None:
-        """Upsert ``(url, title, text, fingerprint, fetched_at, status)`` rows in one transaction."""
+    def _migrate(self) -> None:
+        """Add the columns an index made by an older version lacks (one transaction)."""
+        have = {name for _, name, *_ in self.db.execute("PRAGMA table_info(pages)")}
         with self.db:
-            for url, title, text, fingerprint, fetched_at, status in pages:
-                self.db.execute("INSERT OR REPLACE INTO pages VALUES (?, ?, ?, ?, ?, ?)",
-                                (url, title, text, fingerprint, fetched_at, status))
-                self.db.execute("DELETE FROM pages_fts WHERE url = ?", (url,))
+            for name, kind in _ADDED_COLUMNS.items():
+                if name not in have:
+                    self.db.execute(f"ALTER TABLE pages ADD COLUMN {name} {kind}")
+                    logger.info("index: added the column %s to %s", name, self.path)
+
+    def add(self, *page: Any) -> None:
+        """Upsert one page: ``PageRow``'s fields, in its order."""
+        self.add_many([PageRow(*page)])
+
+    def add_many(self, pages: Iterable[PageRow | tuple[Any, ...]]) -> None:
+        """Upsert ``pages`` (``PageRow``s, or tuples of its fields in its order) in one transaction."""
+        with self.db:
+            for p in map(lambda row: PageRow(*row), pages):
+                self.db.execute("INSERT OR REPLACE INTO pages (url, title, text, language, fingerprint, fetched_at, "
+                                "status) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                                (p.url, p.title, p.text, p.language, p.fingerprint, p.fetched_at, p.status))
+                self.db.execute("DELETE FROM pages_fts WHERE url = ?", (p.url,))
                 self.db.execute("INSERT INTO pages_fts (url, title, body) VALUES (?, ?, ?)",
-                                (url, _index_text(title), _index_text(text)))
+                                (p.url, _index_text(p.title), _index_text(p.text)))
 
     def search(self, query: str, limit: int = 10) -> list[tuple[str, str, float]]:
         """(url, title, score) of the best matches of ``query`` (FTS5 syntax:

@@ -14,7 +14,9 @@ Spider middlewares see responses after the downloader middlewares, so after
    out by ``filter.store_faults``), then lets through what the verdict
    allows, less the requests a learned URL rule says need not be made
    (``filter.learned_rules``), its items filled in (``filter.items``). Every
-   drop is explained (``filter.duplicates_log``).
+   drop is explained (``filter.duplicates_log``), once. A page let through
+   goes to the index (``crawler.pipelines.index_page``), whatever the spider
+   yields.
 
 At start the filter refuses a JOBDIR or store directory that another
 running crawl is using (``crawler.in_use``), before it opens anything. A
@@ -52,6 +54,7 @@ from .filter.verdict import Verdicts
 from .filter.workers import FingerprintWorkers
 from .frontier.acks import AckTracker, response_id
 from .in_use import CrawlInUse, refuse_a_jobdir_in_use, store_in_use, store_is_in_use
+from .pipelines import index_page
 
 __all__ = ["NearDupMiddleware", "declared_encoding"]  # (the ready spider decodes as the filter does)
 
@@ -149,6 +152,9 @@ class NearDupMiddleware:
             AckTracker.of(self.crawler).keep_for_resume(response_id(response))
             self.stats.inc_value("neardup/held_for_resume")
             return
+        # the index is the filter's: the page goes to it whatever the spider yields, and
+        # before any of its output leaves (a gate of its request's acknowledgement)
+        index_page(self.crawler, response, verdict, fp_result)
         kept = [item for item in outputs if self.verdicts.lets_through(verdict, item)]
         skip = self.avoided([r for r in kept if isinstance(r, Request)], response.url)
         for item in kept:

@@ -1,12 +1,24 @@
-"""IndexPipeline: writes kept pages (items with url/text) into the FTS5 index.
+"""IndexPipeline: the index of the pages the filter let through, written by the filter.
+
+The index is the filter's, not the spider's: the filter hands it each page
+it lets through as itself (``index_page``: kept, kept again, unchanged, or
+passed unchecked with its text extracted), with the URL, title, visible
+text and language it already extracted, whatever items the spider yields or
+does not yield. A user's items pass through untouched.
 
 The writing (segmenting the text into words, SQLite inserts, commits) runs
-in a thread of its own, so the crawl's thread only hands the item over. The
+in a thread of its own, so the crawl's thread only hands the page over. The
 writer commits whatever has queued up, up to ``BATCH`` pages a transaction,
 as soon as it can (group commit). It is a gate of the durable frontier
-(``crawler.frontier.acks``): a request is acknowledged only after its page
-is committed here. The index holds one row per URL, so a page fetched again
-after a kill is still there once: the index is the crawl's exactly-once output.
+(``crawler.frontier.acks``): the filter hands a page over before any of its
+output leaves, so its request is acknowledged only after the page is
+committed here. The index holds one row per URL, so a page fetched again
+after a kill is still there once: the index is the crawl's exactly-once
+output.
+
+It sits among the item pipelines (``ITEM_PIPELINES``, order 800) for their
+``close_spider``, which Scrapy calls before the scheduler's last commit: the
+writer is drained there, so that commit acknowledges the last pages.
 """
 
 from __future__ import annotations
@@ -14,15 +26,21 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+import weakref
+from datetime import datetime, timezone
 from typing import Any
 
-from itemadapter import ItemAdapter
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
+from scrapy.http import Response
+
+from scrapy_neardup.dedup.fingerprint.jobs import JobResult
+from scrapy_neardup.dedup.simhash import to_hex
 
 from .config import NearDupConfig
+from .filter.verdict import DROPPED
 from .frontier.acks import AckTracker
-from .index import PageIndex
+from .index import PageIndex, PageRow
 
 logger = logging.getLogger(__name__)
 
@@ -31,32 +49,39 @@ _DONE = object()
 
 
 class IndexPipeline:
+    """The crawl's index writer (``IndexPipeline.of(crawler)``); see the module docstring."""
+
     def __init__(self, crawler: Crawler, path: str) -> None:
         self.stats = crawler.stats
         self.path = path
         self._queue: queue.Queue[Any] = queue.Queue()
-        self._handed = 0  # items handed to the writer (the crawl's thread)
-        self._done = 0  # items the writer has committed (the writer's thread)
+        self._handed = 0  # pages handed to the writer (the crawl's thread)
+        self._done = 0  # pages the writer has committed (the writer's thread)
         self._total = 0  # pages in the index when the writer stops
         PageIndex(path).close()  # here, so that a bad path fails the crawl at start, naming it
         self._writer = threading.Thread(target=self._write, name="neardup-index", daemon=True)
         self._writer.start()
         AckTracker.of(crawler).add_gate(self)  # (a gate of the durable frontier, if there is one)
+        _INDEXES[crawler] = self
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> IndexPipeline:
         config = NearDupConfig.of(crawler)
         if not config.enabled or not config.index:
-            raise NotConfigured("NEARDUP_INDEX is off")
+            # (no message: Scrapy logs a NotConfigured with one as a WARNING, on every run
+            # without JOBDIR, where the index is off by default)
+            raise NotConfigured
         return cls(crawler, config.index)
 
-    def process_item(self, item: Any) -> Any:
-        a = ItemAdapter(item)
-        if a.get("url") and a.get("text") is not None:
-            self._handed += 1
-            self._queue.put((a["url"], a.get("title") or "", a["text"], a.get("fingerprint") or "",
-                             a.get("fetched_at") or "", int(a.get("status") or 0)))
-        return item
+    @classmethod
+    def of(cls, crawler: Crawler) -> IndexPipeline | None:
+        """The crawl's index writer; None when the index is off."""
+        return _INDEXES.get(crawler)
+
+    def add(self, page: PageRow) -> None:
+        """Hand ``page`` to the writer (the crawl's thread)."""
+        self._handed += 1
+        self._queue.put(page)
 
     # the durable frontier's gate
     def mark(self) -> int:
@@ -103,3 +128,20 @@ class IndexPipeline:
         self._queue.put(_DONE)
         self._writer.join()
         logger.info("index: %d pages in %s", self._total, self.path)
+
+
+def index_page(crawler: Crawler, response: Response, verdict: str, result: JobResult | str) -> None:
+    """Hand the page to the crawl's index, if there is one, unless the filter
+    dropped it or extracted no text from it (a non-HTML response, an error
+    page: passed unchecked before any extraction). Called by the filter once
+    it has the page's verdict and before any of the page's output leaves."""
+    index = _INDEXES.get(crawler)
+    if index is None or verdict == DROPPED or isinstance(result, str):
+        return
+    index.add(PageRow(
+        url=response.url, title=result.title, text=result.text, language=result.language,
+        fingerprint="" if result.value is None else to_hex(result.value),
+        fetched_at=datetime.now(timezone.utc).isoformat(timespec="seconds"), status=response.status))
+
+
+_INDEXES: weakref.WeakKeyDictionary[Crawler, IndexPipeline] = weakref.WeakKeyDictionary()

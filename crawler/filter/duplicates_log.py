@@ -3,6 +3,14 @@
 Two kinds of line: a page dropped as a near-duplicate (``url``,
 ``duplicate_of``, ``distance``, both fingerprints, ``referer``, ``time``)
 and a request a learned URL rule left out (``avoided: true``, ``rule``).
+
+A drop is recorded once: a URL already in the file as a near-duplicate of
+the same page (dropped by an earlier run on the same store, or before a
+kill) is not written again (``recorded``; the filter counts it as
+``neardup/dropped_again``). The file's drops are read when it is opened,
+kept as 64-bit hashes of the pair (8 bytes each, sorted); a line a kill cut
+short is removed first (its request was not acknowledged, so it is fetched
+and its drop written again).
 The file is written in blocks: flushed at least every second, before a
 request whose drop it holds is acknowledged (it is a gate of the durable
 frontier, ``crawler.frontier.acks``) and at the end; a flush per drop would
@@ -11,13 +19,16 @@ be a syscall per page on a mirror.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
+import os
 import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any
 
+import numpy as np
 from scrapy.crawler import Crawler
 
 from scrapy_neardup.dedup.simhash import to_hex
@@ -35,6 +46,33 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
+def _pair_key(url: str, duplicate_of: str) -> int:
+    """A 64-bit hash of a drop (collisions: about 1 in 10**7 at a million drops)."""
+    return int.from_bytes(hashlib.blake2b(f"{url}\n{duplicate_of}".encode(), digest_size=8).digest(), "little")
+
+
+def _read_drops(path: Path) -> np.ndarray:
+    """The sorted keys of the drops the file at ``path`` holds, after cutting off
+    a last line a kill left unfinished. O(file size)."""
+    keys: list[int] = []
+    with open(path, "rb+") as fh:
+        good = 0  # offset after the last complete line
+        for line in fh:
+            if not line.endswith(b"\n"):
+                break
+            good += len(line)
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue  # (a line damaged otherwise: not a drop this reads)
+            if isinstance(record, dict) and not record.get("avoided") and "duplicate_of" in record:
+                keys.append(_pair_key(str(record.get("url")), str(record["duplicate_of"])))
+        if good < os.fstat(fh.fileno()).st_size:
+            logger.info("duplicates file %s: removed a last line a stop left unfinished", path)
+            fh.truncate(good)
+    return np.unique(np.array(keys, dtype=np.uint64))
+
+
 class DuplicatesLog:
     """The duplicates file (``path``; None: log lines only)."""
 
@@ -42,15 +80,30 @@ class DuplicatesLog:
         self._fh: IO[str] | None = None
         self._flushed = time.monotonic()
         self._written = self._synced = 0
+        self._known = np.zeros(0, dtype=np.uint64)  # the drops the file held when opened
+        self._new: set[int] = set()  # and those written since
         if path:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
             private_file(path)
+            self._known = _read_drops(Path(path))
             self._fh = open(path, "a", encoding="utf-8")  # noqa: SIM115
             AckTracker.of(crawler).add_gate(self)  # a drop is acknowledged only once its line is written
 
+    def recorded(self, url: str, duplicate_of: str) -> bool:
+        """Whether the file already holds the drop of ``url`` as a near-duplicate of
+        ``duplicate_of`` (always False without a file). O(log n)."""
+        if self._fh is None:
+            return False
+        key = _pair_key(url, duplicate_of)
+        i = int(np.searchsorted(self._known, np.uint64(key)))
+        return (i < len(self._known) and int(self._known[i]) == key) or key in self._new
+
     def dropped(self, url: str, duplicate_of: str, distance: int, fingerprint: int, duplicate_of_fingerprint: int,
                 referer: str | None) -> None:
-        """``url`` was dropped as a near-duplicate of ``duplicate_of``."""
+        """``url`` was dropped as a near-duplicate of ``duplicate_of`` (not
+        ``recorded`` yet: the caller asks first)."""
+        if self._fh is not None:
+            self._new.add(_pair_key(url, duplicate_of))
         self._write({
             "url": url,
             "duplicate_of": duplicate_of,

@@ -9,7 +9,10 @@ store is only touched in the crawl's thread, so every check is atomic):
   another URL: the page is a near-duplicate of it. *Everything* its callback
   yields is discarded: no items, and none of its outlinks are requested
   because of it (a page that a kept page also links to is still crawled,
-  once, via that page). The drop is explained (``duplicates_log``);
+  once, via that page). The drop is explained (``duplicates_log``), once:
+  a URL the duplicates file already holds as a near-duplicate of the same
+  page is dropped again, counted ``neardup/dropped_again`` and not
+  ``neardup/dropped``, and not written again;
 * ``UNCHANGED``: the same URL is stored with near-identical text (a later
   run, a re-fetch): its requests go on, its items only with
   ``NEARDUP_EMIT_UNCHANGED``;
@@ -117,6 +120,13 @@ class Verdicts:
             if match is None:
                 self.stats.inc_value(counts.KEPT)
                 return KEPT, None
+        if self.duplicates.recorded(url, match.key):
+            # Dropped before as a near-duplicate of the same page (an earlier run on this
+            # store, or before a kill): dropped again, neither recorded nor counted twice.
+            self.stats.inc_value(counts.DROPPED_AGAIN)
+            if self.config.debug:
+                logger.debug("dropped again (already recorded): %s duplicates %s", url, match.key)
+            return DROPPED, match
         self.stats.inc_value(counts.DROPPED)
         self.stats.inc_value(f"neardup/distance_count/{match.distance}")
         referer = response.request.headers.get("Referer") if response.request else None
