@@ -68,6 +68,7 @@ class NearDupConfig:
     index: str | None = None  # SQLite FTS5 index of kept pages
     skip_meta_key: str = "neardup_skip"
     workers: int = 0  # fingerprinting processes; 0: in the crawl's thread
+    worker_timeout: float = 10.0  # seconds a worker may take over one page (then neardup/skipped/timeout)
     check_error_pages: bool = False  # fingerprint 4xx/5xx bodies too
     frontier: bool = True  # the durable frontier whenever JOBDIR is set
     frontier_max_redeliveries: int = 3  # a request in flight at that many kills in a row is given up
@@ -209,6 +210,7 @@ class NearDupConfig:
             index=output("NEARDUP_INDEX", "index.sqlite3"),
             # one worker process by default where there is a second core for it
             workers=integer("NEARDUP_WORKERS", 1 if (os.cpu_count() or 1) >= 2 else 0, 0, 64),
+            worker_timeout=seconds("NEARDUP_WORKER_TIMEOUT", 10.0),
             check_error_pages=boolean("NEARDUP_CHECK_ERROR_PAGES", False),
             frontier=boolean("NEARDUP_FRONTIER", True),
             frontier_max_redeliveries=integer("NEARDUP_FRONTIER_MAX_REDELIVERIES", 3, 0),

@@ -1,6 +1,11 @@
-"""The crawl goes on when the fingerprinting worker process dies: the filter
-falls back to the crawl's thread. Run in a subprocess, which installs the
-asyncio reactor that the worker pool needs."""
+"""The crawl goes on when a fingerprinting worker process dies or overruns
+its time budget (issue 26, part 2): the worker is replaced, its page passes
+unchecked and is never fingerprinted in the crawl's thread; past
+``MAX_WORKER_RESTARTS`` the filter stops checking, loudly. Run in
+subprocesses, which install the asyncio reactor that the workers need.
+
+A worker is made to hold a page by stopping it (SIGSTOP) before the page is
+handed to it, so that no test depends on how long a page takes."""
 
 from __future__ import annotations
 
@@ -8,59 +13,175 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
+from scrapy_neardup.crawler.demo_site import DemoSite
+from scrapy_neardup.crawler.filter.workers import MAX_WORKER_RESTARTS
 from tests.conftest import ROOT
+from tests.fixtures.http import PageServer
+from tests.test_crawl import paths, read_jsonl, scrapy_crawl, stat
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="stops and kills workers with POSIX signals")
 
 SCRIPT = textwrap.dedent('''
     import asyncio
+    import atexit
+    import os
+    import signal
     import time
     from scrapy.utils.reactor import install_reactor
     install_reactor("twisted.internet.asyncioreactor.AsyncioSelectorReactor")
     from scrapy.http import HtmlResponse, Request
     from scrapy.utils.test import get_crawler
     from scrapy_neardup.crawler.middleware import NearDupMiddleware
-    from scrapy_neardup.dedup.fingerprint.jobs import JobResult
 
-    crawler = get_crawler(settings_dict={"NEARDUP_WORKERS": 1})
+    crawler = get_crawler(settings_dict={"NEARDUP_WORKERS": 1, "NEARDUP_WORKER_TIMEOUT": __TIMEOUT__})
     crawler.stats.open_spider()
     mw = NearDupMiddleware.from_crawler(crawler)
-    body = ("<html><body><p>" + "near duplicate detection for web crawling " * 20 + "</p></body></html>").encode()
+    workers = mw.workers
 
-    def page(i):
-        return HtmlResponse(f"http://127.0.0.1/{i}.html", body=body, request=Request(f"http://127.0.0.1/{i}.html"))
+    def page(name):
+        body = ("<html><body><p>" + f"near duplicate detection for web crawling, page {name} " * 20
+                + "</p></body></html>").encode()
+        return HtmlResponse(f"http://127.0.0.1/{name}.html", body=body, request=Request(f"http://127.0.0.1/{name}.html"))
 
-    mw.workers.ready.result(timeout=120)          # the worker is up
-    first = page(1)
-    mw.process_spider_input(first)
-    print("via worker:", type(mw._pending[first]).__name__)
-    mw._pending[first].result(timeout=60)
-    big = ("<html><body>" + "<p>" + "a long page that keeps the worker busy " * 20 + "</p>" * 1) * 4000
-    in_hand = HtmlResponse("http://127.0.0.1/big.html", body=(big + "</body></html>").encode(),
-                           request=Request("http://127.0.0.1/big.html"))
-    mw.process_spider_input(in_hand)            # a page the worker holds when it dies
-    time.sleep(0.05)
-    print("busy:", not mw._pending[in_hand].done())
-    for proc in list(mw.workers.pool._processes.values()):
-        proc.kill()
-        proc.join()
-    time.sleep(0.5)
-    result = asyncio.run(mw._fingerprint(in_hand))   # it is fingerprinted here instead
-    print("in hand:", type(result).__name__, result.value is not None)
-    for i in range(2, 5):                        # the pool is broken: fall back, keep going
-        r = page(i)
-        mw.process_spider_input(r)
-        print("after the crash:", type(mw._pending[r]).__name__, mw._pending[r].value is not None)
-    print("failures:", crawler.stats.get_value("neardup/worker_failures"))
+    def outcome(response):
+        mw.process_spider_input(response)
+        pending = mw._pending[response]
+        got = asyncio.run(mw._fingerprint(response))
+        return type(pending).__name__, got if isinstance(got, str) else type(got).__name__
+
+    def live_worker(not_pid=None):
+        """The live worker's pid (a new one, not ``not_pid``: wait for the replacement)."""
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            pids = workers.worker_pids()
+            if pids and pids[0] != not_pid:
+                return pids[0]
+            time.sleep(0.05)
+        raise SystemExit("no worker")
+
+    stopped = []  # (a stopped worker never ends by itself, nor lets go of the test's stderr: kill it at exit)
+
+    @atexit.register
+    def kill_the_stopped():
+        for p in stopped:
+            try:
+                os.kill(p, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+    assert workers.up.wait(120)
+    pid = live_worker()
+    print("first:", *outcome(page("first")))
+    for i in range(__ROUNDS__):
+        os.kill(pid, signal.SIGSTOP)            # the worker will hold the next page
+        stopped.append(pid)
+        held = page(f"held-{i}")
+        mw.process_spider_input(held)
+        if __KILL__:
+            time.sleep(0.2)
+            os.kill(pid, signal.SIGKILL)
+        print("held:", asyncio.run(mw._fingerprint(held)))
+        if not workers.stopped:
+            pid = live_worker(not_pid=pid)
+            print("after:", *outcome(page(f"after-{i}")))   # the replacement serves the next page
+    print("later:", *outcome(page("later")))
+    print("in the crawl's thread:", crawler.stats.get_value("neardup/fingerprinted_while_workers_start", 0))
     mw.spider_closed("finished")
+    for name in ("worker_restarts", "workers_stopped", "skipped/worker_died", "skipped/timeout", "skipped/no_worker"):
+        print(f"{name}:", crawler.stats.get_value(f"neardup/{name}", 0))
 ''')
 
 
-def test_a_dead_worker_does_not_stop_the_filter():
-    r = subprocess.run([sys.executable, "-c", SCRIPT], cwd=ROOT, capture_output=True, text=True, timeout=300)
+def _run(rounds: int, kill: bool, timeout: float) -> subprocess.CompletedProcess:
+    script = (SCRIPT.replace("__TIMEOUT__", repr(timeout)).replace("__ROUNDS__", str(rounds))
+              .replace("__KILL__", str(kill)))
+    r = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
+    return r
+
+
+def test_a_dead_worker_is_replaced_and_past_the_limit_the_filter_stops_checking():
+    r = _run(MAX_WORKER_RESTARTS + 1, kill=True, timeout=60)
     lines = r.stdout.splitlines()
-    assert lines[0] == "via worker: Future"
-    assert lines[1] == "busy: True"
-    assert lines[2] == "in hand: JobResult True"
-    assert lines[3:6] == ["after the crash: JobResult True"] * 3
-    assert lines[6] == "failures: 1"
-    assert "fingerprinting in the crawl's thread from now on" in r.stderr
+    assert lines[0] == "first: Future JobResult"
+    # each death: the page it held passes unchecked; a new worker serves the next page
+    assert lines[1 : 1 + 2 * MAX_WORKER_RESTARTS] == ["held: worker_died", "after: Future JobResult"] * MAX_WORKER_RESTARTS
+    # one death too many: the filter stops checking, and fingerprints nothing in the crawl's thread
+    rest = lines[1 + 2 * MAX_WORKER_RESTARTS :]
+    assert rest[:2] == ["held: worker_died", "later: Future no_worker"]
+    assert rest[2:] == ["in the crawl's thread: 0", f"worker_restarts: {MAX_WORKER_RESTARTS}", "workers_stopped: 1",
+                        f"skipped/worker_died: {MAX_WORKER_RESTARTS + 1}", "skipped/timeout: 0", "skipped/no_worker: 1"]
+    log = r.stderr
+    assert log.count("the worker process died with http://127.0.0.1/held-") == MAX_WORKER_RESTARTS + 1
+    assert "the filter STOPS CHECKING" in log
+    assert "fingerprinting in the crawl's thread" not in log
+
+
+def test_a_page_past_the_time_budget_passes_unchecked_and_the_worker_is_replaced():
+    r = _run(1, kill=False, timeout=1)
+    assert r.stdout.splitlines() == [
+        "first: Future JobResult", "held: timeout", "after: Future JobResult", "later: Future JobResult",
+        "in the crawl's thread: 0", "worker_restarts: 1", "workers_stopped: 0", "skipped/worker_died: 0",
+        "skipped/timeout: 1", "skipped/no_worker: 0"]
+    assert "http://127.0.0.1/held-0.html took the worker process more than 1 s (NEARDUP_WORKER_TIMEOUT)" in r.stderr
+
+
+#: Attributes on one element of the slow page: lexbor's time grows with their square (40,000: ~3-5 s)
+SLOW_ATTRIBUTES = 60_000
+
+
+def test_a_crawl_with_a_page_the_worker_is_slow_on_goes_on(tmp_path):
+    site = DemoSite()
+    slow = (b"<html><body><div " + b" ".join(b"data-a%d='1'" % i for i in range(SLOW_ATTRIBUTES))
+            + b"><p>" + b"a page with one element of very many attributes " * 10 + b"</p></div></body></html>")
+    start = (b"<html><body><p>Where the crawl starts: the demo site, and a page the worker is slow on, with "
+             b"enough words to be fingerprinted itself.</p><a href='/'>home</a> <a href='/slow.html'>slow</a>"
+             b"</body></html>")
+
+    def respond(target: str) -> tuple[int, dict[str, str], bytes]:
+        if target == "/start.html":
+            return 200, {"Content-Type": "text/html"}, start
+        if target == "/slow.html":
+            return 200, {"Content-Type": "text/html"}, slow
+        from urllib.parse import parse_qs, urlsplit
+
+        parts = urlsplit(target)
+        status, ctype, body = site.page(parts.path, parse_qs(parts.query))
+        return status, {"Content-Type": ctype}, body
+
+    # The slow page comes late enough for the worker to be up: before that, pages are
+    # fingerprinted in the crawl's thread (its first second or two), and none times out.
+    with PageServer(respond, lambda target: 5.0 if target == "/slow.html" else 0.0) as server:
+        store = tmp_path / "store"
+        r = scrapy_crawl(f"{server.url}/start.html", tmp_path, f"NEARDUP_STORE={store}", "NEARDUP_WORKERS=1",
+                         "NEARDUP_WORKER_TIMEOUT=2", "LOG_LEVEL=INFO")
+    log = r.stderr
+    assert r.returncode == 0 and "'finish_reason': 'finished'" in log, log[-3000:]
+    items = read_jsonl(tmp_path / "pages.jsonl")
+    base = server.url + "/"
+    assert paths([i["url"] for i in items], base) == sorted(
+        site.expected_kept() | {"/short.html", "/start.html", "/slow.html"})
+    dups = read_jsonl(store / "duplicates.jsonl")
+    assert {d["url"][len(base) - 1 :]: d["duplicate_of"][len(base) - 1 :] for d in dups} == site.expected_dropped()
+    assert stat(log, "neardup/skipped/timeout") == 1
+    assert stat(log, "neardup/worker_restarts") == 1
+    assert stat(log, "neardup/kept") == len(site.expected_kept()) + 1  # (+ the start page)
+    assert f"{server.url}/slow.html took the worker process more than 2 s" in log
+    assert stat(log, "neardup/skipped/worker_died") is None and " ERROR: " not in log
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    (0, "NEARDUP_WORKER_TIMEOUT must be > 0, got 0"),
+    ("soon", "NEARDUP_WORKER_TIMEOUT must be a number of seconds, got 'soon'"),
+])
+def test_the_time_budget_is_checked_with_the_setting_named(value, message):
+    from scrapy.settings import Settings
+
+    from scrapy_neardup.crawler.config import ConfigError, NearDupConfig
+
+    assert NearDupConfig.from_settings(Settings()).worker_timeout == 10.0
+    assert NearDupConfig.from_settings(Settings({"NEARDUP_WORKER_TIMEOUT": "2.5"})).worker_timeout == 2.5
+    with pytest.raises(ConfigError, match=message):
+        NearDupConfig.from_settings(Settings({"NEARDUP_WORKER_TIMEOUT": value}))

@@ -1,15 +1,30 @@
 """Fingerprinting the pages: in worker processes, or in the crawl's thread.
 
-With ``NEARDUP_WORKERS`` > 0 (and the asyncio reactor) a pool of worker
-processes fingerprints the pages, so that the spider's own work and the
-fingerprinting use two cores. Pages that arrive while the workers start
-(importing, loading rjieba's dictionary: a second or two) are fingerprinted
-in the crawl's thread rather than waiting for them
-(``neardup/fingerprinted_while_workers_start``). A worker that fails to
-start or dies (killed, out of memory) is given up on: the filter logs an
-error, counts ``neardup/worker_failures`` and fingerprints in the crawl's
-thread from then on; the crawl goes on, and a page the dead worker held is
-fingerprinted here.
+With ``NEARDUP_WORKERS`` > 0 (and the asyncio reactor) worker processes
+fingerprint the pages, so that the spider's own work and the fingerprinting
+use two cores. Each worker is a fresh interpreter running the package's own
+entry point (``dedup.fingerprint.worker``), never the user's ``__main__``: a
+script that runs a crawl at its top level without an ``if __name__ ==
+"__main__":`` guard runs once. Each has a thread here that hands it one page
+at a time from a shared queue.
+
+Pages that arrive while the workers first start (importing, loading rjieba's
+dictionary: a second or two) are fingerprinted in the crawl's thread rather
+than waiting for them (``neardup/fingerprinted_while_workers_start``). From
+then on the crawl's thread never fingerprints:
+
+* a page that takes a worker longer than ``NEARDUP_WORKER_TIMEOUT`` seconds
+  passes unchecked (``neardup/skipped/timeout``, a warning naming its URL),
+  and that worker is killed and replaced;
+* a worker that dies (killed, out of memory) is replaced; the page it held
+  passes unchecked (``neardup/skipped/worker_died``, a warning naming its URL)
+  and is never tried again here: it may be what killed the worker;
+* while a worker restarts (a second or two), pages wait in the queue for it (or
+  go to another worker, with several);
+* past ``MAX_WORKER_RESTARTS`` restarts in a crawl the filter stops checking:
+  an error in the log, ``neardup/workers_stopped``, and every later page passes
+  unchecked (``neardup/skipped/no_worker``). ``neardup/worker_restarts``
+  counts the restarts.
 
 Warm-up: nothing compiles in the crawl's thread. ``FingerprintWorkers()``
 marks the compiled kernels not ready (``dedup.jit``) before the store is
@@ -26,17 +41,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import multiprocessing
+import queue
+import threading
 import time
-from concurrent.futures import Future, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
+from concurrent.futures import Future
 
 from scrapy.http import Response, TextResponse
 from scrapy.statscollectors import StatsCollector
 from scrapy.utils.reactor import is_asyncio_reactor_installed
 
 from scrapy_neardup.dedup import jit
-from scrapy_neardup.dedup.fingerprint.jobs import JobResult, fingerprint_job, warm_up
+from scrapy_neardup.dedup.fingerprint.jobs import (JobFailed, JobResult, WorkerDied, WorkerProcess, WorkerTimeout,
+                                                   fingerprint_job)
 
 from ..config import NearDupConfig
 from ..counts import count_unchecked
@@ -46,6 +62,12 @@ logger = logging.getLogger(__name__)
 
 #: How long this process waits for a worker to put the store's kernels in the cache before compiling them itself
 STORE_CACHE_WAIT = 600.0
+#: Worker restarts (after a death, a timeout or a failed start) in a crawl past which the filter stops checking
+MAX_WORKER_RESTARTS = 5
+
+TIMEOUT, WORKER_DIED, NO_WORKER = "timeout", "worker_died", "no_worker"  # why a page passes unchecked
+
+_Job = tuple[Future, bytes, "str | None"]  # (its answer, the body, the declared encoding)
 
 
 class FingerprintWorkers:
@@ -53,6 +75,7 @@ class FingerprintWorkers:
 
     def __init__(self, config: NearDupConfig, stats: StatsCollector) -> None:
         self.min_text = config.min_text
+        self.timeout = config.worker_timeout
         self.stats = stats
         count = config.workers
         if count and not is_asyncio_reactor_installed():
@@ -63,87 +86,202 @@ class FingerprintWorkers:
         # The crawl's thread never compiles: the reference paths serve until the
         # kernels are warm (this before the store is opened, which may call them).
         jit.defer()
-        self._mp = multiprocessing.get_context("spawn")
-        self._store_cached = self._mp.Event() if count else None
-        self.pool: ProcessPoolExecutor | None = None
-        self.ready: Future | None = None  # done once a worker is up
+        self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        self._lock = threading.Lock()  # over what the serving threads share: the counts, the live workers
+        self._live: set[WorkerProcess] = set()
+        #: set once a worker is up (or the workers stopped): pages go to the queue from then on
+        self.up = threading.Event()
+        self._store_cached = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self.restarts = 0
+        self.stopped = False  # past MAX_WORKER_RESTARTS: no more checking
+        self._closing = False
+        self._restarts_counted = 0  # (the stats are written in the crawl's thread only)
 
     def start(self) -> None:
         """Start the workers and the warm-up (once the store is open)."""
-        if self.count:
-            self.pool = ProcessPoolExecutor(self.count, mp_context=self._mp, initializer=warm_up,
-                                            initargs=(self.min_text, self._store_cached))
-            # Start the workers now (the pool spawns them on the first submit). Pages
-            # that arrive before one is ready are fingerprinted here (submit).
-            self.ready = self.pool.submit(int)
+        for i in range(self.count):
+            thread = threading.Thread(target=self._serve, name=f"neardup-worker-{i}", daemon=True)
+            thread.start()
+            self._threads.append(thread)
         jit.warm_in_background(("store",) if self.count else ("store", "fingerprint"), reference_first=True,
                                wait=self._wait_for_store_cache if self.count else None)
 
     def submit(self, response: TextResponse) -> Future | JobResult:
-        """Start fingerprinting ``response``: a worker's Future, or (no worker
-        ready) the result, computed here."""
-        pool = self._usable_pool()
-        if pool is not None:
-            try:
-                return pool.submit(fingerprint_job, response.body, declared_encoding(response), self.min_text)
-            except BrokenProcessPool:  # a worker died (killed, out of memory)
-                self._give_up("a worker process died")
-        elif self.pool is not None:
+        """Start fingerprinting ``response``: a Future a worker will answer
+        (a ``JobResult``, or why the page passes unchecked), or, before the
+        workers are first up, the result, computed here."""
+        encoding = declared_encoding(response)
+        if self.count and self.up.is_set():
+            pending: Future = Future()
+            with self._lock:
+                if self.stopped:
+                    pending.set_result(NO_WORKER)
+                else:
+                    self._jobs.put((pending, response.body, encoding))
+            return pending
+        if self.count:
             self.stats.inc_value("neardup/fingerprinted_while_workers_start")
-        return fingerprint_job(response.body, declared_encoding(response), self.min_text)
+        return fingerprint_job(response.body, encoding, self.min_text)
 
     async def result(self, response: Response, pending: Future) -> JobResult | str:
-        """The fingerprint a worker was asked for; a page it could not do is
-        done here, and one that fails to fingerprint passes unchecked
-        (``"unparsable"``): a failing page must not stop the crawl."""
+        """The fingerprint a worker was asked for, or why the page passes
+        unchecked (counted): a page that fails to fingerprint passes as
+        ``"unparsable"``, one the worker ran out of time on or died with as
+        ``"timeout"`` or ``"worker_died"``. A failing page must not stop the crawl."""
         try:
-            return await asyncio.wrap_future(pending)
-        except BrokenProcessPool:  # the worker died with this page in hand: do it here
-            if self.pool is not None:
-                self._give_up("a worker process died")
-            try:
-                return fingerprint_job(response.body, declared_encoding(response), self.min_text)
-            except Exception as exc:
-                return self._failed(response, exc)
-        except Exception as exc:
+            outcome = await asyncio.wrap_future(pending)
+        except JobFailed as exc:
             return self._failed(response, exc)
+        finally:
+            self._count_restarts()
+        if isinstance(outcome, JobResult):
+            return outcome
+        if outcome == TIMEOUT:
+            logger.warning("near-duplicate filter: %s took the worker process more than %g s "
+                           "(NEARDUP_WORKER_TIMEOUT); the worker was replaced and the page passes unchecked",
+                           response.url, self.timeout)
+        elif outcome == WORKER_DIED:
+            logger.warning("near-duplicate filter: the worker process died with %s in hand; it was replaced "
+                           "and the page passes unchecked", response.url)
+        count_unchecked(self.stats, outcome)
+        return outcome
+
+    def worker_pids(self) -> list[int]:
+        """The live workers' process ids."""
+        with self._lock:
+            return [w.pid for w in self._live]
 
     def close(self) -> None:
-        if self.pool is not None:
-            # (A worker still compiling does so in a daemon thread: it does not hold up
-            # the crawl's end. numba writes each cache file whole, a temporary file then a
+        """Stop the workers (at the crawl's end: no page is in their hands)."""
+        self._closing = True
+        for _ in self._threads:
+            self._jobs.put(None)
+        with self._lock:
+            live = list(self._live)
+        for worker in live:
+            # (a worker still compiling does so in a daemon thread: it does not hold up the
+            # crawl's end. numba writes each cache file whole, a temporary file then a
             # rename, so what it finished compiling stays cached for the next crawl.)
-            self.pool.shutdown(wait=True, cancel_futures=True)
+            worker.close()
+        for thread in self._threads:
+            thread.join(10)
+        self._count_restarts()
 
     def _failed(self, response: Response, exc: Exception) -> str:
-        logger.warning("fingerprinting failed for %s: %r", response.url, exc)
+        logger.warning("fingerprinting failed for %s: %s", response.url, exc)
         count_unchecked(self.stats, "unparsable")
         return "unparsable"
 
-    def _usable_pool(self) -> ProcessPoolExecutor | None:
-        """The worker pool once its workers are up; None while they start or without one."""
-        ready = self.ready
-        if self.pool is None or ready is None or not ready.done():
-            return None
-        if ready.exception() is not None:
-            self._give_up(f"the worker process did not start: {ready.exception()!r}")
-            return None
-        return self.pool
+    def _count_restarts(self) -> None:
+        """Bring the restart stats up to date (here, in the crawl's thread: the
+        stats collector is not shared with the serving threads)."""
+        if self.restarts != self._restarts_counted:
+            self._restarts_counted = self.restarts
+            self.stats.set_value("neardup/worker_restarts", self.restarts)
+        if self.stopped:
+            self.stats.set_value("neardup/workers_stopped", 1)
+
+    # -- in the serving threads, one per worker -----------------------------------
+
+    def _serve(self) -> None:
+        """Hand pages from the queue to one worker, replacing it as needed."""
+        worker: WorkerProcess | None = None
+        first = True
+        while True:
+            if worker is None:
+                worker = self._start_worker(first)
+                first = False
+                if worker is None:  # stopped, or closing
+                    return
+            job = self._jobs.get()
+            if job is None or self._closing:
+                if job is not None and job[0].set_running_or_notify_cancel():
+                    job[0].set_result(NO_WORKER)
+                self._retire(worker, kill=False)
+                return
+            pending, body, encoding = job
+            if not pending.set_running_or_notify_cancel():
+                continue
+            if self.stopped:
+                pending.set_result(NO_WORKER)
+                self._retire(worker, kill=False)
+                return
+            try:
+                pending.set_result(worker.run(body, encoding, self.min_text, self.timeout))
+                continue
+            except JobFailed as exc:
+                pending.set_exception(exc)
+                continue
+            except WorkerTimeout:
+                outcome = TIMEOUT
+            except WorkerDied:
+                outcome = WORKER_DIED
+            # (killed before the page's answer, so that its replacement is counted first)
+            self._retire(worker, kill=True)
+            worker = None
+            pending.set_result(outcome)
+
+    def _start_worker(self, first: bool) -> WorkerProcess | None:
+        """A new worker, this thread's first or a replacement; None once the
+        workers have stopped (past ``MAX_WORKER_RESTARTS``) or are closing."""
+        while True:
+            with self._lock:
+                if self.stopped or self._closing:
+                    return None
+                if not first:
+                    if self.restarts >= MAX_WORKER_RESTARTS:
+                        self._stop()
+                        return None
+                    self.restarts += 1
+            first = False
+            try:
+                worker = WorkerProcess(on_store_cached=self._store_cached.set)
+            except (WorkerDied, OSError) as exc:
+                logger.warning("near-duplicate filter: a worker process did not start: %s", exc)
+                continue
+            with self._lock:
+                self._live.add(worker)
+            if self._closing:  # (close() may have missed it)
+                self._retire(worker, kill=False)
+                return None
+            self.up.set()
+            return worker
+
+    def _stop(self) -> None:
+        """Stop checking (with ``self._lock`` held): every page waiting or to come passes unchecked."""
+        self.stopped = True
+        logger.error("near-duplicate filter: the worker process was replaced %d times, the most a crawl allows "
+                     "(MAX_WORKER_RESTARTS); the filter STOPS CHECKING: every page from now on passes unchecked "
+                     "(neardup/skipped/no_worker), none is fingerprinted in the crawl's thread",
+                     MAX_WORKER_RESTARTS)
+        while True:
+            try:
+                job = self._jobs.get_nowait()
+            except queue.Empty:
+                break
+            if job is None:
+                self._jobs.put(None)  # (close()'s: left for the threads; nothing follows it)
+                break
+            if job[0].set_running_or_notify_cancel():
+                job[0].set_result(NO_WORKER)
+        for _ in self._threads:  # (the other threads retire their workers)
+            self._jobs.put(None)
+        self.up.set()
+
+    def _retire(self, worker: WorkerProcess, kill: bool) -> None:
+        with self._lock:
+            self._live.discard(worker)
+        if kill:
+            worker.kill()
+        else:
+            worker.close()
 
     def _wait_for_store_cache(self) -> None:
-        """Until the worker has the store's kernels in the cache (or is gone, or
-        ``STORE_CACHE_WAIT`` has passed: then this process compiles them itself)."""
-        assert self._store_cached is not None
+        """Until a worker has the store's kernels in the cache (or the workers
+        stopped, or ``STORE_CACHE_WAIT`` has passed: then this process compiles
+        them itself)."""
         deadline = time.monotonic() + STORE_CACHE_WAIT
         while time.monotonic() < deadline:
-            if self._store_cached.wait(1.0) or self.pool is None:
+            if self._store_cached.wait(1.0) or self.stopped or self._closing:
                 return
-
-    def _give_up(self, why: str) -> None:
-        """Fingerprint in the crawl's thread from now on; the crawl goes on."""
-        logger.error("near-duplicate filter: %s; fingerprinting in the crawl's thread from now on", why)
-        self.stats.inc_value("neardup/worker_failures")
-        if self.pool is not None:
-            self.pool.shutdown(wait=False, cancel_futures=True)
-        self.pool = self.ready = None
-        jit.warm_in_background(("fingerprint",))  # from the cache the worker filled, if it got that far

@@ -1,24 +1,30 @@
-"""Fingerprinting as a picklable job, for worker processes, and their warm-up.
+"""Fingerprinting as a job for a worker process, and the handle on one.
 
 A crawl's reactor thread is busy with Scrapy itself; fingerprinting in a
 worker process uses another core. The job returns a small tuple, not the
-parsed page, so little crosses the process boundary.
+parsed page, so little crosses the process boundary. ``WorkerProcess``
+starts a worker (``fingerprint.worker``: a fresh interpreter, never the
+parent's ``__main__``), hands it one job at a time with a time budget, and
+kills it when it overruns or has died.
 """
 
 from __future__ import annotations
 
-import multiprocessing
-import multiprocessing.connection
 import os
-import threading
-from multiprocessing.synchronize import Event
-from typing import NamedTuple
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from multiprocessing.connection import Client, Connection
+from typing import IO, Any, NamedTuple
 
-from .. import jit
 from ..features import UNDETERMINED
 from .pipeline import Fingerprinter
 
 _FINGERPRINTERS: dict[int, Fingerprinter] = {}
+
+#: Seconds a new worker may take to import and load its tables before it counts as failed
+START_TIMEOUT = 120.0
 
 
 class JobResult(NamedTuple):
@@ -38,37 +44,102 @@ def fingerprint_job(body: bytes, encoding: str | None, min_tokens: int) -> JobRe
     return JobResult(r.value, r.reason, r.title, r.text, r.language)
 
 
-def _exit_with_parent() -> None:
-    """End this worker when the process that started it dies, however it dies.
-    (A pool worker waits on a queue whose write end it holds itself, so it
-    never sees the end of a parent killed with SIGKILL; it would live on.)"""
-    parent = multiprocessing.parent_process()
-    if parent is None:
-        return
-
-    def watch() -> None:
-        multiprocessing.connection.wait([parent.sentinel])
-        os._exit(0)
-
-    threading.Thread(target=watch, name="neardup-parent-watch", daemon=True).start()
+class WorkerDied(Exception):
+    """The worker process ended (killed, out of memory) or never came up."""
 
 
-def warm_up(min_tokens: int, store_cached: Event | None = None) -> None:
-    """Pool initializer. The worker answers at once, by the reference path,
-    while a thread of its own compiles (or loads from the cache) the kernels:
-    the store's first (then ``store_cached`` is set, and the crawl's process
-    loads them from the cache instead of compiling them beside the crawl),
-    then the fingerprinting ones, which jobs use from then on."""
-    _exit_with_parent()
-    jit.defer("fingerprint")
-    jit.warm_reference()  # rjieba's dictionary and the decoders' tables, before the first page
+class WorkerTimeout(Exception):
+    """The worker took longer than its budget over one job."""
 
-    def compile_all() -> None:
+
+class JobFailed(Exception):
+    """Fingerprinting raised in the worker (its message: the exception's repr)."""
+
+
+class WorkerProcess:
+    """One worker process and the connection to it, for one thread at a time.
+
+    Starting one blocks until it is ready (a second or two: imports, rjieba's
+    dictionary), or raises ``WorkerDied``. ``on_store_cached`` is called (in
+    the thread that talks to it) once it has the store's kernels in the cache.
+    """
+
+    def __init__(self, on_store_cached: Callable[[], object] | None = None,
+                 start_timeout: float = START_TIMEOUT) -> None:
+        self._on_store_cached = on_store_cached
+        self.process = subprocess.Popen([sys.executable, "-m", "scrapy_neardup.dedup.fingerprint.worker"],
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        self._stdin: IO[bytes] = self.process.stdin  # type: ignore[assignment]  # (PIPE: never None)
+        self.conn: Connection | None = None
         try:
-            jit.warm("store")
-        finally:
-            if store_cached is not None:
-                store_cached.set()
-        jit.warm("fingerprint")
+            authkey = os.urandom(32)
+            self._stdin.write(authkey.hex().encode() + b"\n")
+            self._stdin.flush()
+            assert self.process.stdout is not None
+            with self.process.stdout:  # the worker's address; then stdout is no more ours
+                address = self.process.stdout.readline().decode().strip()
+            if not address:
+                raise WorkerDied(f"the worker process ended as it started (exit status {self.process.wait()})")
+            self.conn = Client(address, authkey=authkey)
+            self._receive(time.monotonic() + start_timeout, "ready")
+        except WorkerTimeout:
+            self.kill()
+            raise WorkerDied(f"the worker process was not ready in {start_timeout:g} s") from None
+        except BaseException:
+            self.kill()
+            raise
 
-    threading.Thread(target=compile_all, name="neardup-warmup", daemon=True).start()
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def run(self, body: bytes, encoding: str | None, min_tokens: int, timeout: float) -> JobResult:
+        """Fingerprint a page in the worker, within ``timeout`` seconds; else
+        ``WorkerTimeout`` (the worker is left as it is: kill it), ``WorkerDied``
+        or ``JobFailed``."""
+        assert self.conn is not None
+        try:
+            self.conn.send((body, encoding, min_tokens))
+        except OSError as exc:  # (a broken pipe: it is gone)
+            raise WorkerDied(repr(exc)) from None
+        return self._receive(time.monotonic() + timeout, "result")
+
+    def _receive(self, deadline: float, kind: str) -> Any:
+        """The next message of ``kind`` before ``deadline`` (notices on the way are handled)."""
+        assert self.conn is not None
+        while True:
+            left = deadline - time.monotonic()
+            try:
+                if left <= 0 or not self.conn.poll(left):
+                    raise WorkerTimeout()
+                got, payload = self.conn.recv()
+            except (EOFError, OSError) as exc:
+                raise WorkerDied(repr(exc)) from None
+            if got == "store_cached":
+                if self._on_store_cached is not None:
+                    self._on_store_cached()
+            elif got == "error":
+                raise JobFailed(payload)
+            elif got == kind:
+                return payload
+
+    def close(self, wait: float = 5.0) -> None:
+        """Let the worker end (its stdin closes), or kill it after ``wait`` seconds."""
+        try:
+            self._stdin.close()
+            self.process.wait(wait)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+        self.kill()
+
+    def kill(self) -> None:
+        """End the worker at once (a no-op once it has ended)."""
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+        for end in (self.conn, self._stdin):
+            try:
+                if end is not None:
+                    end.close()
+            except OSError:
+                pass
