@@ -194,6 +194,29 @@ def test_scheduler_orders_by_priority_and_spreads_over_slots(tmp_path):
     assert crawler.stats.get_value("scheduler/enqueued") == 4
 
 
+def test_the_seen_set_answers_the_same_past_its_cache_and_after_a_restart(tmp_path, monkeypatch):
+    """The dupe filter's cache of recent fingerprints only saves look-ups: a URL
+    pushed out of it, or seen by an earlier run, is still seen (the file says so)."""
+    from scrapy_neardup.crawler.frontier import dupefilter
+
+    monkeypatch.setattr(dupefilter, "RECENT_SEEN", 2)
+    settings = {"JOBDIR": str(tmp_path), "SCHEDULER": "scrapy_neardup.crawler.frontier.scheduler.DurableScheduler",
+                "DUPEFILTER_CLASS": "scrapy_neardup.crawler.frontier.dupefilter.DurableDupeFilter"}
+    urls = [f"http://a.test/{i}" for i in range(5)]
+    for run in range(2):
+        crawler = get_crawler(S, settings)
+        crawler.spider = S()
+        sched = DurableScheduler.from_crawler(crawler)
+        sched.open(crawler.spider)
+        try:
+            firsts = [sched.enqueue_request(Request(u)) for u in urls]  # (new in the first run only)
+            assert firsts == [run == 0] * 5
+            assert not any(sched.enqueue_request(Request(u)) for u in reversed(urls))  # 3 of 5 out of the cache
+            assert len(sched.df._recent) == 2
+        finally:
+            sched.close("finished")
+
+
 def test_unserializable_requests_stay_in_memory_and_are_counted(tmp_path, caplog):
     crawler = get_crawler(S, {"JOBDIR": str(tmp_path), "SCHEDULER": "scrapy_neardup.crawler.frontier.scheduler.DurableScheduler",
                               "DUPEFILTER_CLASS": "scrapy_neardup.crawler.frontier.dupefilter.DurableDupeFilter"})

@@ -66,7 +66,8 @@ class LearnedRules:
         todo = [r for r in requests if not r.dont_filter and not r.meta.get(self.skip_meta_key)]
         if not todo:
             return set()
-        urls = [urldefrag(r.url)[0] for r in todo]
+        # (urldefrag parses the whole URL: only for the few outlinks that have a #fragment)
+        urls = [urldefrag(r.url)[0] if "#" in r.url else r.url for r in todo]
         try:
             verdicts = self.book.avoid_many(urls)
         except FILE_ERRORS as exc:

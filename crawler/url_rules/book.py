@@ -104,6 +104,11 @@ class RuleBook:
         self.pins = [UrlRule.parse(line) for line in pin]
         self.store: Storage = open_storage(location)
         self.by_host: dict[str, list[RuleState]] = {}
+        # Per host, what every outlink's look-up needs: its acting rules and the parameter
+        # rule that strips what they say does not matter. Read per outlink (tens a page),
+        # changed only when a rule is added or changes state (_rules_changed).
+        self._acting_by_host: dict[str, list[RuleState]] = {}
+        self._strip_by_host: dict[str, UrlRule | None] = {}
         self.events: list[tuple[str, RuleState]] = []  # ("learned" | "retired", rule): for the caller's stats
         for rule in self.pins:
             self.store.create(rule.spec, rule.host)
@@ -125,6 +130,7 @@ class RuleBook:
                 rule = UrlRule.parse(row["spec"])
                 st = RuleState(rule, CANDIDATE, pinned=any(p == rule for p in self.pins))
                 self.by_host.setdefault(rule.host, []).append(st)
+                self._rules_changed()
             self._update(st, row)
         self._refreshed = time.monotonic()
 
@@ -135,6 +141,8 @@ class RuleBook:
                 setattr(st, name, counts[name])
         was, st.state = st.state, state_of(st.evidence, st.counter, self.min_evidence, pinned=st.pinned,
                                            forbidden=self._forbidden(st.rule))
+        if st.state != was:
+            self._rules_changed()
         if was == CANDIDATE and st.state == ACTIVE:
             self.events.append(("learned", st))
             logger.info("URL rule learned: %s (%d pairs agree, e.g. %s)", st.rule.spec, st.evidence, st.example)
@@ -163,6 +171,7 @@ class RuleBook:
                         and len(self.by_host.get(rule.host, ())) < MAX_RULES_PER_HOST:
                     st = RuleState(rule, CANDIDATE)
                     self.by_host.setdefault(rule.host, []).append(st)
+                    self._rules_changed()
                     if self.store.create(rule.spec, rule.host):
                         self._backfill(st)
                     else:  # (another process made it first, and tried it on the pages then)
@@ -182,9 +191,13 @@ class RuleBook:
 
     def _strip(self, parts: Parts) -> Parts:
         """A URL's parts without the query parameters that active rules of its host say do not matter."""
-        names = sorted({n for st in self._rules_for(parts[1]) if st.acting and st.rule.kind == "param"
-                        for n in st.rule.a.split(",")})
-        return UrlRule("param", "*", ",".join(names)).apply(parts) if names else parts
+        host = parts[1]
+        try:
+            stripper = self._strip_by_host[host]
+        except KeyError:
+            names = sorted({n for st in self._acting_for(host) if st.rule.kind == "param" for n in st.rule.a.split(",")})
+            stripper = self._strip_by_host[host] = UrlRule("param", "*", ",".join(names)) if names else None
+        return stripper.apply(parts) if stripper is not None else parts
 
     def _judge(self, st: RuleState, url: str, fp: int, first: tuple[str, int] | None) -> None:
         """A page against the first page of its form under a rule (None: it is the first)."""
@@ -222,7 +235,7 @@ class RuleBook:
     def avoid_many(self, urls: list[str]) -> list[tuple[str, str, bool] | None]:
         """``avoid`` for each URL, with one look-up round for all (``Storage.forms``)."""
         asks = [(j, st, self._form(st, url)) for j, url in enumerate(urls)
-                for st in self._rules_for(host_of(url)) if st.acting]
+                for st in self._acting_for(host_of(url))]
         firsts = self.store.forms([(st.rule.spec, form) for _, st, form in asks]) if asks else []
         out: list[tuple[str, str, bool] | None] = [None] * len(urls)
         for (j, st, _), first in zip(asks, firsts):
@@ -259,6 +272,18 @@ class RuleBook:
 
     def _rules_for(self, host: str) -> list[RuleState]:
         return self.by_host.get(host, []) + self.by_host.get("*", [])
+
+    def _acting_for(self, host: str) -> list[RuleState]:
+        """``host``'s acting rules (and those for every host): O(1) but after a change."""
+        acting = self._acting_by_host.get(host)
+        if acting is None:
+            acting = self._acting_by_host[host] = [st for st in self._rules_for(host) if st.acting]
+        return acting
+
+    def _rules_changed(self) -> None:
+        """A rule was added or changed state: the per-host look-ups are made again when next needed."""
+        self._acting_by_host.clear()
+        self._strip_by_host.clear()
 
     def _state_of(self, rule: UrlRule) -> RuleState | None:
         return next((st for st in self.by_host.get(rule.host, ()) if st.rule == rule), None)
