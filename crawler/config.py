@@ -21,6 +21,7 @@ from scrapy.settings import BaseSettings
 from scrapy_neardup.dedup.fingerprint import DEFAULT_MIN_TOKENS
 from scrapy_neardup.dedup.store.layout import MAX_DISTANCE
 from scrapy_neardup.dedup.store.redis import is_redis_url, redact
+from scrapy_neardup.dedup.store.redis.url import SCHEMES as STORE_SCHEMES  # (a shared rule book too)
 
 
 SCOPES = ("all", "host", "domain")
@@ -31,7 +32,6 @@ class ConfigError(ValueError):
     """A NEARDUP_* setting has a bad value; the message names it."""
 
 
-STORE_SCHEMES = ("redis", "rediss", "unix")  # the URLs a store (and a shared rule book) takes
 _URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 
 

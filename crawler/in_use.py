@@ -23,10 +23,12 @@ import fcntl
 import os
 from pathlib import Path
 
+from scrapy_neardup.dedup.store.backends import WRITER_LOCK
+
 #: The durable frontier's lock in JOBDIR
 FRONTIER_LOCK = "frontier.lock"
 #: The store's lock in its directory (dedup.store.backends.SQLiteBackend takes it)
-STORE_LOCK = "writer.lock"
+STORE_LOCK = WRITER_LOCK
 _SHARE = "to share one store between processes, use a redis:// NEARDUP_STORE"
 
 

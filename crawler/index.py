@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-from pathlib import Path
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any, NamedTuple
 
 from scrapy_neardup.dedup.features import UNDETERMINED

@@ -27,7 +27,6 @@ import logging
 import queue
 import threading
 import weakref
-from datetime import datetime, timezone
 from typing import Any
 
 from scrapy.crawler import Crawler
@@ -37,6 +36,7 @@ from scrapy.http import Response
 from scrapy_neardup.dedup.fingerprint.jobs import JobResult
 from scrapy_neardup.dedup.simhash import to_hex
 
+from .clock import utc_now
 from .config import NearDupConfig
 from .filter.verdict import DROPPED
 from .frontier.acks import AckTracker
@@ -141,7 +141,7 @@ def index_page(crawler: Crawler, response: Response, verdict: str, result: JobRe
     index.add(PageRow(
         url=response.url, title=result.title, text=result.text, language=result.language,
         fingerprint="" if result.value is None else to_hex(result.value),
-        fetched_at=datetime.now(timezone.utc).isoformat(timespec="seconds"), status=response.status))
+        fetched_at=utc_now(), status=response.status))
 
 
 _INDEXES: weakref.WeakKeyDictionary[Crawler, IndexPipeline] = weakref.WeakKeyDictionary()

@@ -24,7 +24,6 @@ import json
 import logging
 import os
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any
 
@@ -34,16 +33,13 @@ from scrapy.crawler import Crawler
 from scrapy_neardup.dedup.simhash import to_hex
 from scrapy_neardup.dedup.store.backends import private_file
 
+from ..clock import utc_now
 from ..frontier.acks import AckTracker
 
 logger = logging.getLogger(__name__)
 
 #: Seconds a written line may wait in the buffer
 FLUSH_EVERY = 1.0
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
 def _pair_key(url: str, duplicate_of: str) -> int:
@@ -111,14 +107,14 @@ class DuplicatesLog:
             "fingerprint": to_hex(fingerprint),
             "duplicate_of_fingerprint": to_hex(duplicate_of_fingerprint),
             "referer": referer,
-            "time": _now(),
+            "time": utc_now(),
         })
         logger.debug("near-duplicate dropped: %s duplicates %s (distance %d)", url, duplicate_of, distance)
 
     def avoided(self, url: str, duplicate_of: str, rule: str, referer: str | None) -> None:
         """``url`` is not requested: URL rule ``rule`` says ``duplicate_of`` has its content."""
         self._write({"url": url, "duplicate_of": duplicate_of, "avoided": True, "rule": rule, "referer": referer,
-                     "time": _now()})
+                     "time": utc_now()})
         logger.debug("not requested: %s (rule %s: %s has its content)", url, rule, duplicate_of)
 
     def close(self) -> None:

@@ -27,10 +27,9 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Request, Response
 from scrapy.http.request import NO_CALLBACK
-from scrapy.utils.asyncio import call_later
-from scrapy.utils.defer import deferred_from_coro
 
 from ..frontier.acks import AckTracker, request_id
+from ..frontier.scheduler import stop_crawl
 
 logger = logging.getLogger(__name__)
 
@@ -77,7 +76,6 @@ class PageLimitMiddleware:
         self.passed += 1
         if self.passed == limit:
             logger.info("max_pages=%d reached: closing the spider; responses still in flight are discarded", limit)
-            engine = self.crawler.engine
-            # (later, not here: closing waits for this very response to be scraped)
-            call_later(0, lambda: deferred_from_coro(engine.close_spider_async(reason=MAX_PAGES_REASON)))
+            # (soon, not here: closing waits for this very response to be scraped)
+            stop_crawl(self.crawler, MAX_PAGES_REASON)
         return response

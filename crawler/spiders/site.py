@@ -16,7 +16,6 @@ from __future__ import annotations
 import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -28,6 +27,7 @@ from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
 from scrapy_neardup.dedup import jit
 from scrapy_neardup.dedup.text import extract
 
+from ..clock import utc_now
 from ..config import NearDupConfig
 from ..middleware import declared_encoding
 from .page_limit import PAGE_LIMIT_ORDER, PageLimitMiddleware
@@ -163,7 +163,7 @@ class SiteSpider(scrapy.Spider):
                 "text": page.text if page else None,
                 "fingerprint": None,
                 "language": None,
-                "fetched_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                "fetched_at": utc_now(),
                 "status": response.status,
             }
         if self.max_depth is not None and response.meta.get("depth", 0) >= self.max_depth:

@@ -59,6 +59,11 @@ BACKFILL = 20_000  # a new rule is tried on at most this many of the host's late
 REFRESH_EVERY = 5.0  # seconds: rules another process learned or retired (a shared book)
 
 
+def forbidden_by(rule: UrlRule, forbids: Iterable[UrlRule]) -> bool:
+    """Whether a forbidden rule line (``NEARDUP_URL_RULES_FORBID``) covers ``rule``."""
+    return any(f.covers(rule) for f in forbids)
+
+
 def state_of(evidence: int, counter: int, min_evidence: int, *, pinned: bool = False,
              forbidden: bool = False) -> str:
     """A rule's state from its counts: pinned by the user, retired by a
@@ -289,7 +294,7 @@ class RuleBook:
         return next((st for st in self.by_host.get(rule.host, ()) if st.rule == rule), None)
 
     def _forbidden(self, rule: UrlRule) -> bool:
-        return any(f.covers(rule) for f in self.forbid)
+        return forbidden_by(rule, self.forbid)
 
     def close(self) -> None:
         self.store.close()
@@ -310,7 +315,7 @@ def list_rules(location: str | Path, *, min_evidence: int | None = None) -> list
     for row in rows:
         rule = UrlRule.parse(row["spec"])
         state = state_of(row["evidence"], row["counter"], min_evidence, pinned=rule in pins,
-                         forbidden=any(f.covers(rule) for f in forbids))
+                         forbidden=forbidden_by(rule, forbids))
         out.append({"rule": row["spec"], "state": state,
                     "evidence": row["evidence"],
                     "counter_examples": row["counter"], "avoided": row["avoided"], "example": row["example"],

@@ -120,6 +120,9 @@ class MemoryBackend(Backend):
         return allfps[row:]
 
 
+#: The file in a store's directory whose exclusive lock its one writer holds
+WRITER_LOCK = "writer.lock"
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS records (row INTEGER PRIMARY KEY, fp INTEGER NOT NULL, key TEXT NOT NULL);
@@ -130,7 +133,7 @@ class SQLiteBackend(Backend):
     """Records in SQLite (WAL, synchronous=NORMAL: a committed transaction
     survives a crash of the process; ``synchronous=FULL`` via ``fsync=True``
     also survives power loss). One writer per directory, enforced by an
-    exclusive lock on ``writer.lock``; any number of readers."""
+    exclusive lock on ``WRITER_LOCK``; any number of readers."""
 
     durable = True
     DB = "store.sqlite3"
@@ -146,7 +149,7 @@ class SQLiteBackend(Backend):
             self.db = sqlite3.connect(uri, uri=True, check_same_thread=False)
         else:
             self.path.mkdir(mode=0o700, parents=True, exist_ok=True)
-            self._lock_fd = os.open(self.path / "writer.lock", os.O_RDWR | os.O_CREAT, 0o600)
+            self._lock_fd = os.open(self.path / WRITER_LOCK, os.O_RDWR | os.O_CREAT, 0o600)
             try:
                 fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:

@@ -18,10 +18,12 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from ..backends import StoreError
 
 OWN_PARAMS = ("prefix", "cluster", "shards", "lease")
+#: The URL schemes of a Redis store (redis-py's): any other location is a local path
+SCHEMES = ("redis", "rediss", "unix")
 
 
 def is_redis_url(location: str) -> bool:
-    return location.startswith(("redis://", "rediss://", "unix://"))
+    return location.startswith(tuple(f"{s}://" for s in SCHEMES))
 
 
 def redact(url: str) -> str:
