@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from scrapy_neardup.dedup.features import UNDETERMINED, FeatureParams, language_mask, page_language
-from scrapy_neardup.dedup.features.language import MAX_CHARS, detect
+from scrapy_neardup.dedup.features.language import MAX_CHARS, PSEUDO_CODES, detect, detect_code, public_code
 from scrapy_neardup.dedup.fingerprint import Fingerprinter
 from scrapy_neardup.dedup.text import extract
 
@@ -35,6 +35,31 @@ def test_detects_the_language_of_prose(code):
 
 def test_chinese_in_either_script_is_one_language():
     assert detect("這是一段繁體中文文字，敏捷的棕色狐狸跳過了懶惰的狗，而貓整個下午都在溫暖的花園裡睡覺。") == "zh"
+
+
+def test_every_reported_code_is_a_bcp47_language_subtag_or_und():
+    """What items and the index carry: ISO 639-1 where the language has one,
+    else ISO 639-2/3 (lower-case letters, 2 or 3 of them), never CLD2's
+    script-only or joke pseudo-languages (xx-Qaai, zzb...), which are "und"."""
+    codes = {public_code(code) for _, code in pycld2.LANGUAGES}
+    assert all(c.isascii() and c.isalpha() and c.islower() and len(c) in (2, 3) for c in codes), codes
+    assert {"xx", "zzb", "zzp", "zzh", "zze", "tlh"}.isdisjoint(codes)
+    assert {public_code(c) for c in PSEUDO_CODES} == {UNDETERMINED}
+    assert {"xx-Qaai", "xx-Latn", "zzb", "tlh"} <= PSEUDO_CODES
+    assert (public_code("zh-Hant"), public_code("sr-ME"), public_code("syr"), public_code("ceb")) == ("zh", "sr", "syr", "ceb")
+
+
+def test_a_garbled_page_is_reported_und_and_keeps_its_fingerprint():
+    """Runic letters: CLD2 names only the script (xx-Runr). The page is
+    reported "und" (items, index); its mask is still drawn from CLD2's code,
+    so the fingerprint is the one scheme v8 always gave it."""
+    runes = "ᚠᚢᚦᚨᚱᚲ ᚷᚹᚺᚾ ᛁᛃᛇᛈ ᛉᛊᛏᛒ ᛖᛗᛚᛜ ᛞᛟᚠᚢ " * 10
+    assert detect_code(runes) == "xx-Runr" and detect(runes) == UNDETERMINED
+    page = f"<html><body><p>{runes}</p></body></html>".encode()
+    r = Fingerprinter().fingerprint_html(page)
+    assert r.ok and r.language == UNDETERMINED
+    bare = Fingerprinter(FeatureParams(language=False)).fingerprint_html(page)
+    assert r.value == bare.value ^ language_mask("xx")
 
 
 def test_too_little_or_no_prose_is_undetermined():

@@ -28,6 +28,17 @@ as much as it reads of a page (``MAX_CHARS``).
 'de'
 >>> detect("ls -l") , language_mask("und")
 ('und', 0)
+
+The code a page is reported in (``Fingerprint.language``, items, the index)
+is a BCP 47 primary language subtag (``public_code``): ISO 639-1 where the
+language has one, else ISO 639-2/3 (``ceb``, ``haw``, ``syr``), ``zh`` for
+Chinese in either script, and ``und`` when the language is undetermined,
+which includes CLD2's pseudo-languages: a script without a language
+(``xx-Qaai``, ``xx-Latn``...) and its joke languages (``zzb``, ``zzp``,
+``tlh``), what CLD2 answers for garbled text.
+
+>>> public_code("xx-Qaai"), public_code("zh-Hant"), public_code("syr"), public_code("no")
+('und', 'zh', 'syr', 'no')
 """
 
 from __future__ import annotations
@@ -42,8 +53,12 @@ from ..text.page import Page
 from .blocks import block_plan
 from .params import FeatureParams
 
-#: The code of a page whose prose language is not read reliably.
+#: The code of a page whose prose language is not read reliably (BCP 47).
 UNDETERMINED = "und"
+#: CLD2's codes that name no language (its names start with "X_"): a script alone
+#: (``xx-Latn``, ``xx-Qaai``), or a joke (``zzb`` Bork Bork Bork, ``zzp`` Pig Latin,
+#: ``tlh`` Klingon). CLD2 gives them for garbled text.
+PSEUDO_CODES = frozenset(code for name, code in pycld2.LANGUAGES if name.startswith("X_"))
 #: Characters of prose read at most (CLD2 is linear in them): a longer prose is
 #: read in ``WINDOWS`` evenly spaced pieces, so that a page translated from the
 #: top down is read as the language most of it is in, not as its first part's.
@@ -56,11 +71,20 @@ _REFUSED = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufdd0-\
                       + "".join(f"{chr(p * 0x10000 + 0xFFFE)}{chr(p * 0x10000 + 0xFFFF)}" for p in range(17)) + "]")
 
 
+def public_code(cld2_code: str) -> str:
+    """The BCP 47 language subtag of a CLD2 code (see the module docstring):
+    ``zh-Hant`` -> ``zh`` (the script is not the language), a pseudo-language
+    -> ``UNDETERMINED``."""
+    if cld2_code in PSEUDO_CODES:
+        return UNDETERMINED
+    return cld2_code.split("-")[0]
+
+
 def detect(text: str) -> str:
-    """The ISO 639-1 code of CLD2's first guess at the language of ``text``
-    (``zh`` for Chinese in either script), or ``UNDETERMINED``. Never raises.
+    """The language code (``public_code``) of CLD2's first guess at the
+    language of ``text``, or ``UNDETERMINED``. Never raises.
     O(min(len, MAX_CHARS))."""
-    return detect_code(text).split("-")[0]  # zh-Hant -> zh: the script is not the language
+    return public_code(detect_code(text))
 
 
 def detect_code(text: str) -> str:
@@ -85,7 +109,7 @@ def detect_code(text: str) -> str:
 def page_language(page: Page, params: FeatureParams = FeatureParams()) -> str:
     """``detect`` of the page's prose: the blocks that are neither furniture
     nor listings by ``params``, in page order. O(blocks + prose read)."""
-    return page_language_code(page, params).split("-")[0]
+    return public_code(page_language_code(page, params))
 
 
 def page_language_code(page: Page, params: FeatureParams = FeatureParams()) -> str:

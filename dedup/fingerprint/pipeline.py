@@ -17,7 +17,7 @@ from pathlib import Path
 
 from .. import jit
 from ..features import UNDETERMINED, FeatureParams, hashed_features, language_mask
-from ..features.language import page_language_code
+from ..features.language import page_language_code, public_code
 from ..features.term_table import table_digest
 from ..simhash import FP_BITS, simhash, to_hex
 from ..text import Page, extract
@@ -38,7 +38,8 @@ class Fingerprint:
     text: str = ""
     n_tokens: int = 0
     page: Page | None = field(default=None, repr=False)
-    #: the language of the page's prose (ISO 639-1), or "und"; see ``features.language``
+    #: the language of the page's prose (BCP 47: ISO 639-1 where there is one), or "und"; see
+    #: ``features.language.public_code``
     language: str = UNDETERMINED
 
     @property
@@ -94,8 +95,12 @@ class Fingerprinter:
         if n_tokens < self.min_tokens or not hashes.size:
             return Fingerprint(None, "too_short", page.title, text, n_tokens, page)
         value = simhash(hashes, weights, compiled=compiled)
-        language = code.split("-")[0] if self.params.language else UNDETERMINED
-        return Fingerprint(value ^ language_mask(language, self.seed), None, page.title, text, n_tokens, page, language)
+        if not self.params.language:
+            return Fingerprint(value, None, page.title, text, n_tokens, page, UNDETERMINED)
+        # the mask is drawn from CLD2's code, script dropped (a pseudo-language such as xx-Latn keeps the
+        # mask it has had since v7); what is reported is the BCP 47 code, "und" for a pseudo-language
+        value ^= language_mask(code.split("-")[0], self.seed)
+        return Fingerprint(value, None, page.title, text, n_tokens, page, public_code(code))
 
     def fingerprint_html(self, data: bytes, encoding: str | None = None,
                          compiled: bool | None = None) -> Fingerprint:
