@@ -89,19 +89,23 @@ def test_the_scheme_names_the_table():
     from scrapy_neardup.dedup.fingerprint import SCHEME_VERSION, Fingerprinter
 
     scheme = Fingerprinter().scheme
-    assert SCHEME_VERSION == 8 and scheme.startswith("neardup-v8;")
+    assert SCHEME_VERSION == 9 and scheme.startswith("neardup-v9;")
     assert f";terms=wordfreq-3.1.1:{table_digest()};" in scheme and len(table_digest()) == 12
 
 
 V7_SCHEME = ("neardup-v7;text=lexbor-visible;tok=jieba-dict+bigram-fallback;"
              "feat=fw0.2ld0.5sw0.05nw0.2tf1unitw1sb20ms0.05lp40lang;lang=cld2;hash=mmh3x64s0;f=64")
+V8_SCHEME = ("neardup-v8;text=lexbor-visible;tok=jieba-dict+bigram-fallback;"
+             "feat=fw0.2ld0.5zk5nw0.2tf1unitw1sb20ms0.05lp40lang;terms=wordfreq-3.1.1:f91ae19cdb7a;lang=cld2;"
+             "hash=mmh3x64s0;f=64")
 
 
-def test_a_v7_store_is_refused_with_the_clear_error(tmp_path):
+@pytest.mark.parametrize("old", [V7_SCHEME, V8_SCHEME], ids=["v7", "v8"])
+def test_an_older_store_is_refused_with_the_clear_error(tmp_path, old):
     from scrapy_neardup.dedup.fingerprint import Fingerprinter
     from scrapy_neardup.dedup.store import SimhashStore, StoreMismatchError
 
-    SimhashStore.open(tmp_path / "store", scheme=V7_SCHEME).close()
-    with pytest.raises(StoreMismatchError, match=r"holds fingerprints of scheme 'neardup-v7;.*asked for 'neardup-v8;"
+    SimhashStore.open(tmp_path / "store", scheme=old).close()
+    with pytest.raises(StoreMismatchError, match=rf"holds fingerprints of scheme '{old[:10]};.*asked for 'neardup-v9;"
                                                  r".*cannot be compared: use another store"):
         SimhashStore.open(tmp_path / "store", scheme=Fingerprinter().scheme)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from scrapy_neardup.dedup.features.tokens import SEGMENTER_NAME, char_bigrams, segment_han, tokenize
+from scrapy_neardup.dedup.features.tokens import SEGMENTER_NAME, char_bigrams, char_trigrams, segment_han, tokenize
 from tests.conftest import shared_path
 
 
@@ -20,10 +20,12 @@ def test_mixed_scripts():
     assert tokenize("Python是一种编程语言 version 3") == ["python", "是", "一种", "编程语言", "version", "3"]
 
 
-def test_fallback_bigrams_for_thai_and_kana():
-    assert tokenize("สวัสดี") == char_bigrams("สวัสดี")
+def test_fallback_bigrams_for_kana_and_trigrams_for_thai_and_its_neighbours():
+    assert tokenize("สวัสดี") == char_trigrams("สวัสดี") == ["สวั", "วัส", "ัสด", "สดี"]
     assert tokenize("ひらがな") == ["ひら", "らが", "がな"]
-    assert char_bigrams("a") == ["a"]
+    assert char_bigrams("a") == ["a"] and char_trigrams("ab") == ["ab"]
+    # a kana run and a Thai run that touch are two runs, each cut its own way
+    assert tokenize("ひらがสวัส ລາວ") == ["ひら", "らが", "สวั", "วัส", "ລາວ"]
 
 
 def test_space_delimited_scripts_keep_combining_marks():
@@ -59,7 +61,7 @@ def test_fast_path_equals_full_pattern(text):
     full = []
     for m in T._RUNS.finditer(norm):
         run = m.group()
-        full.extend([run] if m.lastgroup == "word" else (T.segment_han(run) if m.lastgroup == "han" else T.char_bigrams(run)))
+        full.extend(T.run_tokens(m.lastgroup, run))
     assert T.tokenize(text) == full
 
 
@@ -70,7 +72,7 @@ def _per_run_reference(text: str) -> list[str]:
     out: list[str] = []
     for m in T._RUNS.finditer(T.normalize(text)):
         run = m.group()
-        out.extend([run] if m.lastgroup == "word" else (T.segment_han(run) if m.lastgroup == "han" else T.char_bigrams(run)))
+        out.extend(T.run_tokens(m.lastgroup, run))
     return out
 
 

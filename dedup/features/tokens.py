@@ -7,10 +7,16 @@ case-folded, then cut into runs by script:
   a given text always gives the same words). rjieba, a Rust port of jieba
   with the same dictionary and algorithm, runs it when installed; it gives
   identical tokens (tested) about 18x faster. Without it, pure-Python jieba.
-* **Kana, Thai, Lao, Khmer, Myanmar, Tibetan** — scripts written without
-  spaces that jieba's Chinese dictionary does not cover — fall back to
-  overlapping character bigrams (as Lucene's CJK analyser does): no
-  dictionary needed, and a shared phrase still gives shared features.
+* **Kana** falls back to overlapping character bigrams (as Lucene's CJK
+  analyser does): no dictionary needed, and a shared phrase still gives
+  shared features. The term table holds the kana bigrams of wordfreq's
+  Japanese words.
+* **Thai, Lao, Khmer, Myanmar, Tibetan** — alphabets and abugidas written
+  without spaces — give overlapping character *trigrams*: their letters and
+  marks are few, so two unrelated pages share most of their bigrams (on
+  generated Thai text, unrelated pages came 14.9 bits apart on average with
+  bigrams, 26.5 with trigrams; ``bench/fallback.py``). A run of fewer than
+  three characters is one token.
 * Everything else is cut into **words**: runs of letters, digits and
   combining marks (so Devanagari or Arabic words stay whole). Hangul is
   space-delimited and takes this path.
@@ -34,13 +40,18 @@ from collections.abc import Callable
 
 import regex
 
-_NOSPACE = r"\p{Hiragana}\p{Katakana}\u30fc\p{Thai}\p{Lao}\p{Khmer}\p{Myanmar}\p{Tibetan}"
-# The three kinds of run, as character classes of the regex module (V1); the
+_KANA = r"\p{Hiragana}\p{Katakana}\u30fc"
+_TRIGRAM_SCRIPTS = r"\p{Thai}\p{Lao}\p{Khmer}\p{Myanmar}\p{Tibetan}"
+_NOSPACE = _KANA + _TRIGRAM_SCRIPTS
+# The kinds of run, as character classes of the regex module (V1); the
 # compiled word kernel builds its own character table from these same classes.
 HAN_CLASS = r"\p{Han}"
-NOSPACE_CLASS = rf"[{_NOSPACE}]"
+NOSPACE_CLASS = rf"[{_NOSPACE}]"  # kana (bigrams) and the trigram scripts
+KANA_CLASS = rf"[[{_KANA}]--\p{{Han}}]"
+TRIGRAM_CLASS = rf"[[{_TRIGRAM_SCRIPTS}]--\p{{Han}}]"
 WORD_CLASS = rf"[[\p{{L}}\p{{N}}\p{{M}}]--[\p{{Han}}{_NOSPACE}]]"  # letters, digits and marks of other scripts
-_RUNS = regex.compile(rf"(?P<han>{HAN_CLASS}+)|(?P<nospace>{NOSPACE_CLASS}+)|(?P<word>{WORD_CLASS}+)", regex.V1)
+_RUNS = regex.compile(rf"(?P<han>{HAN_CLASS}+)|(?P<tri>{TRIGRAM_CLASS}+)|(?P<nospace>{KANA_CLASS}+)"
+                      rf"|(?P<word>{WORD_CLASS}+)", regex.V1)
 
 
 def _load_segmenter() -> tuple[str, Callable[[str], list[str]]]:
@@ -68,6 +79,23 @@ def char_bigrams(run: str) -> list[str]:
     if len(run) < 2:
         return [run]
     return [run[i : i + 2] for i in range(len(run) - 1)]
+
+
+def char_trigrams(run: str) -> list[str]:
+    """Overlapping trigrams; a run of one or two characters is its own token."""
+    if len(run) < 3:
+        return [run]
+    return [run[i : i + 3] for i in range(len(run) - 2)]
+
+
+def run_tokens(kind: str | None, run: str) -> list[str]:
+    """The tokens of one run of ``_RUNS`` of kind ``kind`` (its group name), Han
+    runs segmented one by one (``tokenize_normalized`` batches them)."""
+    if kind == "word":
+        return [run]
+    if kind == "han":
+        return segment_han(run)
+    return char_trigrams(run) if kind == "tri" else char_bigrams(run)
 
 
 def normalize(text: str) -> str:
@@ -155,6 +183,8 @@ def tokenize_normalized(text: str) -> list[str]:
                 if w == "\n":
                     break
                 append(w)
+        elif kind == "tri":
+            extend(char_trigrams(run))
         else:
             extend(char_bigrams(run))
     return out

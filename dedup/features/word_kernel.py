@@ -2,8 +2,9 @@
 
 The kernel cuts the UTF-8 bytes of the normalised text into the runs
 ``tokens`` cuts (its character table is built from the same classes): Han
-runs are segmented as jieba does (``han_segmenter``), runs of scripts written
-without spaces give overlapping bigrams, and each other run of letters,
+runs are segmented as jieba does (``han_segmenter``), kana runs give
+overlapping bigrams, runs of the other scripts written without spaces (Thai,
+Lao, Khmer, Myanmar, Tibetan) overlapping trigrams, and each other run of letters,
 digits and marks is a word. It hashes each token with MurmurHash3
 (``murmur``) and counts them, so no Python string is made per token. It gives
 exactly what ``features.feature_vector`` + ``simhash.feature_hashes`` give
@@ -14,7 +15,7 @@ simhash could not tell apart anyway, count as one.
 Its character table covers all of Unicode (planes 0-3 and 14 hold every
 letter, digit and mark; the other planes are unassigned or private use).
 
-Cost: O(bytes of text) for words and bigrams, O(n x 16) for a Han run of n
+Cost: O(bytes of text) for words and n-grams, O(n x 16) for a Han run of n
 characters, plus a hash table of O(distinct tokens).
 """
 
@@ -28,10 +29,10 @@ from numba import njit, uint64
 
 from .han_segmenter import JIEBA_HAN_RANGES, han_route
 from .murmur import murmur64
-from .tokens import HAN_CLASS, NOSPACE_CLASS, WORD_CLASS
+from .tokens import HAN_CLASS, NOSPACE_CLASS, TRIGRAM_CLASS, WORD_CLASS
 
 # class bits of a code point
-WORD, DIGIT, HAN, JIEBA_HAN, NOSPACE = 1, 2, 4, 8, 16
+WORD, DIGIT, HAN, JIEBA_HAN, NOSPACE, TRIGRAM = 1, 2, 4, 8, 16, 32  # TRIGRAM: a NOSPACE script cut in trigrams
 # the code points the table is built from: all but surrogates, in the planes
 # where Unicode assigns letters, digits and marks
 _TABLE_RANGES = ((0, 0xD7FF), (0xE000, 0x3FFFF), (0xE0000, 0xE0FFF))
@@ -57,6 +58,7 @@ def _classes() -> np.ndarray:
     table[word] |= WORD
     table[han] |= HAN
     table[nospace] |= NOSPACE
+    table[nospace & where(regex.compile(f"{TRIGRAM_CLASS}+", regex.V1))] |= TRIGRAM
     table[where(re.compile(r"\d+"))] |= DIGIT
     jieba = np.zeros(0x110000, dtype=bool)
     for lo, hi in JIEBA_HAN_RANGES:
@@ -132,13 +134,16 @@ def utf8_offsets(data):
 def _script_run(data, i, n, nospace, classes, cps, pos, score, route_end, tok_start, tok_end, tok_digit,
                 trie_root, trie_chars, trie, trie_shift, logp, unknown, edges):
     """The tokens of the Han or no-space run at data[i], as byte spans in
-    tok_start/tok_end (tok_digit: has a digit). Returns (index after the run,
-    number of tokens)."""
+    tok_start/tok_end (tok_digit: has a digit). A no-space run is kana
+    (bigrams) or of the trigram scripts (``TRIGRAM``), never both, as the
+    reference's ``_RUNS`` cuts them. Returns (index after the run, number of
+    tokens)."""
     r = 0
     kind = NOSPACE if nospace else HAN
+    tri = _class_at(data, i, n, classes)[0] & TRIGRAM
     while i < n:
         cls, ln, cp = _char_at(data, i, n, classes)
-        if not cls & kind:
+        if not cls & kind or (nospace and cls & TRIGRAM != tri):
             break
         cps[r] = cp
         pos[r] = i
@@ -146,6 +151,17 @@ def _script_run(data, i, n, nospace, classes, cps, pos, score, route_end, tok_st
         i += ln
     pos[r] = i
     nt = 0
+    if nospace and tri:
+        # overlapping trigrams of the run; a run of one or two characters is its own token
+        if r < 3:
+            tok_start[0], tok_end[0] = pos[0], pos[r]
+            tok_digit[0] = (classes[cps[0]] | classes[cps[r - 1]]) & DIGIT != 0
+            return i, 1
+        for q in range(r - 2):
+            tok_start[q], tok_end[q] = pos[q], pos[q + 3]
+            tok_digit[q] = (classes[cps[q]] | classes[cps[q + 1]] | classes[cps[q + 2]]) & DIGIT != 0
+            nt += 1
+        return i, nt
     if nospace:
         # overlapping bigrams of the run; a one-character run is its own token
         if r == 1:

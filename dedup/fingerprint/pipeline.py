@@ -24,7 +24,7 @@ from ..text import Page, extract
 from ..text.binary_sniff import binary_kind
 
 #: Bump when extraction, tokenisation, features or hashing change output.
-SCHEME_VERSION = 8  # v8: term weights from word frequencies of the prose's language, common words count once
+SCHEME_VERSION = 9  # v9: Thai, Lao, Khmer, Myanmar and Tibetan cut in character trigrams (v8: bigrams)
 DEFAULT_MIN_TOKENS = 15
 
 
@@ -76,7 +76,7 @@ class Fingerprinter:
     @property
     def scheme(self) -> str:
         """Identity of everything that shapes a fingerprint; stores record it."""
-        return (f"neardup-v{SCHEME_VERSION};text=lexbor-visible;tok=jieba-dict+bigram-fallback;"
+        return (f"neardup-v{SCHEME_VERSION};text=lexbor-visible;tok=jieba-dict+kana-bigram+trigram-fallback;"
                 f"feat={self.params.tag};terms=wordfreq-3.1.1:{table_digest()};"
                 f"{'lang=cld2;' if self.params.language else ''}"
                 f"hash=mmh3x64s{self.seed};f={FP_BITS}")
