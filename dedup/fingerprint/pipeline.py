@@ -24,7 +24,9 @@ from ..text import Page, extract
 from ..text.binary_sniff import binary_kind
 
 #: Bump when extraction, tokenisation, features or hashing change output.
-SCHEME_VERSION = 9  # v9: Thai, Lao, Khmer, Myanmar and Tibetan cut in character trigrams (v8: bigrams)
+# v9: Thai, Lao, Khmer, Myanmar and Tibetan cut in character trigrams (v8: bigrams); CLD2's pseudo-languages
+# (xx-Latn..., garbled text) are undetermined, mask 0
+SCHEME_VERSION = 9
 DEFAULT_MIN_TOKENS = 15
 
 
@@ -95,12 +97,8 @@ class Fingerprinter:
         if n_tokens < self.min_tokens or not hashes.size:
             return Fingerprint(None, "too_short", page.title, text, n_tokens, page)
         value = simhash(hashes, weights, compiled=compiled)
-        if not self.params.language:
-            return Fingerprint(value, None, page.title, text, n_tokens, page, UNDETERMINED)
-        # the mask is drawn from CLD2's code, script dropped (a pseudo-language such as xx-Latn keeps the
-        # mask it has had since v7); what is reported is the BCP 47 code, "und" for a pseudo-language
-        value ^= language_mask(code.split("-")[0], self.seed)
-        return Fingerprint(value, None, page.title, text, n_tokens, page, public_code(code))
+        language = public_code(code) if self.params.language else UNDETERMINED  # "und" for a pseudo-language
+        return Fingerprint(value ^ language_mask(language, self.seed), None, page.title, text, n_tokens, page, language)
 
     def fingerprint_html(self, data: bytes, encoding: str | None = None,
                          compiled: bool | None = None) -> Fingerprint:
