@@ -548,6 +548,20 @@ def _scheme(name: str) -> FeatureParams:
     return FeatureParams(**kw)
 
 
+def treat_as_uncovered(languages: set[str]) -> None:
+    """Make the term weights see no table data for ``languages`` (table codes,
+    or {"all"}): the fallback a language the data lacks gets."""
+    from scrapy_neardup.dedup.features import weights
+
+    covered = weights.data_language
+
+    def data_language(cld2_code: str) -> str | None:
+        lang = covered(cld2_code)
+        return None if "all" in languages or lang in languages else lang
+
+    weights.data_language = data_language  # type: ignore[assignment]
+
+
 SCHEMES: dict[str, Callable[[], FeatureParams]] = {
     "default": FeatureParams,
     # unigram counts, nothing damped: the baseline the issue warns about
@@ -581,8 +595,13 @@ def main() -> None:
     ap.add_argument("--sets", default=",".join(SETS), help="which sets, comma-separated (default: all)")
     ap.add_argument("--spread", default=",".join(SPREAD_SETS),
                     help="books whose unrelated pairs are reported per language, comma-separated ('' : none)")
+    ap.add_argument("--uncovered", default="",
+                    help="measure the fallback: the table's languages to treat as absent, comma-separated, or 'all' "
+                         "(a page's weights depend only on its own language, so 'all' is a leave-one-out of each)")
     a = ap.parse_args()
     data = Path(a.data)
+    if a.uncovered:
+        treat_as_uncovered(set(a.uncovered.split(",")))
     results = {}
     for scheme in a.schemes.split(","):
         fper = Fingerprinter(SCHEMES[scheme]() if scheme in SCHEMES else _scheme(scheme))

@@ -73,15 +73,25 @@ def test_a_common_word_counts_once_per_page_and_content_words_keep_their_counts(
     assert weights["disk"] == 10.0
 
 
-def test_a_language_the_table_lacks_weighs_every_token_one():
-    """Thai (no wordfreq data): no factor, so only the share cap, the number
-    weight and the furniture weight shape the features."""
+def test_a_language_the_table_lacks_counts_every_token_once():
+    """Thai (no wordfreq data): no factor, and any token may be one of the
+    language's common words, so each counts once (weighs 1; a number 0.2),
+    whatever its count; then the share cap and the furniture weight apply."""
     text = "ระบบติดตั้งจะแบ่งพาร์ติชันของดิสก์ก่อน แล้วจึงติดตั้งระบบลงในเครื่องของคุณ 2024 " * 4
     page = extract(f"<html><body><p>{text}</p></body></html>".encode())
     assert detect_code(text) == "th" and data_language("th") is None
     weights, _ = page_features(page, FeatureParams(max_share=0.0))
-    assert weights["2024"] == pytest.approx(4 * 0.2)
-    assert {w for t, w in weights.items() if t != "2024"} <= {4.0, 8.0, 12.0}  # plain counts
+    assert weights["2024"] == pytest.approx(0.2)
+    assert {w for t, w in weights.items() if t != "2024"} == {1.0}
+
+
+def test_an_uncovered_language_is_not_a_knee_no_token_reaches():
+    """Counting once is for a language the table lacks, not for a page whose
+    language damps nothing under unusual parameters (knee 9: plain counts)."""
+    text = "the installer partitions the disk and the installer then installs the system on the disk " * 5
+    page = extract(f"<html><body><p>{text}</p></body></html>".encode())
+    weights, _ = page_features(page, FeatureParams(max_share=0.0, zipf_knee=9.0))
+    assert weights["the"] == 25.0 and weights["disk"] == 10.0
 
 
 def test_the_scheme_names_the_table():

@@ -16,7 +16,8 @@ tokens. Its weight sums, over its occurrences, ``block weight x term weight``:
   between otherwise identical copies); else 1. A token the table damps
   counts once per page (presence damping): how often a page says "the"
   tells nothing of what it is about, while its content words keep their
-  counts. A language the table lacks damps no token.
+  counts. In a language the table lacks (Thai, an undetermined page) every
+  token counts once (see ``_final_weights``).
 
 The summed weight is then damped by ``tf_power`` (1 = linear counts): a
 near-duplicate differs in a few blocks, and counts keep the many repeated
@@ -176,13 +177,15 @@ def feature_vector(page: Page, params: FeatureParams = FeatureParams(), language
     if language is None:
         language = page_language_code(page, params)
     content, furniture = page_texts(page, params)
-    return _vector_of_texts(normalize(content), normalize(furniture), params, language_factors(params, language))
+    return _vector_of_texts(normalize(content), normalize(furniture), params, language_factors(params, language),
+                            data_language(language) is None)
 
 
-def _vector_of_texts(content_text: str, furniture_text: str, params: FeatureParams, factors: dict[str, float]
-                     ) -> tuple[list[str], np.ndarray, int]:
+def _vector_of_texts(content_text: str, furniture_text: str, params: FeatureParams, factors: dict[str, float],
+                     uncovered: bool = False) -> tuple[list[str], np.ndarray, int]:
     """``feature_vector`` of the page's normalised content and furniture texts;
-    ``factors``: ``language_factors`` of the page's language."""
+    ``factors``: ``language_factors`` of the page's language; ``uncovered``:
+    the table lacks that language (``_final_weights``)."""
     content, furniture = tokenize_normalized(content_text), tokenize_normalized(furniture_text)
     n_tokens = len(content) + len(furniture)
     fw = params.furniture_weight
@@ -213,23 +216,30 @@ def _vector_of_texts(content_text: str, furniture_text: str, params: FeaturePara
             if common:
                 common_mask = np.zeros(len(names), dtype=bool)
                 common_mask[at] = True
-    weights, keep = _final_weights(counts.values(), term, params, common_mask)
+    weights, keep = _final_weights(counts.values(), term, params, common_mask, uncovered)
     if keep is not None:
         names = [f for f, k in zip(names, keep.tolist()) if k]
     return names, weights, n_tokens
 
 
-def _final_weights(counts, term: np.ndarray, params: FeatureParams, common: np.ndarray | None = None
-                   ) -> tuple[np.ndarray, np.ndarray | None]:
+def _final_weights(counts, term: np.ndarray, params: FeatureParams, common: np.ndarray | None = None,
+                   uncovered: bool = False) -> tuple[np.ndarray, np.ndarray | None]:
     """Summed counts -> weights: tf power, presence of common tokens, term
     weights, the share cap. ``common`` marks the tokens ``language_factors``
     damps: each counts at most once (its weight is at most its factor).
+    ``uncovered``: the page's language is one the table lacks, so any token
+    may be one of its common words, and every token counts at most once.
     Returns (weights of the features kept, mask of those kept, or None when
     all are)."""
     if params.tf_power != 1.0:
         p = params.tf_power
         counts = [n**p for n in counts]  # Python's pow, not numpy's SIMD one: the same bits everywhere
-    if common is not None and common.any():
+    if uncovered:
+        # Without frequencies, the language's common words are not known: counted as they come, they
+        # carry the page (a leave-one-out of the guide's 19 languages put 129 unrelated pairs within
+        # 6 bits; counted once, none; bench/quality.py --uncovered all)
+        counts = [min(n, 1.0) for n in counts]
+    elif common is not None and common.any():
         # presence damping: how often a page says "the" tells nothing of what it is about
         counts = [min(n, 1.0) if c else n for n, c in zip(counts, common.tolist())]
     if isinstance(counts, np.ndarray):
@@ -277,7 +287,8 @@ def hashed_features(page: Page, params: FeatureParams = FeatureParams(), seed: i
             data = f"{content}\n{furniture}".encode("utf-8")
         except UnicodeEncodeError:  # lone surrogates
             names, weights, n_tokens = _vector_of_texts(content, furniture, params,
-                                                        language_factors(params, language))
+                                                        language_factors(params, language),
+                                                        data_language(language) is None)
             return feature_hashes(names, seed), weights, n_tokens
         n_content = len(content.encode("utf-8"))
         spans = (np.frombuffer(data, dtype=np.uint8), np.array([0, n_content + 1]),
@@ -290,8 +301,9 @@ def hashed_features(page: Page, params: FeatureParams = FeatureParams(), seed: i
     if table.size:
         at = np.minimum(np.searchsorted(table, hashes), table.size - 1)
         common = table[at] == hashes  # the kernel's own test: its term factor came from the table
-    weights, keep = _final_weights(counts if params.tf_power == 1.0 and common is None else counts.tolist(),
-                                   term, params, common)
+    uncovered = data_language(language) is None
+    weights, keep = _final_weights(counts if params.tf_power == 1.0 and common is None and not uncovered
+                                   else counts.tolist(), term, params, common, uncovered)
     return (hashes if keep is None else hashes[keep]), weights, n_tokens
 
 
