@@ -39,6 +39,8 @@ WORDS = ["the", "of", "and", "Crawler", "我们", "中出了", "一个叛徒", "
          # scripts without spaces (bigrams), marks, digits of other scripts, NFKC compositions
          "สวัสดี", "๑๒", "ភាសាខ្មែរ", "ລາວ", "မြန်မာ", "བོད", "カー", "か\u3099", "ﾃｽﾄ", "ひらがな日本語", "नमस्ते", "\u0301x",
          "ᄀ\u1161", "Ⅻ", "①",
+         # trigram scripts: runs of one and two characters, Thai digits, kana and Thai run together
+         "ก", "ลา", "ก๑", "かなสวัส", "สวัสดีカタカナ", "ລາວສວັດດີ",
          # one-character compatibility mappings read in place (and their compositions, which are not)
          "ｶﾞ", "º1", "\u212b", "Ａ\u0301", "ⓒ2024", "ﻥ", "㉑"]
 
@@ -205,3 +207,13 @@ def test_listings_are_furniture_beside_prose_and_content_without_it():
     assert page_plan(page, FeatureParams(listing_prose_tokens=0))[0].tolist() == [0, 1]
     only = extract(f"<p>Source of foo.c</p><pre>{listing}</pre>".encode())  # mostly listing: its content
     assert only.rows[:, 6].tolist()[1] > 0 and 1 in page_plan(only, FeatureParams())[0].tolist()
+
+
+def test_compiled_words_equal_the_reference_in_a_language_the_table_lacks():
+    """Thai: trigrams, and every token counted once (no term table), on both paths."""
+    text = "ระบบติดตั้งจะแบ่งพาร์ติชันของดิสก์ก่อน แล้วจึงติดตั้งระบบลงในเครื่องของคุณ ๒๐๒๔ かなสวัส ก ลา " * 6
+    page = extract(f"<html><body><nav>หน้าแรก ข่าว</nav><p>{text}</p></body></html>".encode())
+    for params in PARAMS:
+        _same(page, params)
+    names, weights, _ = feature_vector(page)
+    assert "ระบ" in names and max(weights) <= 1.0
