@@ -15,14 +15,27 @@ from tests.fixtures.pages import EN_PAGE, ZH_PAGE
 # Pinned: a change here is a change of fingerprint scheme. Bump SCHEME_VERSION with it.
 GOLDEN_EN = "524d25f99a585c45"
 GOLDEN_ZH = "0c5d844735927b39"
+GOLDEN_TH = "7bec4e230f8c61ff"  # scheme v9: character trigrams, a language the term table lacks
+TH_PAGE = ("<html><head><meta charset='utf-8'><title>การติดตั้งระบบ</title></head><body><nav>หน้าแรก ข่าว ติดต่อเรา</nav>"
+           "<p>ระบบติดตั้งจะแบ่งพาร์ติชันของดิสก์ก่อน แล้วจึงติดตั้งระบบลงในเครื่องของคุณ</p>"
+           "<p>เมื่อการติดตั้งเสร็จสิ้น ให้เริ่มเครื่องใหม่และเข้าสู่ระบบด้วยชื่อผู้ใช้ที่สร้างไว้ในขั้นตอนก่อนหน้า</p>"
+           "</body></html>").encode()
 
 
-def test_golden_english():
-    assert Fingerprinter().fingerprint_html(EN_PAGE).hex == GOLDEN_EN
+@pytest.mark.parametrize("compiled", [None, False, True], ids=["default", "reference", "compiled"])
+def test_golden_english(compiled):
+    assert Fingerprinter().fingerprint_html(EN_PAGE, compiled=compiled).hex == GOLDEN_EN
 
 
-def test_golden_chinese_gb2312():
-    assert Fingerprinter().fingerprint_html(ZH_PAGE).hex == GOLDEN_ZH
+@pytest.mark.parametrize("compiled", [None, False, True], ids=["default", "reference", "compiled"])
+def test_golden_chinese_gb2312(compiled):
+    assert Fingerprinter().fingerprint_html(ZH_PAGE, compiled=compiled).hex == GOLDEN_ZH
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["reference", "compiled"])
+def test_golden_thai_on_both_paths(compiled):
+    r = Fingerprinter().fingerprint_html(TH_PAGE, compiled=compiled)
+    assert (r.hex, r.language) == (GOLDEN_TH, "th")
 
 
 def test_scheme_identity_names_the_parts():
