@@ -49,7 +49,7 @@ def test_another_page_is_far():
     assert hamming(f.fingerprint_html(EN_PAGE).value, f.fingerprint_html(ZH_PAGE).value) > 10
 
 
-@pytest.mark.xfail(strict=True, reason="scheme v8: on this 110-token page the counter edit (J5 0.88) moves 6 "
+@pytest.mark.xfail(strict=True, reason="scheme v8 (weights kept in v9): on this 110-token page the counter edit (J5 0.88) moves 6 "
                    "bits (v7: 2); the recall cost of damping common words, issue 25, kept open")
 def test_small_edit_stays_close():
     f = Fingerprinter()
