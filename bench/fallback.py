@@ -1,8 +1,8 @@
 """The fallback for a language the term table lacks, measured on generated text.
 
-    pip install --target /work/peers/h25-thai --no-deps pythainlp      # for its Thai National Corpus word counts
-    pip install --target /work/peers/h25-morph wordfreq==3.1.1         # for the English control
-    PYTHONPATH=/work/peers/h25-thai:/work/peers/h25-morph .venv/bin/python bench/fallback.py [--pages 84] [--v8]
+    pip install --target /work/peers/fallback --no-deps pythainlp      # for its Thai National Corpus word counts
+    pip install --target /work/peers/fallback wordfreq==3.1.1         # for the English control
+    PYTHONPATH=/work/peers/fallback .venv/bin/python bench/fallback.py [--pages 84] [--v8]
 
 A language the table lacks (Thai, and any undetermined page) gets no term
 factor, and every token counts once (``term_table.data_language`` is None;

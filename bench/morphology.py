@@ -1,8 +1,9 @@
 """Would a morphological analyser weigh Japanese and Korean better? A measurement, not a feature.
 
-    .venv/bin/pip install fugashi unidic-lite kiwipiepy wordfreq==3.1.1   # in a scratch venv or this one
-    .venv/bin/python bench/morphology.py [--data ../shared/data]            # spread, recall, cost
-    .venv/bin/python bench/morphology.py --memory ja|ko|none                # RSS after a fresh process's first page
+    .venv/bin/pip install --target /work/peers/morphology fugashi unidic-lite kiwipiepy wordfreq==3.1.1
+    rm -rf /work/peers/morphology/numpy* /work/peers/morphology/regex*      # the project's own are used
+    PYTHONPATH=/work/peers/morphology .venv/bin/python bench/morphology.py [--data ../shared/data]
+    (its first lines: RSS after a fresh process's first page, with the analyser of ja / ko or none)
 
 wordfreq's Japanese and Korean keys are MeCab morphemes (は, を, 는, 을). The
 fingerprint cuts kana into character bigrams and Korean at spaces, and its
