@@ -84,7 +84,7 @@ def esc(value: Any) -> str:
 
 def link(url: str) -> str:
     """``url`` shown as text, a link only when it is http(s)."""
-    if urlsplit(url).scheme.lower() in ("http", "https") and not any(c in url for c in "\r\n\t"):
+    if urlsplit(url).scheme.lower() in ("http", "https") and not any(c.isspace() for c in url):
         return f'<a href="{esc(url)}" rel="noreferrer noopener">{esc(url)}</a>'
     return esc(url)
 
@@ -258,21 +258,37 @@ def _languages_section(data: CrawlData) -> str:
             f'<p class="note">{esc(note)}</p></section>')
 
 
+def _pair(text: str) -> str:
+    """A rule's example (``URL = URL``: two pages with the same content; ``URL != URL`` its
+    counter-example), each URL linked if it is http(s)."""
+    parts = re.split(r"( != | = )", text)
+    return "".join(esc(part) if i % 2 else link(part) for i, part in enumerate(parts))
+
+
+#: The order rules are listed in: those that act, those retired, then candidates (by evidence)
+_STATE_ORDER = {"pinned": 0, "active": 1, "retired": 2, "candidate": 3}
+
+
 def _rules_section(data: CrawlData) -> str:
     if data.inputs.kind != "crawl":
         return ""
     if not data.rules:
         return ('<section id="rules"><h2>Learned URL rules</h2><p class="note">No rule was learned (or the rule '
                 "book is not there).</p></section>")
+    ranked = sorted(data.rules, key=lambda r: (_STATE_ORDER.get(r["state"], 4), -r["evidence"], r["rule"]))
+    shown = [r for r in ranked if r["state"] != "candidate"]
+    shown += [r for r in ranked if r["state"] == "candidate"][:TOP_ROWS]
     rows = []
-    for r in data.rules:
-        evidence = link(r["example"]) if r.get("example") else ""
+    for r in shown:
+        evidence = _pair(r["example"]) if r.get("example") else ""
         if r.get("counter_example"):
-            evidence += f"<br>counter-example: {link(r['counter_example'])}"
+            evidence += f"<br>counter-example: {_pair(r['counter_example'])}"
         rows.append((f'<span class="state {esc(r["state"])}">{esc(r["state"])}</span>', esc(r["rule"]),
                      _n(r["evidence"]), _n(r["counter_examples"]), _n(r["avoided"]), evidence))
     return ('<section id="rules"><h2>Learned URL rules</h2>'
             + _table(("state", "rule", "agree", "against", "avoided", "example"), rows, numeric=(2, 3, 4), wide=(1, 5))
+            + (f'<p class="note">{len(shown)} of {len(data.rules):,} rules: every rule that acts or was retired, '
+               f"and the candidates with the most evidence.</p>" if len(shown) < len(data.rules) else "")
             + "</section>")
 
 

@@ -177,6 +177,8 @@ def _read_duplicates(path: Path, data: CrawlData) -> None:
     lines = 0
     with open(path, "rb") as fh:
         for raw in fh:
+            if not raw.endswith(b"\n"):
+                break  # (a last line a kill cut short: its drop is written again when the crawl resumes)
             lines += 1
             try:
                 record = json.loads(raw)
