@@ -60,7 +60,7 @@ class ReportExtension:
         assert self.config.report is not None
         started = time.monotonic()
         inputs = inputs_of(self.config, self.crawler.settings.get("JOBDIR"))
-        inputs.where = self.crawler.spidercls.name if self.crawler.spidercls else self.config.report
+        inputs.where = f"of the spider {self.crawler.spidercls.name!r}" if self.crawler.spidercls else ""
         try:
             size = write_report(inputs, self.config.report)
         except Exception as exc:  # (a report is for people: the crawl's outcome stands)

@@ -46,6 +46,13 @@ def _cut(label: str) -> str:
     return label if len(label) <= LABEL_CHARS else label[:LABEL_CHARS - 1] + "…"
 
 
+def _counts(axis: Any) -> None:
+    """Whole numbers only on an axis of counts."""
+    from matplotlib.ticker import MaxNLocator
+
+    axis.set_major_locator(MaxNLocator(integer=True))
+
+
 def _svg(fig: Any) -> str:
     """The figure as a ``data:`` URI of its SVG (the figure is closed)."""
     plt = _pyplot()
@@ -73,6 +80,7 @@ def timeline(kept: Sequence[float], dropped: Sequence[float], avoided: Sequence[
         idx = np.r_[np.arange(0, len(t), step), len(t) - 1]
         when = [dt.datetime.fromtimestamp(x, dt.timezone.utc) for x in t[idx]]
         ax.step(when, idx + 1, where="post", label=f"{label} ({len(t):,})", color=colour, linewidth=1.8)
+    _counts(ax.yaxis)
     ax.set_ylabel("count (cumulative)")
     ax.set_xlabel("time (UTC)")
     ax.set_title("Pages kept and dropped over time")
@@ -92,6 +100,7 @@ def distances(counts: Counter[int], k: int) -> str:
     bars = ax.bar(xs, ys, color=DROPPED_C, width=0.7)
     ax.bar_label(bars, labels=[f"{y:,}" for y in ys], fontsize=9, padding=2)
     ax.set_xticks(xs)
+    _counts(ax.yaxis)
     ax.set_xlabel("Hamming distance to the kept twin (bits)")
     ax.set_ylabel("drops")
     ax.set_title("Distances of the drops")
@@ -108,6 +117,7 @@ def bars(rows: Sequence[tuple[str, int]], title: str, xlabel: str, colour: str =
     drawn = ax.barh(range(len(rows)), values, color=colour, height=0.7)
     ax.bar_label(drawn, labels=[f"{v:,}" for v in values], fontsize=9, padding=3)
     ax.set_yticks(range(len(rows)), labels)
+    _counts(ax.xaxis)
     ax.set_xlabel(xlabel)
     ax.set_title(title)
     ax.margins(x=0.12)

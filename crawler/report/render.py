@@ -232,8 +232,10 @@ def _clusters_section(data: CrawlData) -> str:
         out.append('<p class="note">The dropped pages\' text was not kept, so their differences are not shown: '
                    "set NEARDUP_DROPPED_TEXT_BYTES to keep it.</p>")
     for i, cluster in enumerate(data.clusters):
+        title = data.titles.get(cluster.twin)
         out.append(f"<details{' open' if i == 0 else ''}><summary><b>{_n(cluster.size)}</b> near-duplicate"
-                   f"{'s' if cluster.size != 1 else ''} of {esc(cluster.twin)}</summary>")
+                   f"{'s' if cluster.size != 1 else ''} of {'<q>' + esc(title) + '</q> ' if title else ''}"
+                   f"{esc(cluster.twin)}</summary>")
         for url, distance in cluster.pairs:
             out.append(f'<div class="pair"><div><div class="lab">kept</div>{link(cluster.twin)}</div>'
                        f'<div><div class="lab">dropped, {distance} bit{"s" if distance != 1 else ""} away</div>'

@@ -132,6 +132,7 @@ class CrawlData:
     runs: list[dict[str, Any]] = field(default_factory=list)
     summary: dict[str, Any] = field(default_factory=dict)  # a neardup dedup run's summary.json
     texts: dict[str, str] = field(default_factory=dict)  # URL -> visible text, for the clusters' pairs
+    titles: dict[str, str] = field(default_factory=dict)  # URL -> title, of the clusters' kept pages
     skipped_lines: int = 0  # duplicates and runs lines that could not be read
     captured: bool = False  # a capture of dropped pages' text exists
 
@@ -239,7 +240,9 @@ def _read_index(path: Path, data: CrawlData) -> None:
         twins = sorted({c.twin for c in data.clusters})
         if twins:
             marks = ",".join("?" * len(twins))
-            data.texts.update(dict(db.execute(f"SELECT url, text FROM pages WHERE url IN ({marks})", twins)))
+            for url, title, text in db.execute(f"SELECT url, title, text FROM pages WHERE url IN ({marks})", twins):
+                data.texts[url] = text or ""
+                data.titles[url] = title or ""
     except sqlite3.DatabaseError as exc:
         raise ReportInputError(f"{path} cannot be read: {exc}") from None
     finally:
