@@ -76,7 +76,7 @@ def test_page_strings_are_data_never_markup(crawl, tmp_path):
     tags, attributes = _elements(body)
     assert "script" not in tags and not any(name.startswith("on") for name, _ in attributes)
     assert tags <= {"header", "h1", "h2", "p", "main", "section", "div", "b", "span", "img", "table", "thead",
-                    "tbody", "tr", "th", "td", "a", "details", "summary", "pre", "br", "footer", "body", "html"}
+                    "tbody", "tr", "th", "td", "a", "details", "summary", "pre", "br", "footer", "body", "html", "q"}
     assert all(value.startswith(("https://", "http://")) for name, value in attributes if name == "href")
     assert "&lt;script&gt;window.__pwned=1&lt;/script&gt;" in body  # shown, as text
     assert "javascript:window.__pwned=4//0" in body

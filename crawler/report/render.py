@@ -42,13 +42,16 @@ main { max-width: 1100px; margin: 0 auto; padding: 8px 24px 40px; }
 section { background: #fff; border: 1px solid var(--line); border-radius: 8px; padding: 16px 20px; margin: 16px 0; }
 h2 { font-size: 17px; margin: 0 0 10px; }
 p.note { color: var(--muted); font-size: 13px; margin: 6px 0; }
-.cards { display: flex; flex-wrap: wrap; gap: 12px; margin: 16px 0 0; }
-.card { background: #fff; border: 1px solid var(--line); border-radius: 8px; padding: 10px 16px; min-width: 150px; }
+.cards { display: grid; grid-template-columns: repeat(auto-fit, minmax(150px, 1fr)); gap: 12px; margin: 16px 0 0; }
+.card { background: #fff; border: 1px solid var(--line); border-radius: 8px; padding: 10px 16px; }
 .card b { display: block; font-size: 22px; }
 .card span { color: var(--muted); font-size: 13px; }
 .card.kept b { color: var(--kept); } .card.dropped b { color: var(--dropped); } .card.avoided b { color: var(--avoided); }
-.plots { display: flex; flex-wrap: wrap; gap: 16px; align-items: flex-start; }
-.plots img { max-width: 100%; height: auto; }
+.plots { display: grid; gap: 16px; align-items: start; }
+.plots.wide { grid-template-columns: 2fr 1fr; } .plots.two { grid-template-columns: 1fr 1fr; }
+.plots img { width: 100%; height: auto; }
+section > img { max-width: 100%; height: auto; }
+@media (max-width: 760px) { .plots.wide, .plots.two { grid-template-columns: 1fr; } }
 table { border-collapse: collapse; width: 100%; font-size: 13px; }
 th, td { text-align: left; padding: 5px 8px; border-bottom: 1px solid var(--line); vertical-align: top; }
 th { color: var(--muted); font-weight: 600; }
@@ -181,13 +184,22 @@ def _summary_section(data: CrawlData) -> str:
 
 
 def _timeline_section(data: CrawlData) -> str:
-    if not (data.kept_times or data.dropped_times or data.avoided_times):
+    """Pages kept and dropped over time, beside the distances of the drops."""
+    timed = data.kept_times or data.dropped_times or data.avoided_times
+    if not timed and not data.dropped:
         return ""
-    uri = plots.timeline(data.kept_times, data.dropped_times, data.avoided_times)
+    parts = []
+    if timed:
+        parts.append(_img(plots.timeline(data.kept_times, data.dropped_times, data.avoided_times),
+                          "pages kept and dropped over time"))
+    if data.dropped:
+        parts.append(_img(plots.distances(data.distances, max([3, *data.distances])), "drops by Hamming distance"))
     note = ("Kept: the fetch time of each page in the index (a page fetched again counts at its last fetch). "
-            "Dropped and avoided: the duplicates file's times.")
-    return f'<section id="time"><h2>Over time</h2>{_img(uri, "pages kept and dropped over time")}' \
-           f'<p class="note">{esc(note)}</p></section>'
+            "Dropped and avoided: the duplicates file's times. Distance: the bits between a drop's fingerprint "
+            "and its kept twin's.") if timed else ""
+    grid = "wide" if len(parts) == 2 else "one"
+    return (f'<section id="time"><h2>Kept and dropped</h2><div class="plots {grid}">' + "".join(parts) + "</div>"
+            + (f'<p class="note">{esc(note)}</p>' if note else "") + "</section>")
 
 
 def _avoided_section(data: CrawlData) -> str:
@@ -208,17 +220,14 @@ def _avoided_section(data: CrawlData) -> str:
 def _where_section(data: CrawlData) -> str:
     if not data.dropped:
         return ""
-    k = max([3, *data.distances])
-    parts = [_img(plots.distances(data.distances, k), "drops by Hamming distance")]
     hosts = data.hosts.most_common(TOP_ROWS)
     prefixes = data.prefixes.most_common(TOP_ROWS)
-    parts.append(_img(plots.bars(hosts, "Drops per host", "drops"), "drops per host"))
-    parts.append(_img(plots.bars(prefixes, "Drops per path prefix", "drops", plots.DROPPED_C),
-                      "drops per path prefix"))
+    parts = [_img(plots.bars(hosts, "Drops per host", "drops"), "drops per host"),
+             _img(plots.bars(prefixes, "Drops per path prefix", "drops", plots.DROPPED_C), "drops per path prefix")]
     rest_h, rest_p = len(data.hosts) - len(hosts), len(data.prefixes) - len(prefixes)
     note = f"The top {TOP_ROWS} of {len(data.hosts):,} hosts and {len(data.prefixes):,} prefixes" \
         if rest_h > 0 or rest_p > 0 else ""
-    return ('<section id="where"><h2>Where the near-duplicates are</h2><div class="plots">' + "".join(parts)
+    return ('<section id="where"><h2>Where the near-duplicates are</h2><div class="plots two">' + "".join(parts)
             + "</div>" + (f'<p class="note">{esc(note)}.</p>' if note else "") + "</section>")
 
 
