@@ -4,6 +4,7 @@ The report in a real browser: tests/test_report_browser.py."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 
@@ -222,3 +223,34 @@ def test_the_add_on_adds_the_report_extension_only_when_asked(tmp_path):
         names = {getattr(k, "__module__", "") + "." + getattr(k, "__name__", str(k))
                  for k in settings.getdict("EXTENSIONS")}
         assert (REPORT_EXTENSION in names) is wanted, names
+
+
+def test_a_crawl_records_what_the_report_needs_and_writes_it_when_it_closes(tmp_path):
+    """A real crawl (twice: the second run is a resume) with NEARDUP_DROPPED_TEXT_BYTES and NEARDUP_REPORT."""
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+    from tests.fixtures.http import PageServer
+    from tests.report_fixtures import hostile_site
+
+    out, report = tmp_path / "crawl", tmp_path / "report.html"
+    with PageServer(hostile_site) as server:
+        for run in range(2):
+            r = subprocess.run([sys.executable, "-m", "scrapy_neardup", "crawl", f"{server.url}/index.html",
+                                "--out", str(out), "-s", "NEARDUP_DROPPED_TEXT_BYTES=1000000",
+                                "-s", f"NEARDUP_REPORT={report}", "-s", "NEARDUP_WORKERS=0"],
+                               cwd=ROOT, capture_output=True, text=True, timeout=300)
+            assert r.returncode == 0, r.stderr[-3000:]
+    assert "'neardup/dropped_text/captured': 3" not in r.stderr  # (the second run drops nothing new)
+    lines, bad = read_runs(out / "job" / "neardup" / "runs.jsonl")
+    assert bad == 0 and [(x["event"], x.get("resume")) for x in lines] == [
+        ("start", False), ("close", None), ("start", True), ("close", None)]
+    assert lines[1]["dropped"] == 3 and lines[2]["fingerprints"] == lines[1]["kept"]
+    captured = out / "store" / "dropped_text.sqlite3"
+    urls = {url for (url,) in sqlite3.connect(captured).execute("SELECT url FROM dropped_text")}
+    dropped = {json.loads(line)["url"] for line in (out / "store" / "duplicates.jsonl").open()}
+    assert urls == dropped and len(urls) == 3
+    assert all("a changed line" in t for t in read_texts(captured, urls).values())
+    html = report.read_text()
+    assert "2 runs, 1 of them resuming the one before" in html and '<span class="ins">+a changed line' in html

@@ -6,7 +6,6 @@ nothing run. Skips, saying why, without chromium, chromium-driver or selenium.""
 
 from __future__ import annotations
 
-import random
 import subprocess
 import sys
 from pathlib import Path
@@ -16,49 +15,11 @@ import pytest
 from tests.browser import browser, load, requests_made, why_not
 from tests.conftest import ROOT
 from tests.fixtures.http import PageServer
-from tests.report_fixtures import synthetic_crawl
+from tests.report_fixtures import hostile_site, synthetic_crawl
 
 pytestmark = [pytest.mark.skipif(why_not() is not None, reason=str(why_not())),
               pytest.mark.filterwarnings("ignore::DeprecationWarning:selenium")]
 pytest.importorskip("matplotlib", reason="the report's plots need matplotlib (the [report] extra)")
-
-#: What a hostile page puts everywhere: each would set window.__pwned if it ran
-EVIL = ('<script>window.__pwned="script"</script></script><img src=x onerror="window.__pwned=\'onerror\'">'
-        '<svg onload="window.__pwned=\'svg\'"></svg>')
-#: The same as text: markup written as entities is a page's visible text, which the report must escape
-EVIL_TEXT = "&lt;script&gt;window.__pwned=&quot;text&quot;&lt;/script&gt; &lt;b onclick=alert(1)&gt;bold&lt;/b&gt;"
-VOCABULARY = [f"{a}{b}" for a in ("kal", "mor", "tes", "vin", "dar", "lop", "sun", "rek", "fip", "gor")
-              for b in ("ano", "ebi", "ulo", "ira", "osa", "enk", "apt", "yud", "ith", "omb")]
-
-
-def _text(seed: int, changed: str = "") -> str:
-    rnd = random.Random(seed)
-    lines = [" ".join(rnd.choice(VOCABULARY) for _ in range(12)) for _ in range(8)]
-    if changed:
-        lines[3] = changed
-    return "".join(f"<p>{line}</p>" for line in lines)
-
-
-def _hostile_site(target: str) -> tuple[int, dict[str, str], bytes]:
-    """Pages whose titles, URLs and text carry markup, script and javascript: links; /b-copy... pages are
-    near-duplicates of /b.html, with one line changed into script."""
-    path = target.split("?")[0]
-    title = f"<title>{EVIL} {path}</title>"
-    links = ('<a href="/b.html">b</a> <a href="javascript:window.__pwned=\'link\'">js</a> '
-             + " ".join(f'<a href="/b-copy-{i}.html?q=%3Cscript%3Ewindow.__pwned=1%3C/script%3E&x=&quot;'
-                        f'onmouseover=alert(1)">copy {i}</a>' for i in range(4))
-             + ' <a href="/%22%3E%3Cscript%3Ewindow.__pwned=2%3C/script%3E.html">evil path</a>')
-    if path in ("/", "/index.html"):
-        body = _text(1) + links
-    elif path.startswith("/b-copy-"):
-        body = _text(5, changed=f"a changed line {EVIL_TEXT} {EVIL} {path}")
-    elif path == "/b.html":
-        body = _text(5)
-    else:
-        body = _text(11) + f"<p>{EVIL} {EVIL_TEXT}</p>"
-    html = f"<!DOCTYPE html><html><head>{title}</head><body>{body}</body></html>"
-    return 200, {"Content-Type": "text/html; charset=utf-8"}, html.encode()
-
 
 def _look(report: Path, shot: Path, height: int = 1600) -> dict:
     """Open ``report`` in chromium: what it logged, requested and drew, and whether anything ran."""
@@ -97,7 +58,7 @@ def _assert_clean(seen: dict, plots: int) -> None:
 
 def test_a_hostile_crawl_shows_as_text_and_nothing_runs(tmp_path):
     out, report = tmp_path / "crawl", tmp_path / "report.html"
-    with PageServer(_hostile_site) as server:
+    with PageServer(hostile_site) as server:
         r = subprocess.run([sys.executable, "-m", "scrapy_neardup", "crawl", f"{server.url}/index.html",
                             "--out", str(out), "-s", "NEARDUP_DROPPED_TEXT_BYTES=1000000",
                             "-s", f"NEARDUP_REPORT={report}", "-s", "NEARDUP_WORKERS=0"],
