@@ -128,23 +128,38 @@ def test_a_dedup_output_is_read_from_its_summary_and_duplicates(tmp_path):
     assert data.clusters[0].twin == "doc-0" and data.clusters[0].size == 2
 
 
-def test_bad_input_is_one_line_and_exit_2(crawl, tmp_path):
-    out = str(tmp_path / "r.html")
-    one_line_error(neardup("report", str(tmp_path / "nothing"), "-o", out), 2, "no such file")
+def _refused(path: Path, out: Path, capsys, *words: str) -> None:
+    """``neardup report path -o out`` (in this process) says why in one line and exits with 2."""
+    from scrapy_neardup.crawler.commands.report import command
+
+    assert command([str(path), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and err.startswith("neardup report: "), err
+    assert all(word in err for word in words), err
+
+
+def test_bad_input_is_one_line_and_exit_2(crawl, tmp_path, capsys):
+    out = tmp_path / "r.html"
+    _refused(tmp_path / "nothing", out, capsys, "no such file")
     (tmp_path / "empty").mkdir()
-    one_line_error(neardup("report", str(tmp_path / "empty"), "-o", out), 2, "is not a crawl")
+    _refused(tmp_path / "empty", out, capsys, "is not a crawl")
     damaged = tmp_path / "damaged"
     (damaged / "store").mkdir(parents=True)
     (damaged / "index.sqlite3").write_bytes(b"not sqlite at all " * 100)
-    one_line_error(neardup("report", str(damaged), "-o", out), 2, "index.sqlite3", "not an SQLite file")
+    _refused(damaged, out, capsys, "index.sqlite3", "not an SQLite file")
     (damaged / "index.sqlite3").unlink()
     (damaged / "store" / "duplicates.jsonl").write_text('{"url": "a", "duplicate_of": "b", "distance": 1}\n')
     (damaged / "store" / "store.sqlite3").write_bytes(b"\0" * 4096)
-    one_line_error(neardup("report", str(damaged), "-o", out), 2, "store.sqlite3")
+    _refused(damaged, out, capsys, "store.sqlite3")
+    (damaged / "store" / "store.sqlite3").unlink()
+    (damaged / "store" / "url_rules.sqlite3").write_bytes(b"SQLite format 3\0" + b"\xff" * 2000)
+    _refused(damaged, out, capsys, "url_rules.sqlite3")
     junk = tmp_path / "junk.jsonl"
     junk.write_text("not json\n[1, 2]\n")
-    one_line_error(neardup("report", str(junk), "-o", out), 2, "is not a duplicates file")
-    assert not Path(out).exists()
+    _refused(junk, out, capsys, "is not a duplicates file")
+    assert not out.exists()
+    # and as a command of its own, in a process of its own
+    one_line_error(neardup("report", str(tmp_path / "empty"), "-o", str(out)), 2, "is not a crawl")
 
 
 def test_the_command_writes_the_report(crawl, tmp_path):

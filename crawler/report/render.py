@@ -166,7 +166,7 @@ def _when(seconds: list[float]) -> str:
 def _cards(data: CrawlData) -> str:
     cards = []
     if data.kept is not None:
-        cards.append(("kept", data.kept, "pages kept (in the index)"))
+        cards.append(("kept", data.kept, "pages in the index"))
     cards.append(("dropped", data.dropped, "dropped as near-duplicates"))
     if data.inputs.kind == "crawl":
         cards.append(("avoided", data.avoided, "requests avoided by URL rules"))
