@@ -23,7 +23,7 @@ MISSING = ("the report draws its plots with matplotlib, which is not installed: 
 
 #: Colours: kept, dropped, avoided (colour-blind safe: Okabe-Ito)
 KEPT_C, DROPPED_C, AVOIDED_C, BAR_C = "#009E73", "#D55E00", "#0072B2", "#56B4E9"
-LABEL_CHARS = 48
+LABEL_CHARS = 72
 
 
 def _pyplot() -> Any:
@@ -109,14 +109,18 @@ def distances(counts: Counter[int], k: int) -> str:
 
 
 def bars(rows: Sequence[tuple[str, int]], title: str, xlabel: str, colour: str = BAR_C) -> str:
-    """Horizontal bars, the largest on top."""
+    """Horizontal bars, the largest on top, each labelled above its bar: a long label (a URL prefix)
+    takes the plot's width, not a margin, so every such plot has the same width and text size."""
     plt = _pyplot()
-    labels = [_cut(label) for label, _ in rows][::-1]
-    values = [v for _, v in rows][::-1]
-    fig, ax = plt.subplots(figsize=(6.2, 0.8 + 0.28 * len(rows)))
-    drawn = ax.barh(range(len(rows)), values, color=colour, height=0.7)
+    fig, ax = plt.subplots(figsize=(5.6, 0.6 + 0.42 * len(rows)))
+    values = [v for _, v in rows]
+    drawn = ax.barh(range(len(rows)), values, color=colour, height=0.42)
     ax.bar_label(drawn, labels=[f"{v:,}" for v in values], fontsize=9, padding=3)
-    ax.set_yticks(range(len(rows)), labels)
+    for i, (label, _) in enumerate(rows):
+        ax.text(0, i - 0.26, _cut(label), va="bottom", ha="left", fontsize=9)
+    ax.set_ylim(len(rows) - 0.5, -0.9)  # (the largest on top, and room for its label)
+    ax.set_yticks([])
+    ax.spines["left"].set_visible(False)
     _counts(ax.xaxis)
     ax.set_xlabel(xlabel)
     ax.set_title(title)
