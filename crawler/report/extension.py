@@ -4,7 +4,7 @@ Opt-in: the add-on installs this extension only when ``NEARDUP_REPORT`` is
 set. It reads the crawl's own files (the duplicates file, the index, the
 rule book, the runs log, the dropped pages' text) once the engine has
 stopped, after the filter and the index closed them, so the report holds
-every page. A report that cannot be written is logged as an error; the
+every page; it builds the report in a thread, off the reactor. A report that cannot be written is logged as an error; the
 crawl's outcome is not changed.
 """
 
@@ -17,6 +17,8 @@ from pathlib import Path
 from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
+from scrapy.utils.defer import maybe_deferred_to_future
+from twisted.internet.threads import deferToThread
 
 from ..config import NearDupConfig
 from ..filter.captured_text import capture_path
@@ -54,7 +56,12 @@ class ReportExtension:
             raise NotConfigured
         return cls(crawler, config)
 
-    def engine_stopped(self) -> None:
+    async def engine_stopped(self) -> None:
+        # (in a thread: another crawl of the same process may still be running on the reactor;
+        # Scrapy waits for this before it counts the crawl as done)
+        await maybe_deferred_to_future(deferToThread(self._write))
+
+    def _write(self) -> None:
         from . import write_report
 
         assert self.config.report is not None
