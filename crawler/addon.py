@@ -2,7 +2,8 @@
 
 ``NearDupAddon`` installs the filter (its spider middleware, the downloader
 middleware that leaves out requests a learned URL rule maps onto a fetched
-page, the index pipeline and the summary extension) and, when the crawl persists (``JOBDIR``),
+page, the index pipeline and the summary extension; the report extension
+when ``NEARDUP_REPORT`` is set) and, when the crawl persists (``JOBDIR``),
 the durable frontier (``crawler.frontier``: a scheduler, a dupe filter and
 two middlewares that say when a request is done) in place of Scrapy's
 ``JOBDIR`` queues, which a kill leaves empty. It changes nothing else. With
@@ -30,6 +31,7 @@ DUPEFILTER = "scrapy_neardup.crawler.frontier.dupefilter.DurableDupeFilter"
 ACK_SPIDER_MIDDLEWARE = "scrapy_neardup.crawler.frontier.ack_middlewares.AckSpiderMiddleware"
 ACK_DOWNLOADER_MIDDLEWARE = "scrapy_neardup.crawler.frontier.ack_middlewares.AckDownloaderMiddleware"
 EXTENSION = "scrapy_neardup.crawler.summary.SummaryExtension"
+REPORT_EXTENSION = "scrapy_neardup.crawler.report.extension.ReportExtension"
 
 #: Close to the spider (high order): it filters the callback's output before
 #: other spider middlewares (depth, offsite) see or count it.
@@ -73,6 +75,8 @@ class NearDupAddon:
             _setdefault(settings, "DOWNLOADER_MIDDLEWARES", AVOID_MIDDLEWARE, AVOID_ORDER)
         _setdefault(settings, "ITEM_PIPELINES", PIPELINE, PIPELINE_ORDER)
         _setdefault(settings, "EXTENSIONS", EXTENSION, EXTENSION_ORDER)
+        if settings.get("NEARDUP_REPORT"):  # (opt-in: the HTML report when the crawl closes)
+            _setdefault(settings, "EXTENSIONS", REPORT_EXTENSION, EXTENSION_ORDER)
         if settings.get("JOBDIR") and setting_bool(settings, "NEARDUP_FRONTIER", True):
             self._durable_frontier(settings)
 

@@ -32,6 +32,9 @@ usage: neardup COMMAND [ARGS]
   neardup rules FILE|DIR|URL [--min-evidence N]
       the URL rules a crawl learned: its url_rules.sqlite3, a directory holding it (--out, the store,
       JOBDIR), or the shared store's redis:// URL
+  neardup report PATH [-o report.html]
+      what the filter did to a crawl, as one self-contained HTML file: PATH is a crawl's --out, a store,
+      a JOBDIR, a duplicates file or a neardup dedup output
   neardup warmup                      compile the numba kernels now (else the first crawl does, off its thread)
   neardup fingerprint PATH... [--encoding ENC] [--min-tokens N]
                                       print the simhash of HTML files (.html.gz too)
@@ -64,7 +67,7 @@ def _ours(name: str) -> Callable[[list[str]], int]:
 
 
 COMMANDS: dict[str, Callable[[list[str]], int]] = {
-    **{name: _ours(name) for name in ("crawl", "search", "rules")},
+    **{name: _ours(name) for name in ("crawl", "search", "rules", "report")},
     **{name: _library(name) for name in ("warmup", "fingerprint", "distance", "scheme")},
 }
 

@@ -84,6 +84,8 @@ class NearDupConfig:
     url_rules_explore: float = 0.05  # share of avoidable requests made all the same, to keep testing the rules
     url_rules_pin: tuple[str, ...] = ()  # rule lines that always act
     url_rules_forbid: tuple[str, ...] = ()  # rule lines never learned
+    dropped_text_bytes: int = 0  # keep dropped pages' text for the report, up to this many bytes (0: off)
+    report: str | None = None  # write the HTML report here when the crawl closes (``crawler.report``)
 
     @property
     def store_shown(self) -> str:
@@ -198,12 +200,17 @@ class NearDupConfig:
                     raise ConfigError(f"{name}: {exc}") from None
             return lines
 
+        duplicates_file = output("NEARDUP_DUPLICATES_FILE", "duplicates.jsonl")
+        dropped_text_bytes = integer("NEARDUP_DROPPED_TEXT_BYTES", 0, 0)
+        if dropped_text_bytes and not duplicates_file:
+            raise ConfigError("NEARDUP_DROPPED_TEXT_BYTES keeps the text beside the duplicates file, and this crawl "
+                              "has none: set JOBDIR, NEARDUP_STORE or NEARDUP_DUPLICATES_FILE")
         return cls(
             enabled=boolean("NEARDUP_ENABLED", True),
             max_distance=integer("NEARDUP_MAX_DISTANCE", 3, 0, MAX_DISTANCE),
             store=store,
             capacity=integer("NEARDUP_CAPACITY", 1_000_000, 1),
-            duplicates_file=output("NEARDUP_DUPLICATES_FILE", "duplicates.jsonl"),
+            duplicates_file=duplicates_file,
             min_text=integer("NEARDUP_MIN_TEXT", DEFAULT_MIN_TOKENS, 1),
             debug=boolean("NEARDUP_DEBUG", False),
             emit_unchanged=boolean("NEARDUP_EMIT_UNCHANGED", False),
@@ -226,6 +233,8 @@ class NearDupConfig:
             url_rules_explore=share("NEARDUP_URL_RULES_EXPLORE", 0.05),
             url_rules_pin=rule_lines("NEARDUP_URL_RULES_PIN"),
             url_rules_forbid=rule_lines("NEARDUP_URL_RULES_FORBID"),
+            dropped_text_bytes=dropped_text_bytes,
+            report=path("NEARDUP_REPORT"),
         )
 
 

@@ -32,6 +32,7 @@ from collections.abc import AsyncIterator
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
+from urllib.parse import urldefrag
 
 from scrapy import Request, signals
 from scrapy.crawler import Crawler
@@ -45,12 +46,14 @@ from scrapy_neardup.dedup.store.backends import StoreError
 
 from . import counts
 from .config import NearDupConfig
+from .filter.captured_text import CapturedText, capture_path
 from .filter.duplicates_log import DuplicatesLog
 from .filter.items import fill
 from .filter.learned_rules import LearnedRules
+from .filter.runs_log import RunsLog
 from .filter.store_faults import FILE_ERRORS, StoreOutage, stop_the_crawl
 from .filter.unchecked import declared_encoding, unchecked_reason
-from .filter.verdict import Verdicts
+from .filter.verdict import DROPPED, Verdicts
 from .filter.workers import FingerprintWorkers
 from .frontier.acks import AckTracker, response_id
 from .in_use import CrawlInUse, refuse_a_jobdir_in_use, store_in_use, store_is_in_use
@@ -75,6 +78,11 @@ class NearDupMiddleware:
         self.workers = FingerprintWorkers(config, self.stats)  # (first: nothing compiles in the crawl's thread)
         self.store = self._open_store()
         self.duplicates = DuplicatesLog(crawler, config.duplicates_file)
+        # for the report (crawler.report): dropped pages' text (opt-in), a line per run of a JOBDIR
+        self.captured = CapturedText(capture_path(config.duplicates_file), config.dropped_text_bytes, self.stats) \
+            if config.dropped_text_bytes and config.duplicates_file else None
+        jobdir = crawler.settings.get("JOBDIR")
+        self.runs = RunsLog(jobdir, self.stats) if jobdir else None
         # learned URL rules (crawler.url_rules): outlinks whose content a fetched page already has are not requested
         self.rules = LearnedRules(crawler, config, self.duplicates) if config.url_rules else None
         self.verdicts = Verdicts(config, self.stats, self.store, self.duplicates,
@@ -86,6 +94,8 @@ class NearDupMiddleware:
         self.workers.start()
         _FILTERS[crawler] = self
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
+        if self.runs is not None:
+            crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
         logger.info("near-duplicate filter on: k=%d, store %s (%d fingerprints), %s, %d worker process(es)",
                     config.max_distance, config.store_shown, len(self.store),
                     self.store.layout.describe(), self.workers.count)
@@ -155,6 +165,8 @@ class NearDupMiddleware:
         # the index is the filter's: the page goes to it whatever the spider yields, and
         # before any of its output leaves (a gate of its request's acknowledgement)
         index_page(self.crawler, response, verdict, fp_result)
+        if verdict == DROPPED and self.captured is not None and not isinstance(fp_result, str):
+            self.captured.add(urldefrag(response.url)[0], fp_result.text)  # (the duplicates file's URL)
         kept = [item for item in outputs if self.verdicts.lets_through(verdict, item)]
         skip = self.avoided([r for r in kept if isinstance(r, Request)], response.url)
         for item in kept:
@@ -179,6 +191,10 @@ class NearDupMiddleware:
 
     # -- the end ----------------------------------------------------------------
 
+    def spider_opened(self) -> None:
+        assert self.runs is not None  # (connected only then; after the frontier counted its redeliveries)
+        self.runs.started(len(self.store))
+
     def spider_closed(self, reason: str) -> None:
         self.workers.close()
         try:
@@ -186,9 +202,13 @@ class NearDupMiddleware:
             if self.rules is not None:
                 self.rules.close()
             self.duplicates.close()
+            if self.captured is not None:
+                self.captured.close()
         except FILE_ERRORS as exc:
             logger.error("near-duplicate filter: could not close its files cleanly (%s: %s); the committed "
                          "records are kept", type(exc).__name__, exc)
         if self.config.store and not self.config.shared_store:
             size = sum(f.stat().st_size for f in Path(self.config.store).glob("*") if f.is_file())
             self.stats.set_value("neardup/store_bytes", size)
+        if self.runs is not None:
+            self.runs.closed(reason)

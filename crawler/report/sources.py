@@ -1,0 +1,302 @@
+"""Where a report's inputs are, and reading them into aggregates.
+
+``locate(path)`` finds the files of what ``path`` names: a crawl's directory
+(``neardup crawl --out DIR``: ``DIR/index.sqlite3``, ``DIR/store/``,
+``DIR/job``), a store directory (``NEARDUP_STORE``, or ``JOBDIR/neardup``), a
+``JOBDIR``, a duplicates file, or a ``neardup dedup`` output directory
+(``summary.json`` and ``duplicates.jsonl``). ``read(inputs)`` reads them,
+read-only, into a ``CrawlData``: counts, histograms and the largest
+clusters, never a list of every page, so that a report of 100,000 pages
+stays small. Input that is not what it should be raises ``ReportInputError``
+with a one-line message; a duplicates line that cannot be read is skipped
+and counted (``CrawlData.skipped_lines``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sqlite3
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from ..filter.captured_text import FILENAME as CAPTURED_FILENAME
+from ..filter.captured_text import read_texts
+from ..filter.runs_log import FILENAME as RUNS_FILENAME
+from ..filter.runs_log import read_runs
+from ..sqlite_files import INDEX, STORE, WrongFileError, open_readonly
+
+logger = logging.getLogger(__name__)
+
+#: Clusters shown, and example pairs of each
+TOP_CLUSTERS, PAIRS_PER_CLUSTER = 10, 3
+#: Rows of the per-host and per-prefix tables
+TOP_ROWS = 15
+
+
+class ReportInputError(ValueError):
+    """The path is not something a report can be made of; the message says why, in one line."""
+
+
+@dataclass
+class Inputs:
+    """The files of one crawl (or one ``neardup dedup`` run); None: absent."""
+
+    kind: str  # "crawl" or "dedup"
+    where: str  # what the user named, for the title
+    duplicates: Path | None = None
+    index: Path | None = None
+    rules: Path | str | None = None
+    runs: Path | None = None
+    captured: Path | None = None
+    store: Path | None = None
+    summary: Path | None = None
+
+
+def _first(*candidates: Path) -> Path | None:
+    return next((c for c in candidates if c.is_file()), None)
+
+
+def _store_dir(d: Path, where: str, jobdir: Path | None = None) -> Inputs:
+    """A store directory (also ``JOBDIR/neardup``): its duplicates file, rule
+    book, capture and store, and the index a crawl writes beside them."""
+    return Inputs("crawl", where, duplicates=_first(d / "duplicates.jsonl"), index=_first(d / "index.sqlite3"),
+                  rules=_first(d / "url_rules.sqlite3"), captured=_first(d / CAPTURED_FILENAME),
+                  store=_first(d / "store.sqlite3"),
+                  runs=_first(d / RUNS_FILENAME, *([jobdir / "neardup" / RUNS_FILENAME] if jobdir else [])))
+
+
+def locate(path: str | Path) -> Inputs:
+    """The inputs ``path`` names (see the module docstring), or ``ReportInputError``."""
+    p = Path(path)
+    where = str(path)
+    if not p.exists():
+        raise ReportInputError(f"{p}: no such file or directory")
+    if p.is_file():
+        if p.suffix != ".jsonl":
+            raise ReportInputError(f"{p} is not a crawl's directory, store, JOBDIR or duplicates file (.jsonl)")
+        found = _store_dir(p.parent, where)
+        found.duplicates = p
+        return found
+    if (p / "summary.json").is_file() and (p / "duplicates.jsonl").is_file():
+        return Inputs("dedup", where, duplicates=p / "duplicates.jsonl", summary=p / "summary.json")
+    if (p / "store").is_dir() and ((p / "index.sqlite3").is_file() or (p / "store" / "duplicates.jsonl").is_file()):
+        found = _store_dir(p / "store", where, jobdir=p / "job")
+        found.index = _first(p / "index.sqlite3")
+        return found
+    if (p / "duplicates.jsonl").is_file() or (p / "store.sqlite3").is_file():
+        return _store_dir(p, where)
+    if (p / "neardup").is_dir() and ((p / "neardup" / "duplicates.jsonl").is_file()
+                                     or (p / "neardup" / "store.sqlite3").is_file()):
+        return _store_dir(p / "neardup", where)
+    raise ReportInputError(f"{p} is not a crawl: no index.sqlite3, store/, duplicates.jsonl, neardup/ (a JOBDIR) "
+                           f"nor summary.json (a neardup dedup output) in it")
+
+
+# -- reading -------------------------------------------------------------------------
+
+@dataclass
+class Cluster:
+    """A kept page and the pages dropped as its near-duplicates."""
+
+    twin: str
+    size: int = 0
+    pairs: list[tuple[str, int]] = field(default_factory=list)  # (dropped URL, distance), the first few
+
+
+@dataclass
+class CrawlData:
+    """What a report shows, aggregated."""
+
+    inputs: Inputs
+    dropped: int = 0
+    avoided: int = 0
+    kept: int | None = None  # pages in the index (None: no index)
+    fingerprints: int | None = None  # in the store
+    distances: Counter[int] = field(default_factory=Counter)
+    hosts: Counter[str] = field(default_factory=Counter)
+    prefixes: Counter[str] = field(default_factory=Counter)
+    avoided_by_rule: Counter[str] = field(default_factory=Counter)
+    languages: Counter[str] = field(default_factory=Counter)
+    clusters: list[Cluster] = field(default_factory=list)
+    cluster_count: int = 0
+    # (seconds since the epoch) of each event, for the timeline
+    kept_times: list[float] = field(default_factory=list)
+    dropped_times: list[float] = field(default_factory=list)
+    avoided_times: list[float] = field(default_factory=list)
+    rules: list[dict[str, Any]] = field(default_factory=list)
+    runs: list[dict[str, Any]] = field(default_factory=list)
+    summary: dict[str, Any] = field(default_factory=dict)  # a neardup dedup run's summary.json
+    texts: dict[str, str] = field(default_factory=dict)  # URL -> visible text, for the clusters' pairs
+    titles: dict[str, str] = field(default_factory=dict)  # URL -> title, of the clusters' kept pages
+    skipped_lines: int = 0  # duplicates and runs lines that could not be read
+    captured: bool = False  # a capture of dropped pages' text exists
+
+    @property
+    def bytes_per_response(self) -> float | None:
+        """Bytes downloaded per page fetched, over the runs that closed (None: unknown)."""
+        closed = [r for r in self.runs if r["event"] == "close"]
+        fetched = sum(int(r.get("fetched") or 0) for r in closed)
+        got = sum(int(r.get("bytes_downloaded") or 0) for r in closed)
+        return got / fetched if fetched else None
+
+
+def _seconds(value: Any) -> float | None:
+    try:
+        return datetime.fromisoformat(str(value)).timestamp()
+    except ValueError:
+        return None
+
+
+def prefix_of(url: str) -> str:
+    """The host and first path segment of a URL: what a site's sections share.
+
+    >>> prefix_of("https://example.com/docs/a/b.html"), prefix_of("http://h/index.html"), prefix_of("doc-17")
+    ('example.com/docs/', 'h/', 'doc-17')
+    """
+    parts = urlsplit(url)
+    if not parts.netloc:
+        return url.split("/")[0] + ("/" if "/" in url else "")
+    first = parts.path.lstrip("/").split("/")
+    return parts.netloc + "/" + (first[0] + "/" if len(first) > 1 else "")
+
+
+def _host(key: str, source: Any) -> str:
+    host = urlsplit(key).netloc
+    if host:
+        return host
+    return str(source) if source else "(no host)"
+
+
+def _read_duplicates(path: Path, data: CrawlData) -> None:
+    """Aggregate the duplicates file: one pass, memory by distinct twin. O(lines)."""
+    members: dict[str, Cluster] = {}
+    lines = 0
+    with open(path, "rb") as fh:
+        for raw in fh:
+            if not raw.endswith(b"\n"):
+                break  # (a last line a kill cut short: its drop is written again when the crawl resumes)
+            lines += 1
+            try:
+                record = json.loads(raw)
+                if not isinstance(record, dict):
+                    raise ValueError
+                key = str(record.get("id") or record["url"])
+                twin = str(record["duplicate_of"])
+            except (ValueError, KeyError, UnicodeDecodeError):
+                data.skipped_lines += 1
+                continue
+            when = _seconds(record["time"]) if "time" in record else None
+            if record.get("avoided"):
+                data.avoided += 1
+                data.avoided_by_rule[str(record.get("rule"))] += 1
+                if when is not None:
+                    data.avoided_times.append(when)
+                continue
+            data.dropped += 1
+            try:
+                data.distances[int(record.get("distance", -1))] += 1
+            except (TypeError, ValueError):
+                pass
+            data.hosts[_host(key, record.get("source"))] += 1
+            data.prefixes[prefix_of(key)] += 1
+            if when is not None:
+                data.dropped_times.append(when)
+            cluster = members.get(twin)
+            if cluster is None:
+                cluster = members[twin] = Cluster(twin)
+            cluster.size += 1
+            if len(cluster.pairs) < PAIRS_PER_CLUSTER:
+                cluster.pairs.append((key, int(record.get("distance") or 0)))
+    if lines and data.skipped_lines == lines:
+        raise ReportInputError(f"{path} is not a duplicates file: none of its {lines} lines is a drop "
+                               f"(JSON with url or id, and duplicate_of)")
+    if data.skipped_lines:
+        logger.warning("%s: skipped %d line(s) that are not drops (JSON with url or id, and duplicate_of)", path,
+                       data.skipped_lines)
+    data.cluster_count = len(members)
+    data.clusters = sorted(members.values(), key=lambda c: (-c.size, c.twin))[:TOP_CLUSTERS]
+
+
+def _read_index(path: Path, data: CrawlData) -> None:
+    try:
+        db = open_readonly(path, INDEX)
+    except WrongFileError as exc:
+        raise ReportInputError(str(exc)) from None
+    try:
+        columns = {name for _, name, *_ in db.execute("PRAGMA table_info(pages)")}
+        language = "language" if "language" in columns else "NULL"
+        data.kept = 0
+        for fetched_at, lang in db.execute(f"SELECT fetched_at, {language} FROM pages"):
+            data.kept += 1
+            data.languages[lang or "unknown"] += 1
+            when = _seconds(fetched_at)
+            if when is not None:
+                data.kept_times.append(when)
+        twins = sorted({c.twin for c in data.clusters})
+        if twins:
+            marks = ",".join("?" * len(twins))
+            for url, title, text in db.execute(f"SELECT url, title, text FROM pages WHERE url IN ({marks})", twins):
+                data.texts[url] = text or ""
+                data.titles[url] = title or ""
+    except sqlite3.DatabaseError as exc:
+        raise ReportInputError(f"{path} cannot be read: {exc}") from None
+    finally:
+        db.close()
+
+
+def _read_store(path: Path, data: CrawlData) -> None:
+    try:
+        db = open_readonly(path, STORE)
+    except WrongFileError as exc:
+        raise ReportInputError(str(exc)) from None
+    try:
+        data.fingerprints = db.execute("SELECT COUNT(*) FROM records").fetchone()[0]
+    except sqlite3.DatabaseError as exc:
+        raise ReportInputError(f"{path} cannot be read: {exc}") from None
+    finally:
+        db.close()
+
+
+def read(inputs: Inputs) -> CrawlData:
+    """Read what ``inputs`` names into a ``CrawlData`` (``ReportInputError``
+    for a damaged file). O(duplicates lines + index rows)."""
+    data = CrawlData(inputs)
+    if inputs.duplicates is not None:
+        _read_duplicates(inputs.duplicates, data)
+    if inputs.index is not None:
+        _read_index(inputs.index, data)
+    if inputs.store is not None:
+        _read_store(inputs.store, data)
+    if inputs.summary is not None:
+        try:
+            summary = json.loads(inputs.summary.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise ReportInputError(f"{inputs.summary} cannot be read as JSON: {exc}") from None
+        if not isinstance(summary, dict):
+            raise ReportInputError(f"{inputs.summary} is not a summary (a JSON object)")
+        data.summary = summary
+    if inputs.rules is not None:
+        from ..url_rules.book import list_rules
+
+        try:
+            data.rules = list_rules(inputs.rules)
+        except WrongFileError as exc:
+            raise ReportInputError(str(exc)) from None
+        except sqlite3.DatabaseError as exc:
+            raise ReportInputError(f"{inputs.rules} cannot be read: {exc}") from None
+    if inputs.runs is not None:
+        data.runs, bad = read_runs(inputs.runs)
+        data.skipped_lines += bad
+    if inputs.captured is not None:
+        data.captured = True
+        wanted = {url for c in data.clusters for url, _ in c.pairs} | {c.twin for c in data.clusters}
+        try:
+            data.texts.update(read_texts(inputs.captured, wanted))
+        except sqlite3.DatabaseError as exc:
+            raise ReportInputError(f"{inputs.captured} cannot be read: {exc}") from None
+    return data
