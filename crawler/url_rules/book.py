@@ -6,7 +6,10 @@ evidence and acts on the same rules (``storage``).
 For every page the filter checks, ``observe`` records its URL and fingerprint
 and compares it with the first page seen of the same form under each live
 rule of its host: within k bits is evidence for the rule, farther is a
-counter-example, which retires the rule for good. A dropped page's URL and
+counter-example, which retires the rule for good. A pair is about a path rule
+only when the rule is what makes it one form: ``p/1.html?sid=7`` against
+``p/1.html`` differs in a parameter alone and says nothing of ``prefix /p/
+/m/``, so a counter-example retires exactly the rules it contradicts. A dropped page's URL and
 the URL it duplicated suggest new rules (``rules.derive``); a new rule is
 first tried on the host's pages already seen, so that a counter-example from
 the past (a translated page under a mirrored language prefix, say) retires it
@@ -48,7 +51,7 @@ from pathlib import Path
 import mmh3
 
 from .rules import Parts, UrlRule, derive, host_of, parts_of, url_of
-from .storage import Storage, open_storage, read_book
+from .storage import Avoided, Storage, open_storage, read_book
 
 logger = logging.getLogger(__name__)
 
@@ -168,8 +171,9 @@ class RuleBook:
         live = [st for st in self._rules_for(host) if st.live]
         if live:
             firsts = self.store.set_forms([(st.rule.spec, self._form(st, url), url, fp) for st in live])
+            strip = self._stripper(host)  # (as the forms were made: a rule retired meanwhile changes it)
             for st, first in zip(live, firsts):
-                self._judge(st, url, fp, first)
+                self._judge(st, url, fp, first, strip)
         if duplicate_of and duplicate_of != url:
             for rule in derive(url_of(self._strip(parts_of(url))), url_of(self._strip(parts_of(duplicate_of)))):
                 if self._state_of(rule) is None and not self._forbidden(rule) \
@@ -196,17 +200,31 @@ class RuleBook:
 
     def _strip(self, parts: Parts) -> Parts:
         """A URL's parts without the query parameters that active rules of its host say do not matter."""
-        host = parts[1]
+        stripper = self._stripper(parts[1])
+        return stripper.apply(parts) if stripper is not None else parts
+
+    def _stripper(self, host: str) -> UrlRule | None:
+        """The parameter rule that strips what ``host``'s acting parameter rules say does not matter."""
         try:
             stripper = self._strip_by_host[host]
         except KeyError:
             names = sorted({n for st in self._acting_for(host) if st.rule.kind == "param" for n in st.rule.a.split(",")})
             stripper = self._strip_by_host[host] = UrlRule("param", "*", ",".join(names)) if names else None
-        return stripper.apply(parts) if stripper is not None else parts
+        return stripper
 
-    def _judge(self, st: RuleState, url: str, fp: int, first: tuple[str, int] | None) -> None:
-        """A page against the first page of its form under a rule (None: it is the first)."""
+    def _judge(self, st: RuleState, url: str, fp: int, first: tuple[str, int] | None,
+               strip: UrlRule | None) -> None:
+        """A page against the first page of its form under a rule (None: it is the first);
+        ``strip``: the host's parameter stripper the forms were made with."""
         if first is None or first[0] == url:
+            return
+        if st.rule.kind != "param" and (
+                parts_of(url) == parts_of(first[0]) if strip is None
+                else strip.apply(parts_of(url)) == strip.apply(parts_of(first[0]))):
+            # The pair is one form already without this rule (it differs only in parameters
+            # that acting parameter rules strip): its verdict is about those rules, not this
+            # one, which neither gains a pair nor loses one (``p/1.html?sid=7`` against
+            # ``p/1.html`` says nothing about ``prefix /p/ /m/``).
             return
         if (first[1] ^ fp).bit_count() <= self.k:
             st.example = st.example or f"{url} = {first[0]}"
@@ -223,10 +241,11 @@ class RuleBook:
         for start in range(0, len(pages), 1000):  # (a round per thousand pages on a shared book)
             chunk = pages[start : start + 1000]
             firsts = self.store.set_forms([(st.rule.spec, self._form(st, url), url, fp) for url, fp in chunk])
+            strip = self._stripper(st.rule.host)
             for (url, fp), first in zip(chunk, firsts):
                 if not st.live:
                     return
-                self._judge(st, url, fp, first)
+                self._judge(st, url, fp, first, strip)
 
     # -- acting -------------------------------------------------------------------
 
@@ -252,23 +271,39 @@ class RuleBook:
             out[j] = (st.rule.spec, first[0], draw < self.explore * 10_000)
         return out
 
-    def record_avoided(self, url: str, spec: str, target: str, request: str | None = None) -> bool:
+    def record_avoided(self, url: str, spec: str, target: str, request: str | None = None,
+                       scheduled: bool = False) -> bool:
         """Note an avoided request (``request``: as the caller can make it again,
-        should the rule be retired); False if it was avoided before (count it once)."""
-        if not self.store.avoid_once(spec, url, target, request):
+        should the rule be retired; ``scheduled``: it had passed the dupe filter);
+        False if it was avoided before (count it once)."""
+        if not self.store.avoid_once(spec, url, target, request, scheduled):
             return False
         st = next(s for s in self._rules_for(host_of(url)) if s.rule.spec == spec)
         self._update(st, self.store.bump(spec, avoided=1))
         self.store.maybe_commit()
         return True
 
-    def release(self, st: RuleState) -> list[str | None]:
+    def release(self, st: RuleState, claim: bool = True) -> list[Avoided]:
         """A retired rule's avoided requests (as given to ``record_avoided``), to
-        be made after all: the rule was wrong for some of them. Forgets them
-        (with a shared book, the process that saw the retirement takes them all)."""
-        out = self.store.release(st.rule.spec)
-        self.store.commit()
+        be made after all: the rule was wrong for some of them. ``claim``: forgets
+        them at once (with a shared book, the process that saw the retirement takes
+        them all); else they stay until ``forget``, once the caller has them queued
+        durably, so that a kill in between loses none (``unreleased``)."""
+        out = self.store.release(st.rule.spec, claim)
+        if claim:
+            self.store.commit()
         return out
+
+    def forget(self, st: RuleState) -> None:
+        """The requests ``release(st, claim=False)`` gave are durably queued: forget them."""
+        self.store.forget(st.rule.spec)
+        self.store.commit()
+
+    def unreleased(self) -> list[RuleState]:
+        """Retired rules whose avoided requests are still noted: a kill came
+        between the retirement and the requests' queueing (to be released again)."""
+        specs = set(self.store.released_rules())
+        return [st for st in self.rules() if st.state == RETIRED and st.rule.spec in specs]
 
     # -- listing and housekeeping -----------------------------------------------
 

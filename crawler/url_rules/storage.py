@@ -24,7 +24,7 @@ import json
 import sqlite3
 import time
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import mmh3
 
@@ -33,6 +33,16 @@ from scrapy_neardup.dedup.store.backends import from_sqlite_int, private_file, t
 from .rules import UrlRule
 
 COUNTERS = ("evidence", "counter", "avoided")
+
+
+class Avoided(NamedTuple):
+    """A request a rule avoided: its URL, the request as the caller can make it
+    again (None: it could not be stored), and whether it had passed the dupe
+    filter already (``scheduled``: made again with ``dont_filter``, once)."""
+
+    url: str
+    request: str | None
+    scheduled: bool
 COMMIT_EVERY = 1.0  # seconds (SQLite; Redis commits every call)
 
 
@@ -63,11 +73,20 @@ class Storage(Protocol):
 
     def drop_forms(self, spec: str) -> None: ...
 
-    def avoid_once(self, spec: str, url: str, target: str, request: str | None) -> bool:
-        """Note an avoided request; False if the URL was avoided before."""
+    def avoid_once(self, spec: str, url: str, target: str, request: str | None, scheduled: bool = False) -> bool:
+        """Note an avoided request; False if the URL was avoided before.
+        ``scheduled``: it had passed the dupe filter (left out just before its
+        download), kept on the URL's note even when it was avoided before."""
 
-    def release(self, spec: str) -> list[str | None]:
-        """Take the requests a rule avoided (as given to ``avoid_once``)."""
+    def release(self, spec: str, claim: bool = True) -> list[Avoided]:
+        """The requests a rule avoided (as given to ``avoid_once``), taken
+        (``claim``) or left until ``forget``."""
+
+    def forget(self, spec: str) -> None:
+        """Delete the requests a rule avoided (after ``release(claim=False)``)."""
+
+    def released_rules(self) -> list[str]:
+        """The rules that have avoided requests noted (``release`` tells which are retired)."""
 
     def save_settings(self, values: dict[str, str]) -> None:
         """Keep the settings the book acts under (its evidence threshold, the
@@ -124,7 +143,8 @@ CREATE TABLE IF NOT EXISTS pages (url TEXT PRIMARY KEY, host TEXT NOT NULL, fp I
 CREATE INDEX IF NOT EXISTS pages_by_host ON pages (host, seq);
 CREATE TABLE IF NOT EXISTS forms (rule INTEGER, form TEXT, url TEXT NOT NULL, fp INTEGER NOT NULL,
     PRIMARY KEY (rule, form)) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS avoided (url TEXT PRIMARY KEY, rule INTEGER, target TEXT, request TEXT) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS avoided (url TEXT PRIMARY KEY, rule INTEGER, target TEXT, request TEXT,
+    scheduled INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS settings (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 
@@ -147,6 +167,9 @@ class SqliteStorage:
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.executescript(_SCHEMA)
+        if "scheduled" not in {row[1] for row in self.db.execute("PRAGMA table_info(avoided)")}:
+            # (a book written before: migrated in place; its rows were outlinks never queued)
+            self.db.execute("ALTER TABLE avoided ADD COLUMN scheduled INTEGER NOT NULL DEFAULT 0")
         self.db.execute("BEGIN")
         self._committed = time.monotonic()
         self._seq = self.db.execute("SELECT COALESCE(MAX(seq), 0) FROM pages").fetchone()[0]
@@ -205,15 +228,26 @@ class SqliteStorage:
     def drop_forms(self, spec: str) -> None:
         self.db.execute("DELETE FROM forms WHERE rule = ?", (self._ids[spec],))
 
-    def avoid_once(self, spec: str, url: str, target: str, request: str | None) -> bool:
-        cur = self.db.execute("INSERT OR IGNORE INTO avoided VALUES (?, ?, ?, ?)",
-                              (url, self._ids[spec], target, request))
+    def avoid_once(self, spec: str, url: str, target: str, request: str | None, scheduled: bool = False) -> bool:
+        cur = self.db.execute("INSERT OR IGNORE INTO avoided VALUES (?, ?, ?, ?, ?)",
+                              (url, self._ids[spec], target, request, int(scheduled)))
+        if not cur.rowcount and scheduled:
+            self.db.execute("UPDATE avoided SET scheduled = 1 WHERE url = ?", (url,))
         return bool(cur.rowcount)
 
-    def release(self, spec: str) -> list[str | None]:
-        rows = self.db.execute("SELECT request FROM avoided WHERE rule = ?", (self._ids[spec],)).fetchall()
+    def release(self, spec: str, claim: bool = True) -> list[Avoided]:
+        rows = self.db.execute("SELECT url, request, scheduled FROM avoided WHERE rule = ?",
+                               (self._ids[spec],)).fetchall()
+        if claim:
+            self.forget(spec)
+        return [Avoided(url, request, bool(scheduled)) for url, request, scheduled in rows]
+
+    def forget(self, spec: str) -> None:
         self.db.execute("DELETE FROM avoided WHERE rule = ?", (self._ids[spec],))
-        return [r for (r,) in rows]
+
+    def released_rules(self) -> list[str]:
+        return [spec for (spec,) in self.db.execute(
+            "SELECT spec FROM rules WHERE id IN (SELECT DISTINCT rule FROM avoided) ORDER BY id")]
 
     def save_settings(self, values: dict[str, str]) -> None:
         self.db.executemany("INSERT OR REPLACE INTO settings VALUES (?, ?)", values.items())
@@ -343,22 +377,43 @@ class RedisStorage:
     def drop_forms(self, spec: str) -> None:
         self.client.delete(f"{self._rule(spec)}:f")
 
-    def avoid_once(self, spec: str, url: str, target: str, request: str | None) -> bool:
+    def avoid_once(self, spec: str, url: str, target: str, request: str | None, scheduled: bool = False) -> bool:
         # (one hash for every rule: a URL is counted once, whichever rule each process avoided it by)
-        return bool(self.client.hsetnx(f"{self.name}:a", url,
-                                       json.dumps({"rule": spec, "target": target, "request": request})))
-
-    def release(self, spec: str) -> list[str | None]:
         key = f"{self.name}:a"
-        mine = [(url, entry) for url, raw in self.client.hscan_iter(key, count=1000)
+        entry = {"rule": spec, "target": target, "request": request, "scheduled": scheduled}
+        if self.client.hsetnx(key, url, json.dumps(entry)):
+            return True
+        if scheduled and (raw := self.client.hget(key, url)) is not None:
+            old = json.loads(raw)
+            if not old.get("scheduled"):
+                self.client.hset(key, url, json.dumps({**old, "scheduled": True}))
+        return False
+
+    def _mine(self, spec: str) -> list[tuple[bytes, dict]]:
+        return [(url, entry) for url, raw in self.client.hscan_iter(f"{self.name}:a", count=1000)
                 for entry in [json.loads(raw)] if entry["rule"] == spec]
+
+    def release(self, spec: str, claim: bool = True) -> list[Avoided]:
+        mine = self._mine(spec)
         if not mine:
             return []
+        out = [Avoided(url.decode(), entry["request"], bool(entry.get("scheduled"))) for url, entry in mine]
+        if not claim:
+            return out
         pipe = self.client.pipeline(transaction=False)
         for url, _ in mine:
-            pipe.hdel(key, url)
+            pipe.hdel(f"{self.name}:a", url)
         # (only what this call deleted: two processes releasing one rule requeue each request once)
-        return [entry["request"] for (_, entry), gone in zip(mine, pipe.execute()) if gone]
+        return [a for a, gone in zip(out, pipe.execute()) if gone]
+
+    def forget(self, spec: str) -> None:
+        pipe = self.client.pipeline(transaction=False)
+        for url, _ in self._mine(spec):
+            pipe.hdel(f"{self.name}:a", url)
+        pipe.execute()
+
+    def released_rules(self) -> list[str]:
+        return sorted({json.loads(raw)["rule"] for _, raw in self.client.hscan_iter(f"{self.name}:a", count=1000)})
 
     def save_settings(self, values: dict[str, str]) -> None:
         if values:
