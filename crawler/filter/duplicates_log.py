@@ -121,9 +121,10 @@ class DuplicatesLog:
 
     def requeued(self, url: str, rule: str) -> None:
         """``url``, avoided by ``rule``, is requested after all (the rule was
-        retired): this line withdraws its ``"avoided": true`` line."""
+        retired, or a request for it was on its way already): this line
+        withdraws its ``"avoided": true`` line."""
         self._write({"url": url, "requeued": True, "rule": rule, "time": utc_now()})
-        logger.debug("requested after all: %s (rule %s retired)", url, rule)
+        logger.debug("requested after all: %s (avoided by rule %s)", url, rule)
 
     def close(self) -> None:
         fh, self._fh = self._fh, None

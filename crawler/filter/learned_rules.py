@@ -66,20 +66,25 @@ class LearnedRules:
                              min_evidence=config.url_rules_min_evidence, explore=config.url_rules_explore,
                              pin=config.url_rules_pin, forbid=config.url_rules_forbid)
         self._warned = 0.0
-        self._avoided_here: set[str] = set()  # URLs this run counts in neardup/requests_avoided
+        self._avoided_here: dict[str, str] = {}  # URL -> rule: what this run counts in neardup/requests_avoided
         self._written = self._synced = 0  # avoided requests noted / committed (the gate)
         AckTracker.of(crawler).add_gate(self)
         crawler.signals.connect(self._resume, signal=signals.spider_opened)
+        crawler.signals.connect(self._downloaded, signal=signals.response_received)
 
     def learn(self, url: str, fp: int, duplicate_of: str | None = None) -> None:
         """Tell the rule book what this page is (and what it duplicates)."""
+        spec = self._avoided_here.get(url)
+        if spec is not None:  # (an outlink to it was left out while its response was on its way)
+            self._withdraw(url, spec)
         try:
             self.book.observe(url, fp, duplicate_of)
-            for event, st in self.book.events:
+            events = self.book.events[:]
+            self.book.events.clear()  # (each event once, whatever fails below)
+            for event, st in events:
                 self.stats.inc_value(f"neardup/url_rules/{event}")
                 if event == "retired":
                     self._requeue(st)
-            self.book.events.clear()
         except FILE_ERRORS as exc:
             self._unavailable(exc)
 
@@ -119,7 +124,7 @@ class LearnedRules:
             self._written += 1
             out.add(request)
             if first:
-                self._avoided_here.add(url)
+                self._avoided_here[url] = spec
                 self.stats.inc_value(REQUESTS_AVOIDED)
                 self.duplicates.avoided(url, target, spec, referer)
         return out
@@ -140,6 +145,20 @@ class LearnedRules:
             if referer:
                 request.headers.setdefault(b"Referer", referer)
         return request
+
+    def _withdraw(self, url: str, spec: str) -> None:
+        """``url``, avoided by ``spec``, is requested after all: no longer a request avoided."""
+        if self._avoided_here.pop(url, None) is not None:
+            self.stats.inc_value(REQUESTS_AVOIDED, -1)
+        self.duplicates.requeued(url, spec)
+
+    def _downloaded(self, response: object, request: Request) -> None:
+        """A response came: if its URL was counted as avoided (a request for it
+        was in flight when an outlink to it was left out), it is not. O(1)."""
+        url = urldefrag(request.url)[0] if "#" in request.url else request.url
+        spec = self._avoided_here.get(url)
+        if spec is not None:
+            self._withdraw(url, spec)
 
     # -- the gate of the durable frontier: avoided requests noted before their page is acknowledged
 
@@ -162,7 +181,8 @@ class LearnedRules:
         """The crawl's durable frontier, when it has one open (``JOBDIR``)."""
         # (the engine keeps its scheduler in its slot; Scrapy offers no public accessor)
         scheduler = getattr(getattr(self.crawler.engine, "_slot", None), "scheduler", None)
-        return scheduler if isinstance(scheduler, DurableScheduler) and scheduler.is_open else None
+        # (not isinstance: Scrapy's BaseScheduler answers it for any scheduler with its methods)
+        return scheduler if DurableScheduler in type(scheduler).__mro__ and scheduler.is_open else None
 
     def _resume(self) -> None:
         """Retired rules whose avoided requests a kill kept from the frontier: queue them now."""
@@ -196,10 +216,7 @@ class LearnedRules:
             # (one that passed the dupe filter already would be refused by it: made once, unfiltered)
             engine.crawl(request.replace(dont_filter=True) if row.scheduled else request)
             made += 1
-            if row.url in self._avoided_here:  # (downloaded after all: no longer a request avoided)
-                self._avoided_here.discard(row.url)
-                self.stats.inc_value(REQUESTS_AVOIDED, -1)
-            self.duplicates.requeued(row.url, spec)
+            self._withdraw(row.url, spec)
         if durable is not None:
             durable.commit()  # the requests and their marks, in one frontier transaction
             self.book.forget(st)  # then the rule book lets them go

@@ -257,7 +257,8 @@ class RuleBook:
         return self.avoid_many([url])[0]
 
     def avoid_many(self, urls: list[str]) -> list[tuple[str, str, bool] | None]:
-        """``avoid`` for each URL, with one look-up round for all (``Storage.forms``)."""
+        """``avoid`` for each URL, with one look-up round for all (``Storage.forms``),
+        and one more for those it would avoid (``Storage.fetched``)."""
         asks = [(j, st, self._form(st, url)) for j, url in enumerate(urls)
                 for st in self._acting_for(host_of(url))]
         firsts = self.store.forms([(st.rule.spec, form) for _, st, form in asks]) if asks else []
@@ -269,6 +270,13 @@ class RuleBook:
             # (drawn from the path and query: the same URLs explored on every run, whatever the port)
             draw = mmh3.hash(url.split("/", 3)[-1], signed=False) % 10_000
             out[j] = (st.rule.spec, first[0], draw < self.explore * 10_000)
+        # A URL fetched already (before the rule acted) is not avoided: the dupe filter
+        # refuses it anyway, and it must not be counted as a request not made.
+        maybe = [j for j, verdict in enumerate(out) if verdict is not None and not verdict[2]]
+        if maybe:
+            for j, done in zip(maybe, self.store.fetched([urls[j] for j in maybe])):
+                if done:
+                    out[j] = None
         return out
 
     def record_avoided(self, url: str, spec: str, target: str, request: str | None = None,

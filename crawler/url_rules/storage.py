@@ -63,6 +63,9 @@ class Storage(Protocol):
     def pages(self, host: str, limit: int) -> list[tuple[str, int]]:
         """Up to ``limit`` of the host's pages (url, fingerprint), the latest if there are more."""
 
+    def fetched(self, urls: list[str]) -> list[bool]:
+        """For each URL, in one round: whether it is a page seen (``add_page``)."""
+
     def forms(self, asks: list[tuple[str, str]]) -> list[tuple[str, int] | None]:
         """For each (spec, form), in one round: the first page (url, fingerprint)
         seen of the form under the rule, or None."""
@@ -203,6 +206,10 @@ class SqliteStorage:
         self._seq += 1
         self.db.execute("INSERT OR REPLACE INTO pages VALUES (?, ?, ?, ?)",
                         (url, host, to_sqlite_int(fp), self._seq))
+
+    def fetched(self, urls: list[str]) -> list[bool]:
+        return [self.db.execute("SELECT 1 FROM pages WHERE url = ?", (url,)).fetchone() is not None
+                for url in urls]
 
     def pages(self, host: str, limit: int) -> list[tuple[str, int]]:
         rows = self.db.execute("SELECT url, fp FROM pages WHERE host = ? ORDER BY seq DESC LIMIT ?",
@@ -347,6 +354,14 @@ class RedisStorage:
 
     def add_page(self, host: str, url: str, fp: int) -> None:
         self.client.hset(f"{self.name}:p:{host}", url, fp.to_bytes(8, "big"))
+
+    def fetched(self, urls: list[str]) -> list[bool]:
+        from .rules import host_of
+
+        pipe = self.client.pipeline(transaction=False)
+        for url in urls:
+            pipe.hexists(f"{self.name}:p:{host_of(url)}", url)
+        return [bool(x) for x in pipe.execute()]
 
     def pages(self, host: str, limit: int) -> list[tuple[str, int]]:
         out: list[tuple[str, int]] = []
