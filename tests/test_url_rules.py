@@ -292,8 +292,9 @@ def test_a_retired_rules_avoided_requests_stay_until_forgotten_and_know_if_they_
     book.close()  # (a kill would keep the same: the retirement is committed at once)
     book = RuleBook(path, min_evidence=3, explore=0.0)
     (st,) = book.unreleased()
-    assert len(book.release(st, claim=False)) == 2
-    book.forget(st)
+    rows = book.release(st, claim=False)
+    assert len(rows) == 2
+    book.forget(rows)
     assert book.unreleased() == [] and book.release(st) == []
     book.close()
 
@@ -309,3 +310,24 @@ def test_a_book_written_before_the_scheduled_column_is_migrated_in_place(tmp_pat
     book = RuleBook(path, min_evidence=3, explore=0.0)
     assert book.store.db.execute("SELECT scheduled FROM avoided").fetchall() == [(0,)]
     book.close()
+
+
+def test_a_parameter_rules_retirement_releases_what_path_rules_avoided_with_its_parameters_stripped():
+    """``/p/9.html?sid=7`` avoided under ``prefix /p/ /m/`` (its form ``/m/9.html``
+    once ``sid`` is stripped) depends on the ``sid`` rule too: retiring that rule
+    makes it after all; the prefix rule's own avoided requests stay."""
+    book = RuleBook(None, min_evidence=3, explore=0.0)
+    for i in range(5):
+        fp = 1_000_003 * (i + 1)
+        book.observe(f"{H}/p/{i}.html", fp)
+        book.observe(f"{H}/p/{i}.html?sid={i}", fp ^ 1, duplicate_of=f"{H}/p/{i}.html")
+        book.observe(f"{H}/m/{i}.html", fp ^ 2, duplicate_of=f"{H}/p/{i}.html")
+    states = {st.rule.spec: st for st in book.rules()}
+    sid, prefix = states["param h.test sid"], states["prefix h.test /p/ /m/"]
+    assert book.avoid(f"{H}/p/1.html?sid=x") == (sid.rule.spec, f"{H}/p/1.html", False)
+    assert book.record_avoided(f"{H}/m/3.html?sid=y", prefix.rule.spec, f"{H}/p/3.html", "R1")
+    assert book.record_avoided(f"{H}/m/4.html", prefix.rule.spec, f"{H}/p/4.html", "R2")
+    book.observe(f"{H}/p/2.html?sid=77", 1)  # the parameter mattered here
+    assert sid.state == RETIRED and prefix.state == ACTIVE
+    assert [a.request for a in book.release(sid)] == ["R1"]
+    assert [a.request for a in book.release(prefix, claim=False)] == ["R2"]

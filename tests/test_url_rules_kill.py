@@ -37,11 +37,6 @@ TRIALS = int(os.environ.get("NEARDUP_KILL_TRIALS", "2"))
 RETIRED = "URL rule retired: param"
 
 
-def contents(site: CopiesSite) -> set[str]:
-    """Every distinct content the site serves (the home page aside)."""
-    return {f"page {i}" for i in range(site.n)} | {f"session {i}" for i in range(site.session_from, site.n)}
-
-
 def target(url: str) -> str:
     return "/" + url.split("/", 3)[3]
 
@@ -56,7 +51,7 @@ def test_a_clean_crawl_fetches_no_url_twice_and_retires_only_the_rule_contradict
     log = r.stderr
     twice = sorted(t for t, n in hits.items() if n > 1)
     assert not twice, f"fetched twice: {twice[:10]}"
-    assert contents(site) <= {site.truth(t) for t in hits}
+    assert site.contents() <= {site.truth(t) for t in hits}
     # the sid rule, learned on the first pages, is retired on the last; the prefix rules hold
     assert stat(log, "neardup/url_rules/learned") == 3
     assert stat(log, "neardup/url_rules/retired") == 1 and RETIRED in log
@@ -75,28 +70,49 @@ def test_a_clean_crawl_fetches_no_url_twice_and_retires_only_the_rule_contradict
     assert all(d.get("referer") for d in lines if d.get("avoided"))
 
 
-def crawl_cmd(url: str, jobdir: Path) -> list[str]:
-    return [sys.executable, "-W", "error::DeprecationWarning", "-m", "scrapy", "crawl", "site",
-            "-a", f"start_url={url}/", "-s", f"JOBDIR={jobdir}", "-s", "AUTOTHROTTLE_ENABLED=False",
-            "-s", "ROBOTSTXT_OBEY=False", "-s", "CONCURRENT_REQUESTS=8", "-s", "LOG_LEVEL=INFO",
-            "-s", "STATS_DUMP=True"]
+def crawl_cmd(url: str, jobdir: Path, *settings: str) -> list[str]:
+    cmd = [sys.executable, "-W", "error::DeprecationWarning", "-m", "scrapy", "crawl", "site",
+           "-a", f"start_url={url}/", "-s", f"JOBDIR={jobdir}", "-s", "AUTOTHROTTLE_ENABLED=False",
+           "-s", "ROBOTSTXT_OBEY=False", "-s", "CONCURRENT_REQUESTS=8", "-s", "LOG_LEVEL=INFO",
+           "-s", "STATS_DUMP=True"]
+    for s in settings:
+        cmd += ["-s", s]
+    return cmd
 
 
-def run_until_done(url: str, jobdir: Path, server, rng: random.Random, plan: list[str]) -> tuple[int, str]:
+#: the n-th request the retired sid rule puts back (``KillAt``: the crawl kills itself there)
+PUTTING_BACK = "sid retired)"
+
+
+def run_until_done(url: str, jobdir: Path, server, rng: random.Random, plan: list[str]) -> tuple[list[str], str]:
     """Start the crawl and kill it (SIGKILL) as ``plan`` says, one entry a run:
     ``"hits"`` after a random number of new requests reached the server,
-    ``"retired"`` a random 0-60 ms after the log says the sid rule is retired
-    (no kill if that run finishes first); then let it finish."""
+    ``"retired"`` a random 0-60 ms after the log says the sid rule is retired,
+    ``"putting back"`` (the crawl kills itself, ``tests.fixtures.kill_at``) as
+    it puts back a random one of the first 8 requests the retired sid rule
+    avoided, before the frontier has committed them; no kill if that run
+    finishes first. Then let it finish; returns the kills made and the logs."""
     log = jobdir.parent / f"{jobdir.name}.log"
     kills = 0
+    killed: list[str] = []
     plan = list(plan)
     logs = []
     while True:
         before = sum(server.hits.values())
+        how = plan.pop(0) if plan else None
+        settings = ['EXTENSIONS={"tests.fixtures.kill_at.KillAt": 0}', f"KILL_AT={PUTTING_BACK}",
+                    f"KILL_AT_COUNT={rng.randint(1, 8)}"] if how == "putting back" else []
         with open(log, "w") as err:
-            proc = subprocess.Popen(crawl_cmd(url, jobdir), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=err)
-        if plan:
-            how = plan.pop(0)
+            proc = subprocess.Popen(crawl_cmd(url, jobdir, *settings), cwd=ROOT, stdout=subprocess.DEVNULL,
+                                    stderr=err)
+        if how == "putting back":
+            proc.wait(timeout=600)
+            if proc.returncode == -signal.SIGKILL:
+                kills += 1
+                killed.append(how)
+                logs.append(log.read_text(errors="replace"))
+                continue
+        elif how is not None:
             deadline = time.monotonic() + 120
             target_hits = before + rng.randint(20, 400)
             while proc.poll() is None and time.monotonic() < deadline:
@@ -111,6 +127,7 @@ def run_until_done(url: str, jobdir: Path, server, rng: random.Random, plan: lis
                 proc.send_signal(signal.SIGKILL)
                 proc.wait(timeout=60)
                 kills += 1
+                killed.append(how)
                 assert_gone(workers)
                 logs.append(log.read_text(errors="replace"))
                 continue
@@ -119,7 +136,7 @@ def run_until_done(url: str, jobdir: Path, server, rng: random.Random, plan: lis
         logs.append(text)
         assert proc.returncode == 0, text[-3000:]
         if "'finish_reason': 'finished'" in text:
-            return kills, "\n".join(logs)
+            return killed, "\n".join(logs)
 
 
 def kept_contents(site: CopiesSite, jobdir: Path) -> list[str]:
@@ -145,15 +162,18 @@ def clean_kept(tmp_path_factory) -> list[str]:
 def test_kills_at_random_moments_and_right_after_a_retirement_lose_nothing(seed, tmp_path, clean_kept):
     site = CopiesSite()
     rng = random.Random(seed)
-    plan = ["hits", "retired", "hits"] if seed % 2 else ["retired", "hits"]
+    plan = ["hits", "putting back", "retired", "hits"] if seed % 2 else ["putting back", "hits"]
     with site.serve() as server:
-        kills, log = run_until_done(server.url, tmp_path / "job", server, rng, plan)
+        killed, log = run_until_done(server.url, tmp_path / "job", server, rng, plan)
         hits = dict(server.hits)
-    what = f"seed {seed}, plan {plan}, {kills} kills"
+    kills = len(killed)
+    what = f"seed {seed}, plan {plan}, kills {killed}"
+    assert "putting back" in killed, what
     kept = kept_contents(site, tmp_path / "job")
     assert RETIRED in log, what
     assert len(kept) == len(set(kept)), f"{what}: a content kept twice"
-    assert set(kept) == set(clean_kept) == contents(site) | {"home"}, \
-        f"{what}: lost {sorted(set(clean_kept) - set(kept))[:10]}"
+    assert set(kept) == set(clean_kept) == site.contents(), \
+        f"{what}: lost {sorted(site.contents() - set(kept))[:10]}, clean run lost " \
+        f"{sorted(site.contents() - set(clean_kept))[:10]}"
     over = {t: n for t, n in hits.items() if n > kills + 1 and t != "/robots.txt"}
     assert not over, f"{what}: requested more than kills + 1 times: {sorted(over)[:10]}"

@@ -119,12 +119,13 @@ class DuplicatesLog:
                      "time": utc_now()})
         logger.debug("not requested: %s (rule %s: %s has its content)", url, rule, duplicate_of)
 
-    def requeued(self, url: str, rule: str) -> None:
+    def requeued(self, url: str, rule: str, retired: bool = True) -> None:
         """``url``, avoided by ``rule``, is requested after all (the rule was
         retired, or a request for it was on its way already): this line
         withdraws its ``"avoided": true`` line."""
         self._write({"url": url, "requeued": True, "rule": rule, "time": utc_now()})
-        logger.debug("requested after all: %s (avoided by rule %s)", url, rule)
+        logger.debug("requested after all: %s (rule %s %s)", url, rule,
+                     "retired" if retired else "avoided it while a request for it was on its way")
 
     def close(self) -> None:
         fh, self._fh = self._fh, None

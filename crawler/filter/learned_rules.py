@@ -146,11 +146,12 @@ class LearnedRules:
                 request.headers.setdefault(b"Referer", referer)
         return request
 
-    def _withdraw(self, url: str, spec: str) -> None:
-        """``url``, avoided by ``spec``, is requested after all: no longer a request avoided."""
+    def _withdraw(self, url: str, spec: str, retired: bool = False) -> None:
+        """``url``, avoided by ``spec``, is requested after all (``retired``: by a
+        retirement; else it was on its way already): no longer a request avoided."""
         if self._avoided_here.pop(url, None) is not None:
             self.stats.inc_value(REQUESTS_AVOIDED, -1)
-        self.duplicates.requeued(url, spec)
+        self.duplicates.requeued(url, spec, retired)
 
     def _downloaded(self, response: object, request: Request) -> None:
         """A response came: if its URL was counted as avoided (a request for it
@@ -216,10 +217,10 @@ class LearnedRules:
             # (one that passed the dupe filter already would be refused by it: made once, unfiltered)
             engine.crawl(request.replace(dont_filter=True) if row.scheduled else request)
             made += 1
-            self._withdraw(row.url, spec)
+            self._withdraw(row.url, spec, retired=True)
         if durable is not None:
             durable.commit()  # the requests and their marks, in one frontier transaction
-            self.book.forget(st)  # then the rule book lets them go
+            self.book.forget(rows)  # then the rule book lets them go
         self.stats.inc_value("neardup/url_rules/requeued", made)
         logger.info("URL rule %s retired: %d request(s) it avoided are made after all%s%s", spec, made,
                     f" ({lost} could not be)" if lost else "",

@@ -284,34 +284,41 @@ class RuleBook:
         """Note an avoided request (``request``: as the caller can make it again,
         should the rule be retired; ``scheduled``: it had passed the dupe filter);
         False if it was avoided before (count it once)."""
-        if not self.store.avoid_once(spec, url, target, request, scheduled):
-            return False
         st = next(s for s in self._rules_for(host_of(url)) if s.rule.spec == spec)
+        params: tuple[str, ...] = ()
+        if st.rule.kind != "param" and (strip := self._stripper(host_of(url))) is not None:
+            # (the form also stripped these: the avoidance depends on their rules too)
+            names = set(strip.a.split(","))
+            params = tuple(sorted({k for u in (url, target) for k, _ in parts_of(u)[3] if k in names}))
+        if not self.store.avoid_once(spec, url, target, request, scheduled, params):
+            return False
         self._update(st, self.store.bump(spec, avoided=1))
         self.store.maybe_commit()
         return True
 
     def release(self, st: RuleState, claim: bool = True) -> list[Avoided]:
         """A retired rule's avoided requests (as given to ``record_avoided``), to
-        be made after all: the rule was wrong for some of them. ``claim``: forgets
+        be made after all: the rule was wrong for some of them. A parameter rule's
+        are also those a path rule avoided with its parameters stripped (the form
+        ``/m/1.html`` of ``/p/1.html?sid=7`` under ``prefix /p/ /m/``). ``claim``: forgets
         them at once (with a shared book, the process that saw the retirement takes
         them all); else they stay until ``forget``, once the caller has them queued
         durably, so that a kill in between loses none (``unreleased``)."""
-        out = self.store.release(st.rule.spec, claim)
+        names = tuple(st.rule.a.split(",")) if st.rule.kind == "param" else ()
+        out = self.store.release(st.rule.spec, names, claim)
         if claim:
             self.store.commit()
         return out
 
-    def forget(self, st: RuleState) -> None:
+    def forget(self, avoided: list[Avoided]) -> None:
         """The requests ``release(st, claim=False)`` gave are durably queued: forget them."""
-        self.store.forget(st.rule.spec)
+        self.store.forget([a.url for a in avoided])
         self.store.commit()
 
     def unreleased(self) -> list[RuleState]:
         """Retired rules whose avoided requests are still noted: a kill came
         between the retirement and the requests' queueing (to be released again)."""
-        specs = set(self.store.released_rules())
-        return [st for st in self.rules() if st.state == RETIRED and st.rule.spec in specs]
+        return [st for st in self.rules() if st.state == RETIRED and self.release(st, claim=False)]
 
     # -- listing and housekeeping -----------------------------------------------
 

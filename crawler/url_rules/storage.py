@@ -76,20 +76,21 @@ class Storage(Protocol):
 
     def drop_forms(self, spec: str) -> None: ...
 
-    def avoid_once(self, spec: str, url: str, target: str, request: str | None, scheduled: bool = False) -> bool:
+    def avoid_once(self, spec: str, url: str, target: str, request: str | None, scheduled: bool = False,
+                   params: tuple[str, ...] = ()) -> bool:
         """Note an avoided request; False if the URL was avoided before.
         ``scheduled``: it had passed the dupe filter (left out just before its
-        download), kept on the URL's note even when it was avoided before."""
+        download), kept on the URL's note even when it was avoided before.
+        ``params``: the parameters parameter rules stripped to make it the form
+        of a path rule (it depends on those rules too)."""
 
-    def release(self, spec: str, claim: bool = True) -> list[Avoided]:
-        """The requests a rule avoided (as given to ``avoid_once``), taken
-        (``claim``) or left until ``forget``."""
+    def release(self, spec: str, names: tuple[str, ...] = (), claim: bool = True) -> list[Avoided]:
+        """The requests a rule avoided (as given to ``avoid_once``), and those
+        whose avoidance stripped one of ``names`` (the rule's, for a parameter
+        rule), taken (``claim``) or left until ``forget``."""
 
-    def forget(self, spec: str) -> None:
-        """Delete the requests a rule avoided (after ``release(claim=False)``)."""
-
-    def released_rules(self) -> list[str]:
-        """The rules that have avoided requests noted (``release`` tells which are retired)."""
+    def forget(self, urls: list[str]) -> None:
+        """Delete these avoided requests (after ``release(claim=False)``)."""
 
     def save_settings(self, values: dict[str, str]) -> None:
         """Keep the settings the book acts under (its evidence threshold, the
@@ -147,7 +148,7 @@ CREATE INDEX IF NOT EXISTS pages_by_host ON pages (host, seq);
 CREATE TABLE IF NOT EXISTS forms (rule INTEGER, form TEXT, url TEXT NOT NULL, fp INTEGER NOT NULL,
     PRIMARY KEY (rule, form)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS avoided (url TEXT PRIMARY KEY, rule INTEGER, target TEXT, request TEXT,
-    scheduled INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID;
+    scheduled INTEGER NOT NULL DEFAULT 0, params TEXT NOT NULL DEFAULT '') WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS settings (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 
@@ -170,9 +171,12 @@ class SqliteStorage:
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.executescript(_SCHEMA)
-        if "scheduled" not in {row[1] for row in self.db.execute("PRAGMA table_info(avoided)")}:
-            # (a book written before: migrated in place; its rows were outlinks never queued)
+        columns = {row[1] for row in self.db.execute("PRAGMA table_info(avoided)")}
+        # (a book written before: migrated in place; its rows were outlinks never queued)
+        if "scheduled" not in columns:
             self.db.execute("ALTER TABLE avoided ADD COLUMN scheduled INTEGER NOT NULL DEFAULT 0")
+        if "params" not in columns:
+            self.db.execute("ALTER TABLE avoided ADD COLUMN params TEXT NOT NULL DEFAULT ''")
         self.db.execute("BEGIN")
         self._committed = time.monotonic()
         self._seq = self.db.execute("SELECT COALESCE(MAX(seq), 0) FROM pages").fetchone()[0]
@@ -235,26 +239,26 @@ class SqliteStorage:
     def drop_forms(self, spec: str) -> None:
         self.db.execute("DELETE FROM forms WHERE rule = ?", (self._ids[spec],))
 
-    def avoid_once(self, spec: str, url: str, target: str, request: str | None, scheduled: bool = False) -> bool:
-        cur = self.db.execute("INSERT OR IGNORE INTO avoided VALUES (?, ?, ?, ?, ?)",
-                              (url, self._ids[spec], target, request, int(scheduled)))
+    def avoid_once(self, spec: str, url: str, target: str, request: str | None, scheduled: bool = False,
+                   params: tuple[str, ...] = ()) -> bool:
+        cur = self.db.execute("INSERT OR IGNORE INTO avoided VALUES (?, ?, ?, ?, ?, ?)",
+                              (url, self._ids[spec], target, request, int(scheduled), ",".join(params)))
         if not cur.rowcount and scheduled:
             self.db.execute("UPDATE avoided SET scheduled = 1 WHERE url = ?", (url,))
         return bool(cur.rowcount)
 
-    def release(self, spec: str, claim: bool = True) -> list[Avoided]:
-        rows = self.db.execute("SELECT url, request, scheduled FROM avoided WHERE rule = ?",
-                               (self._ids[spec],)).fetchall()
+    def release(self, spec: str, names: tuple[str, ...] = (), claim: bool = True) -> list[Avoided]:
+        # (O(rows noted with stripped parameters) for a parameter rule: a retirement is rare)
+        rows = self.db.execute("SELECT url, request, scheduled, rule, params FROM avoided WHERE rule = ?"
+                               + (" OR params != ''" if names else ""), (self._ids[spec],)).fetchall()
+        out = [Avoided(url, request, bool(scheduled)) for url, request, scheduled, rule, params in rows
+               if rule == self._ids[spec] or set(params.split(",")) & set(names)]
         if claim:
-            self.forget(spec)
-        return [Avoided(url, request, bool(scheduled)) for url, request, scheduled in rows]
+            self.forget([a.url for a in out])
+        return out
 
-    def forget(self, spec: str) -> None:
-        self.db.execute("DELETE FROM avoided WHERE rule = ?", (self._ids[spec],))
-
-    def released_rules(self) -> list[str]:
-        return [spec for (spec,) in self.db.execute(
-            "SELECT spec FROM rules WHERE id IN (SELECT DISTINCT rule FROM avoided) ORDER BY id")]
+    def forget(self, urls: list[str]) -> None:
+        self.db.executemany("DELETE FROM avoided WHERE url = ?", [(url,) for url in urls])
 
     def save_settings(self, values: dict[str, str]) -> None:
         self.db.executemany("INSERT OR REPLACE INTO settings VALUES (?, ?)", values.items())
@@ -392,10 +396,11 @@ class RedisStorage:
     def drop_forms(self, spec: str) -> None:
         self.client.delete(f"{self._rule(spec)}:f")
 
-    def avoid_once(self, spec: str, url: str, target: str, request: str | None, scheduled: bool = False) -> bool:
+    def avoid_once(self, spec: str, url: str, target: str, request: str | None, scheduled: bool = False,
+                   params: tuple[str, ...] = ()) -> bool:
         # (one hash for every rule: a URL is counted once, whichever rule each process avoided it by)
         key = f"{self.name}:a"
-        entry = {"rule": spec, "target": target, "request": request, "scheduled": scheduled}
+        entry = {"rule": spec, "target": target, "request": request, "scheduled": scheduled, "params": list(params)}
         if self.client.hsetnx(key, url, json.dumps(entry)):
             return True
         if scheduled and (raw := self.client.hget(key, url)) is not None:
@@ -404,12 +409,12 @@ class RedisStorage:
                 self.client.hset(key, url, json.dumps({**old, "scheduled": True}))
         return False
 
-    def _mine(self, spec: str) -> list[tuple[bytes, dict]]:
+    def _mine(self, spec: str, names: tuple[str, ...]) -> list[tuple[bytes, dict]]:
         return [(url, entry) for url, raw in self.client.hscan_iter(f"{self.name}:a", count=1000)
-                for entry in [json.loads(raw)] if entry["rule"] == spec]
+                for entry in [json.loads(raw)] if entry["rule"] == spec or set(entry.get("params", ())) & set(names)]
 
-    def release(self, spec: str, claim: bool = True) -> list[Avoided]:
-        mine = self._mine(spec)
+    def release(self, spec: str, names: tuple[str, ...] = (), claim: bool = True) -> list[Avoided]:
+        mine = self._mine(spec, names)
         if not mine:
             return []
         out = [Avoided(url.decode(), entry["request"], bool(entry.get("scheduled"))) for url, entry in mine]
@@ -421,14 +426,9 @@ class RedisStorage:
         # (only what this call deleted: two processes releasing one rule requeue each request once)
         return [a for a, gone in zip(out, pipe.execute()) if gone]
 
-    def forget(self, spec: str) -> None:
-        pipe = self.client.pipeline(transaction=False)
-        for url, _ in self._mine(spec):
-            pipe.hdel(f"{self.name}:a", url)
-        pipe.execute()
-
-    def released_rules(self) -> list[str]:
-        return sorted({json.loads(raw)["rule"] for _, raw in self.client.hscan_iter(f"{self.name}:a", count=1000)})
+    def forget(self, urls: list[str]) -> None:
+        if urls:
+            self.client.hdel(f"{self.name}:a", *urls)
 
     def save_settings(self, values: dict[str, str]) -> None:
         if values:
