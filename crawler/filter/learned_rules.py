@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import Any, cast
 from urllib.parse import urldefrag
 
 from scrapy import Request, signals
@@ -181,9 +182,11 @@ class LearnedRules:
     def _durable(self) -> DurableScheduler | None:
         """The crawl's durable frontier, when it has one open (``JOBDIR``)."""
         # (the engine keeps its scheduler in its slot; Scrapy offers no public accessor)
-        scheduler = getattr(getattr(self.crawler.engine, "_slot", None), "scheduler", None)
+        scheduler: Any = getattr(getattr(self.crawler.engine, "_slot", None), "scheduler", None)
         # (not isinstance: Scrapy's BaseScheduler answers it for any scheduler with its methods)
-        return scheduler if DurableScheduler in type(scheduler).__mro__ and scheduler.is_open else None
+        if DurableScheduler in type(scheduler).__mro__ and scheduler.is_open:
+            return cast(DurableScheduler, scheduler)
+        return None
 
     def _resume(self) -> None:
         """Retired rules whose avoided requests a kill kept from the frontier: queue them now."""
