@@ -6,10 +6,10 @@ evidence and acts on the same rules (``storage``).
 For every page the filter checks, ``observe`` records its URL and fingerprint
 and compares it with the first page seen of the same form under each live
 rule of its host: within k bits is evidence for the rule, farther is a
-counter-example, which retires the rule for good. A pair is about a path rule
-only when the rule is what makes it one form: ``p/1.html?sid=7`` against
-``p/1.html`` differs in a parameter alone and says nothing of ``prefix /p/
-/m/``, so a counter-example retires exactly the rules it contradicts. A dropped page's URL and
+counter-example, which retires the rule for good. A counter-example is
+against a path rule only when the rule is what makes the pair one form:
+``p/1.html?sid=7`` != ``p/1.html`` differs in a parameter alone and says
+nothing of ``prefix /p/ /m/``, so it retires exactly the rules it contradicts. A dropped page's URL and
 the URL it duplicated suggest new rules (``rules.derive``); a new rule is
 first tried on the host's pages already seen, so that a counter-example from
 the past (a translated page under a mirrored language prefix, say) retires it
@@ -218,13 +218,14 @@ class RuleBook:
         ``strip``: the host's parameter stripper the forms were made with."""
         if first is None or first[0] == url:
             return
-        if st.rule.kind != "param" and (
+        if (first[1] ^ fp).bit_count() > self.k and st.rule.kind != "param" and (
                 parts_of(url) == parts_of(first[0]) if strip is None
                 else strip.apply(parts_of(url)) == strip.apply(parts_of(first[0]))):
             # The pair is one form already without this rule (it differs only in parameters
-            # that acting parameter rules strip): its verdict is about those rules, not this
-            # one, which neither gains a pair nor loses one (``p/1.html?sid=7`` against
-            # ``p/1.html`` says nothing about ``prefix /p/ /m/``).
+            # that acting parameter rules strip): its counter-example is about those rules, not
+            # this one (``p/1.html?sid=7`` != ``p/1.html`` says nothing about ``prefix /p/ /m/``).
+            # (Such a pair that agrees still counts for the rule, as it always did: the trap
+            # site's rules act on it; it never makes a rule act against a counter-example.)
             return
         if (first[1] ^ fp).bit_count() <= self.k:
             st.example = st.example or f"{url} = {first[0]}"
