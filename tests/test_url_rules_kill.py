@@ -53,7 +53,8 @@ def test_a_clean_crawl_fetches_no_url_twice_and_retires_only_the_rule_contradict
     assert not twice, f"fetched twice: {twice[:10]}"
     assert site.contents() <= {site.truth(t) for t in hits}
     # the sid rule, learned on the first pages, is retired on the last; the prefix rules hold
-    assert stat(log, "neardup/url_rules/learned") == 3
+    assert stat(log, "neardup/url_rules/learned") >= 3 and "URL rule learned: param" in log
+    assert "URL rule learned: prefix" in log  # (/p/ /m/, /print/ /p/; /print/ /m/ in some orders)
     assert stat(log, "neardup/url_rules/retired") == 1 and RETIRED in log
     assert "URL rule retired: prefix" not in log
     requeued = stat(log, "neardup/url_rules/requeued")
