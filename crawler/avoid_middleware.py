@@ -39,5 +39,5 @@ class AvoidMiddleware:
         if neardup is None:
             return
         referer = request.headers.get("Referer")
-        if neardup.avoided([request], referer.decode("latin-1") if referer else None):
+        if neardup.avoided([request], referer.decode("latin-1") if referer else None, scheduled=True):
             raise IgnoreRequest(f"a learned URL rule says a fetched page has the content of {request.url}")

@@ -184,10 +184,10 @@ class NearDupMiddleware:
             return await self.workers.result(response, pending)
         return pending
 
-    def avoided(self, requests: list[Request], referer: str | None) -> set[Request]:
+    def avoided(self, requests: list[Request], referer: str | None, scheduled: bool = False) -> set[Request]:
         """Those of ``requests`` a learned URL rule says need not be made
-        (``LearnedRules.avoided``); none without learned rules."""
-        return set() if self.rules is None else self.rules.avoided(requests, referer)
+        (``LearnedRules.avoided``; ``scheduled``: past the dupe filter); none without learned rules."""
+        return set() if self.rules is None else self.rules.avoided(requests, referer, scheduled)
 
     # -- the end ----------------------------------------------------------------
 

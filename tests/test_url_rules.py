@@ -9,6 +9,7 @@ import pytest
 from scrapy_neardup.crawler.url_rules import RuleBook, UrlRule, derive
 from scrapy_neardup.crawler.url_rules.book import ACTIVE, CANDIDATE, PINNED, RETIRED, list_rules
 from scrapy_neardup.crawler.url_rules.rules import RuleSyntaxError
+from scrapy_neardup.crawler.url_rules.storage import Avoided
 
 H = "http://h.test"
 
@@ -89,7 +90,7 @@ def test_a_counter_example_retires_a_rule_for_good_and_releases_what_it_avoided(
     assert not book.record_avoided(f"{H}/a1.html?sid=x", st.rule.spec, f"{H}/a1.html", "REQ")  # once
     book.observe(f"{H}/a2.html?sid=new", 0xFFFF_0000_FFFF)  # far from /a2.html: the parameter mattered
     assert st.state == RETIRED and st.counter == 1 and "a2.html?sid=new" in st.counter_example
-    assert book.release(st) == ["REQ"] and book.release(st) == []
+    assert [a.request for a in book.release(st)] == ["REQ"] and book.release(st) == []
     _pairs(book, 10, start=10)
     assert st.state == RETIRED and book.avoid(f"{H}/a11.html?sid=z") is None
 
@@ -208,7 +209,11 @@ def test_a_book_on_redis_is_shared_by_every_process(redis_url):
     assert not a.record_avoided(f"{H}/a1.html?sid=z", "param h.test sid", f"{H}/a1.html", "R1")
     b.observe(f"{H}/a3.html?sid=new", 0xFFFF_0000_FFFF)  # the parameter mattered here
     assert b.rules()[0].state == RETIRED and [e for e, _ in b.events] == ["learned", "retired"]
-    assert b.release(b.rules()[0]) == ["R1"]
+    assert a.record_avoided(f"{H}/a1.html?sid=z", "param h.test sid", f"{H}/a1.html", "R1", scheduled=True) is False
+    assert a.unreleased() == [] and [st.rule.spec for st in b.unreleased()] == ["param h.test sid"]
+    assert b.release(b.rules()[0], claim=False) == [Avoided(f"{H}/a1.html?sid=z", "R1", True)]
+    assert b.release(b.rules()[0]) == [Avoided(f"{H}/a1.html?sid=z", "R1", True)]
+    assert b.unreleased() == [] and b.release(b.rules()[0]) == []
     a.refresh()
     assert a.rules()[0].state == RETIRED and a.avoid(f"{H}/a1.html?sid=other") is None
     assert [(r["rule"], r["state"]) for r in list_rules(redis_url, min_evidence=3)] == [("param h.test sid", RETIRED)]
@@ -243,3 +248,86 @@ def test_the_rules_command_reads_a_file_a_directory_or_a_redis_url(tmp_path, red
     out = subprocess.run([sys.executable, "-m", "scrapy_neardup", "rules", str(tmp_path / "nothing")], cwd=ROOT,
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 2 and "no URL rules" in out.stderr
+
+
+def test_a_counter_example_retires_only_the_rules_whose_transformation_it_contradicts():
+    """``/p/9.html?sid=77`` != ``/p/9.html`` differs in ``sid`` alone: it retires
+    the ``sid`` rule and leaves the ``/p/`` -> ``/m/`` prefix rule (whose form also
+    makes the pair one URL once ``sid`` is stripped) with its evidence."""
+    book = RuleBook(None, min_evidence=3, explore=0.0)
+    for i in range(5):
+        fp = 1_000_003 * (i + 1)
+        book.observe(f"{H}/p/{i}.html", fp)
+        book.observe(f"{H}/p/{i}.html?sid={i}", fp ^ 1, duplicate_of=f"{H}/p/{i}.html")
+        book.observe(f"{H}/m/{i}.html", fp ^ 2, duplicate_of=f"{H}/p/{i}.html")
+    states = {st.rule.spec: st for st in book.rules()}
+    sid, prefix = states["param h.test sid"], states["prefix h.test /p/ /m/"]
+    assert sid.state == prefix.state == ACTIVE
+    evidence = prefix.evidence
+    book.observe(f"{H}/p/9.html", 123)
+    book.observe(f"{H}/p/9.html?sid=77", 123 ^ 0xFFFF)  # another page under a session id
+    assert sid.state == RETIRED and sid.counter_example == f"{H}/p/9.html?sid=77 != {H}/p/9.html"
+    assert prefix.state == ACTIVE and prefix.counter == 0 and prefix.evidence == evidence
+    # a pair the prefix rule does make one form still counts for and against it
+    book.observe(f"{H}/m/9.html", 999_999_999_999)
+    assert prefix.state == RETIRED
+
+
+def test_a_retired_rules_avoided_requests_stay_until_forgotten_and_know_if_they_were_scheduled(tmp_path):
+    """``release(claim=False)`` leaves them in the book (a kill before the
+    frontier has them queued loses none: ``unreleased`` finds them on resume);
+    a request avoided again just before its download is marked ``scheduled``
+    (it passed the dupe filter, which would refuse it when made again)."""
+    path = tmp_path / "url_rules.sqlite3"
+    book = RuleBook(path, min_evidence=3, explore=0.0)
+    _pairs(book, 4)
+    st = book.rules()[0]
+    assert book.record_avoided(f"{H}/a1.html?sid=x", st.rule.spec, f"{H}/a1.html", "R1")
+    assert book.record_avoided(f"{H}/a2.html?sid=x", st.rule.spec, f"{H}/a2.html", "R2")
+    assert not book.record_avoided(f"{H}/a2.html?sid=x", st.rule.spec, f"{H}/a2.html", "R2b", scheduled=True)
+    book.observe(f"{H}/a3.html?sid=new", 0xFFFF_0000_FFFF)
+    assert st.state == RETIRED
+    assert book.release(st, claim=False) == [Avoided(f"{H}/a1.html?sid=x", "R1", False),
+                                              Avoided(f"{H}/a2.html?sid=x", "R2", True)]
+    book.close()  # (a kill would keep the same: the retirement is committed at once)
+    book = RuleBook(path, min_evidence=3, explore=0.0)
+    (st,) = book.unreleased()
+    rows = book.release(st, claim=False)
+    assert len(rows) == 2
+    book.forget(rows)
+    assert book.unreleased() == [] and book.release(st) == []
+    book.close()
+
+
+def test_a_book_written_before_the_scheduled_column_is_migrated_in_place(tmp_path):
+    import sqlite3
+
+    path = tmp_path / "url_rules.sqlite3"
+    db = sqlite3.connect(path)
+    db.executescript("CREATE TABLE avoided (url TEXT PRIMARY KEY, rule INTEGER, target TEXT, request TEXT) "
+                     "WITHOUT ROWID; INSERT INTO avoided VALUES ('http://h.test/x', 1, 'http://h.test/y', 'R');")
+    db.close()
+    book = RuleBook(path, min_evidence=3, explore=0.0)
+    assert book.store.db.execute("SELECT scheduled FROM avoided").fetchall() == [(0,)]
+    book.close()
+
+
+def test_a_parameter_rules_retirement_releases_what_path_rules_avoided_with_its_parameters_stripped():
+    """``/p/9.html?sid=7`` avoided under ``prefix /p/ /m/`` (its form ``/m/9.html``
+    once ``sid`` is stripped) depends on the ``sid`` rule too: retiring that rule
+    makes it after all; the prefix rule's own avoided requests stay."""
+    book = RuleBook(None, min_evidence=3, explore=0.0)
+    for i in range(5):
+        fp = 1_000_003 * (i + 1)
+        book.observe(f"{H}/p/{i}.html", fp)
+        book.observe(f"{H}/p/{i}.html?sid={i}", fp ^ 1, duplicate_of=f"{H}/p/{i}.html")
+        book.observe(f"{H}/m/{i}.html", fp ^ 2, duplicate_of=f"{H}/p/{i}.html")
+    states = {st.rule.spec: st for st in book.rules()}
+    sid, prefix = states["param h.test sid"], states["prefix h.test /p/ /m/"]
+    assert book.avoid(f"{H}/p/1.html?sid=x") == (sid.rule.spec, f"{H}/p/1.html", False)
+    assert book.record_avoided(f"{H}/m/3.html?sid=y", prefix.rule.spec, f"{H}/p/3.html", "R1")
+    assert book.record_avoided(f"{H}/m/4.html", prefix.rule.spec, f"{H}/p/4.html", "R2")
+    book.observe(f"{H}/p/2.html?sid=77", 1)  # the parameter mattered here
+    assert sid.state == RETIRED and prefix.state == ACTIVE
+    assert [a.request for a in book.release(sid)] == ["R1"]
+    assert [a.request for a in book.release(prefix, claim=False)] == ["R2"]

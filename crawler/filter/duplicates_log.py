@@ -1,8 +1,10 @@
 """Every drop explained: a JSON line in the duplicates file and a DEBUG log line.
 
-Two kinds of line: a page dropped as a near-duplicate (``url``,
-``duplicate_of``, ``distance``, both fingerprints, ``referer``, ``time``)
-and a request a learned URL rule left out (``avoided: true``, ``rule``).
+Three kinds of line: a page dropped as a near-duplicate (``url``,
+``duplicate_of``, ``distance``, both fingerprints, ``referer``, ``time``),
+a request a learned URL rule left out (``avoided: true``, ``rule``), and
+one such request made after all because its rule was retired (``requeued:
+true``, ``rule``; it withdraws the URL's ``avoided`` line).
 
 A drop is recorded once: a URL already in the file as a near-duplicate of
 the same page (dropped by an earlier run on the same store, or before a
@@ -116,6 +118,14 @@ class DuplicatesLog:
         self._write({"url": url, "duplicate_of": duplicate_of, "avoided": True, "rule": rule, "referer": referer,
                      "time": utc_now()})
         logger.debug("not requested: %s (rule %s: %s has its content)", url, rule, duplicate_of)
+
+    def requeued(self, url: str, rule: str, retired: bool = True) -> None:
+        """``url``, avoided by ``rule``, is requested after all (the rule was
+        retired, or a request for it was on its way already): this line
+        withdraws its ``"avoided": true`` line."""
+        self._write({"url": url, "requeued": True, "rule": rule, "time": utc_now()})
+        logger.debug("requested after all: %s (rule %s %s)", url, rule,
+                     "retired" if retired else "avoided it while a request for it was on its way")
 
     def close(self) -> None:
         fh, self._fh = self._fh, None

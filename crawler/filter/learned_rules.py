@@ -5,7 +5,25 @@ pages already fetched (``learn``); the filter, and ``AvoidMiddleware``
 before each download, ask it which requests need not be made (``avoided``:
 each explained once in the duplicates file). A rule a counter-example
 retires gives back the requests it avoided, and they are made after all
-(``requeue``). A rule book that cannot be read or written (a shared one's
+(``_requeue``):
+
+* through the dupe filter like any other request, so that a URL also reached
+  by an ordinary link meanwhile is fetched once; only a request the dupe
+  filter had already let through (left out just before its download) is made
+  with ``dont_filter``, once, as the filter would refuse it;
+* with the ``Referer`` of the page that linked to it;
+* with ``JOBDIR`` (the durable frontier), the avoided requests stay in the
+  rule book until the frontier has committed them, each queued under a mark
+  in the same frontier transaction (``FrontierDB.mark_once``): a kill between
+  the retirement and the queueing loses none, and a resume that queues them
+  again (``unreleased``, at ``spider_opened``) queues none twice.
+
+``neardup/requests_avoided`` counts the URLs left out and never downloaded:
+a requeued URL is taken off it again (``neardup/url_rules/requeued``), and
+the duplicates file gets a ``"requeued": true`` line for it, which withdraws
+its ``"avoided": true`` line. The avoided requests noted in the rule book
+are committed before the request that avoided them is acknowledged (a gate
+of the durable frontier, ``frontier.acks``). A rule book that cannot be read or written (a shared one's
 Redis down) costs nothing but the learning: requests are made and nothing
 is learned until it is back (``neardup/url_rules/unavailable``, a warning a
 minute).
@@ -15,15 +33,19 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import Any, cast
 from urllib.parse import urldefrag
 
-from scrapy import Request
+from scrapy import Request, signals
 from scrapy.crawler import Crawler
 
 from ..config import NearDupConfig
 from ..counts import REQUESTS_AVOIDED
+from ..frontier.acks import ID_KEY, REDELIVERED_KEY, AckTracker
 from ..frontier.codec import CorruptRequest, UnserializableRequest, decode_request, encode_request
+from ..frontier.scheduler import DurableScheduler
 from ..url_rules import RuleBook
+from ..url_rules.book import RuleState
 from .duplicates_log import DuplicatesLog
 from .store_faults import FILE_ERRORS
 
@@ -45,24 +67,34 @@ class LearnedRules:
                              min_evidence=config.url_rules_min_evidence, explore=config.url_rules_explore,
                              pin=config.url_rules_pin, forbid=config.url_rules_forbid)
         self._warned = 0.0
+        self._avoided_here: dict[str, str] = {}  # URL -> rule: what this run counts in neardup/requests_avoided
+        self._written = self._synced = 0  # avoided requests noted / committed (the gate)
+        AckTracker.of(crawler).add_gate(self)
+        crawler.signals.connect(self._resume, signal=signals.spider_opened)
+        crawler.signals.connect(self._downloaded, signal=signals.response_received)
 
     def learn(self, url: str, fp: int, duplicate_of: str | None = None) -> None:
         """Tell the rule book what this page is (and what it duplicates)."""
+        spec = self._avoided_here.get(url)
+        if spec is not None:  # (an outlink to it was left out while its response was on its way)
+            self._withdraw(url, spec)
         try:
             self.book.observe(url, fp, duplicate_of)
-            for event, st in self.book.events:
+            events = self.book.events[:]
+            self.book.events.clear()  # (each event once, whatever fails below)
+            for event, st in events:
                 self.stats.inc_value(f"neardup/url_rules/{event}")
                 if event == "retired":
-                    self._requeue(self.book.release(st), st.rule.spec)
-            self.book.events.clear()
+                    self._requeue(st)
         except FILE_ERRORS as exc:
             self._unavailable(exc)
 
-    def avoided(self, requests: list[Request], referer: str | None) -> set[Request]:
+    def avoided(self, requests: list[Request], referer: str | None, scheduled: bool = False) -> set[Request]:
         """Those of ``requests`` not to be made: a learned rule says a fetched
         page has their content (that page's outlinks stand for theirs).
         Explained in the duplicates file, once per URL. One look-up round for
-        all (a shared rule book is a Redis round trip)."""
+        all (a shared rule book is a Redis round trip). ``scheduled``: they have
+        passed the dupe filter (``AvoidMiddleware``)."""
         todo = [r for r in requests if not r.dont_filter and not r.meta.get(self.skip_meta_key)]
         if not todo:
             return set()
@@ -82,16 +114,18 @@ class LearnedRules:
                 self.stats.inc_value("neardup/url_rules/explored")
                 continue
             try:
-                data: str | None = encode_request(request, self.crawler.spider)
+                data: str | None = encode_request(self._as_made_again(request, referer), self.crawler.spider)
             except UnserializableRequest:
                 data = None  # (it cannot be requeued should the rule be retired; the URL is in the duplicates file)
             try:
-                first = self.book.record_avoided(url, spec, target, data)
+                first = self.book.record_avoided(url, spec, target, data, scheduled)
             except FILE_ERRORS as exc:
                 self._unavailable(exc)
                 continue
+            self._written += 1
             out.add(request)
             if first:
+                self._avoided_here[url] = spec
                 self.stats.inc_value(REQUESTS_AVOIDED)
                 self.duplicates.avoided(url, target, spec, referer)
         return out
@@ -99,24 +133,101 @@ class LearnedRules:
     def close(self) -> None:
         self.book.close()
 
-    def _requeue(self, requests: list[str | None], spec: str) -> None:
-        """Make the requests a retired rule avoided, after all."""
-        engine = self.crawler.engine
-        made = 0
-        for data in requests:
-            if data is None or engine is None:
+    @staticmethod
+    def _as_made_again(request: Request, referer: str | None) -> Request:
+        """``request`` as a retirement would make it: with the linking page as its
+        ``Referer`` (Scrapy's default policy sends the full URL within a site, and
+        rules are per host), without the frontier's marks of the request it came from."""
+        if (referer and b"Referer" not in request.headers) or ID_KEY in request.meta \
+                or REDELIVERED_KEY in request.meta:
+            request = request.copy()
+            request.meta.pop(ID_KEY, None)
+            request.meta.pop(REDELIVERED_KEY, None)
+            if referer:
+                request.headers.setdefault(b"Referer", referer)
+        return request
+
+    def _withdraw(self, url: str, spec: str, retired: bool = False) -> None:
+        """``url``, avoided by ``spec``, is requested after all (``retired``: by a
+        retirement; else it was on its way already): no longer a request avoided."""
+        if self._avoided_here.pop(url, None) is not None:
+            self.stats.inc_value(REQUESTS_AVOIDED, -1)
+        self.duplicates.requeued(url, spec, retired)
+
+    def _downloaded(self, response: object, request: Request) -> None:
+        """A response came: if its URL was counted as avoided (a request for it
+        was in flight when an outlink to it was left out), it is not. O(1)."""
+        url = urldefrag(request.url)[0] if "#" in request.url else request.url
+        spec = self._avoided_here.get(url)
+        if spec is not None:
+            self._withdraw(url, spec)
+
+    # -- the gate of the durable frontier: avoided requests noted before their page is acknowledged
+
+    def mark(self) -> int:
+        return self._written
+
+    def settled(self, token: int) -> bool:
+        if self._synced < token:
+            try:
+                self.book.store.commit()
+            except FILE_ERRORS as exc:
+                self._unavailable(exc)
+                return False
+            self._synced = self._written
+        return True
+
+    # -- retirements ------------------------------------------------------------------
+
+    def _durable(self) -> DurableScheduler | None:
+        """The crawl's durable frontier, when it has one open (``JOBDIR``)."""
+        # (the engine keeps its scheduler in its slot; Scrapy offers no public accessor)
+        scheduler: Any = getattr(getattr(self.crawler.engine, "_slot", None), "scheduler", None)
+        # (not isinstance: Scrapy's BaseScheduler answers it for any scheduler with its methods)
+        if DurableScheduler in type(scheduler).__mro__ and scheduler.is_open:
+            return cast(DurableScheduler, scheduler)
+        return None
+
+    def _resume(self) -> None:
+        """Retired rules whose avoided requests a kill kept from the frontier: queue them now."""
+        try:
+            for st in self.book.unreleased():
+                self._requeue(st)
+        except FILE_ERRORS as exc:
+            self._unavailable(exc)
+
+    def _requeue(self, st: RuleState) -> None:
+        """Make the requests retired rule ``st`` avoided, after all (see the module docstring)."""
+        engine, spec = self.crawler.engine, st.rule.spec
+        if engine is None or self.crawler.spider is None:
+            return
+        durable = self._durable()
+        rows = self.book.release(st, claim=durable is None)
+        made = skipped = lost = 0
+        for row in rows:
+            if row.request is None:
+                lost += 1
                 continue
             try:
-                request = decode_request(data, self.crawler.spider)
+                request = decode_request(row.request, self.crawler.spider)
             except CorruptRequest as exc:
                 logger.warning("could not requeue a request rule %s avoided: %s", spec, exc)
+                lost += 1
                 continue
-            engine.crawl(request.replace(dont_filter=True))  # (the dupe filter saw some of them already)
+            if durable is not None and not durable.db.mark_once(f"url-rule-requeue {spec} {row.url}"):
+                skipped += 1  # (queued before a kill, in a transaction the frontier committed)
+                continue
+            # (one that passed the dupe filter already would be refused by it: made once, unfiltered)
+            engine.crawl(request.replace(dont_filter=True) if row.scheduled else request)
             made += 1
+            self._withdraw(row.url, spec, retired=True)
+        if durable is not None:
+            durable.commit()  # the requests and their marks, in one frontier transaction
+            self.book.forget(rows)  # then the rule book lets them go
         self.stats.inc_value("neardup/url_rules/requeued", made)
-        lost = len(requests) - made
-        logger.info("URL rule %s retired: %d request(s) it avoided are made after all%s", spec, made,
-                    f" ({lost} could not be)" if lost else "")
+        logger.info("URL rule %s retired: %d request(s) it avoided are made after all%s%s", spec, made,
+                    f" ({lost} could not be)" if lost else "",
+                    f" ({skipped} queued before the last stop)" if skipped else "")
 
     def _unavailable(self, exc: BaseException) -> None:
         """The rule book cannot be read or written: nothing is learned or

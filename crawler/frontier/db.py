@@ -36,6 +36,7 @@ CREATE TABLE IF NOT EXISTS requests (
     state INTEGER NOT NULL DEFAULT 0, redelivered INTEGER NOT NULL DEFAULT 0, data TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS requests_next ON requests (slot, state, priority DESC, ord);
 CREATE TABLE IF NOT EXISTS seen (fp BLOB PRIMARY KEY) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS marks (name TEXT PRIMARY KEY) WITHOUT ROWID;
 """
 
 
@@ -131,6 +132,15 @@ class FrontierDB:
             raise _explain(self.path, exc) from exc
         self.seen_count += new
         return new
+
+    def mark_once(self, name: str) -> bool:
+        """Record ``name`` in the same transaction as the requests queued with it;
+        True if it was new. For a caller that queues requests once whatever the
+        kills (a retired URL rule's avoided requests: ``filter.learned_rules``)."""
+        try:
+            return self.db.execute("INSERT OR IGNORE INTO marks VALUES (?)", (name,)).rowcount == 1
+        except sqlite3.Error as exc:
+            raise _explain(self.path, exc) from exc
 
     def push(self, slot: str, priority: int, data: str) -> int:
         self._seq += 1

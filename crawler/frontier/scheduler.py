@@ -207,6 +207,21 @@ class DurableScheduler(BaseScheduler):
             self._fail(exc)
         return None
 
+    @property
+    def is_open(self) -> bool:
+        """Between ``open`` and ``close``, while the frontier takes writes."""
+        return self._db is not None and not self._failed
+
+    def commit(self) -> None:
+        """Make what was queued so far durable now (for a caller whose own file
+        must be written after the requests it queued: ``filter.learned_rules``)."""
+        if self._db is None or self._failed:
+            return
+        try:
+            self._commit()
+        except FrontierError as exc:
+            self._fail(exc)
+
     # -- helpers --------------------------------------------------------------------
 
     def _restore(self, row: Any) -> Request | None:

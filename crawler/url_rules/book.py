@@ -6,7 +6,10 @@ evidence and acts on the same rules (``storage``).
 For every page the filter checks, ``observe`` records its URL and fingerprint
 and compares it with the first page seen of the same form under each live
 rule of its host: within k bits is evidence for the rule, farther is a
-counter-example, which retires the rule for good. A dropped page's URL and
+counter-example, which retires the rule for good. A counter-example is
+against a path rule only when the rule is what makes the pair one form:
+``p/1.html?sid=7`` != ``p/1.html`` differs in a parameter alone and says
+nothing of ``prefix /p/ /m/``, so it retires exactly the rules it contradicts. A dropped page's URL and
 the URL it duplicated suggest new rules (``rules.derive``); a new rule is
 first tried on the host's pages already seen, so that a counter-example from
 the past (a translated page under a mirrored language prefix, say) retires it
@@ -48,7 +51,7 @@ from pathlib import Path
 import mmh3
 
 from .rules import Parts, UrlRule, derive, host_of, parts_of, url_of
-from .storage import Storage, open_storage, read_book
+from .storage import Avoided, Storage, open_storage, read_book
 
 logger = logging.getLogger(__name__)
 
@@ -168,8 +171,9 @@ class RuleBook:
         live = [st for st in self._rules_for(host) if st.live]
         if live:
             firsts = self.store.set_forms([(st.rule.spec, self._form(st, url), url, fp) for st in live])
+            strip = self._stripper(host)  # (as the forms were made: a rule retired meanwhile changes it)
             for st, first in zip(live, firsts):
-                self._judge(st, url, fp, first)
+                self._judge(st, url, fp, first, strip)
         if duplicate_of and duplicate_of != url:
             for rule in derive(url_of(self._strip(parts_of(url))), url_of(self._strip(parts_of(duplicate_of)))):
                 if self._state_of(rule) is None and not self._forbidden(rule) \
@@ -196,17 +200,32 @@ class RuleBook:
 
     def _strip(self, parts: Parts) -> Parts:
         """A URL's parts without the query parameters that active rules of its host say do not matter."""
-        host = parts[1]
+        stripper = self._stripper(parts[1])
+        return stripper.apply(parts) if stripper is not None else parts
+
+    def _stripper(self, host: str) -> UrlRule | None:
+        """The parameter rule that strips what ``host``'s acting parameter rules say does not matter."""
         try:
             stripper = self._strip_by_host[host]
         except KeyError:
             names = sorted({n for st in self._acting_for(host) if st.rule.kind == "param" for n in st.rule.a.split(",")})
             stripper = self._strip_by_host[host] = UrlRule("param", "*", ",".join(names)) if names else None
-        return stripper.apply(parts) if stripper is not None else parts
+        return stripper
 
-    def _judge(self, st: RuleState, url: str, fp: int, first: tuple[str, int] | None) -> None:
-        """A page against the first page of its form under a rule (None: it is the first)."""
+    def _judge(self, st: RuleState, url: str, fp: int, first: tuple[str, int] | None,
+               strip: UrlRule | None) -> None:
+        """A page against the first page of its form under a rule (None: it is the first);
+        ``strip``: the host's parameter stripper the forms were made with."""
         if first is None or first[0] == url:
+            return
+        if (first[1] ^ fp).bit_count() > self.k and st.rule.kind != "param" and (
+                parts_of(url) == parts_of(first[0]) if strip is None
+                else strip.apply(parts_of(url)) == strip.apply(parts_of(first[0]))):
+            # The pair is one form already without this rule (it differs only in parameters
+            # that acting parameter rules strip): its counter-example is about those rules, not
+            # this one (``p/1.html?sid=7`` != ``p/1.html`` says nothing about ``prefix /p/ /m/``).
+            # (Such a pair that agrees still counts for the rule, as it always did: the trap
+            # site's rules act on it; it never makes a rule act against a counter-example.)
             return
         if (first[1] ^ fp).bit_count() <= self.k:
             st.example = st.example or f"{url} = {first[0]}"
@@ -223,10 +242,11 @@ class RuleBook:
         for start in range(0, len(pages), 1000):  # (a round per thousand pages on a shared book)
             chunk = pages[start : start + 1000]
             firsts = self.store.set_forms([(st.rule.spec, self._form(st, url), url, fp) for url, fp in chunk])
+            strip = self._stripper(st.rule.host)
             for (url, fp), first in zip(chunk, firsts):
                 if not st.live:
                     return
-                self._judge(st, url, fp, first)
+                self._judge(st, url, fp, first, strip)
 
     # -- acting -------------------------------------------------------------------
 
@@ -238,7 +258,8 @@ class RuleBook:
         return self.avoid_many([url])[0]
 
     def avoid_many(self, urls: list[str]) -> list[tuple[str, str, bool] | None]:
-        """``avoid`` for each URL, with one look-up round for all (``Storage.forms``)."""
+        """``avoid`` for each URL, with one look-up round for all (``Storage.forms``),
+        and one more for those it would avoid (``Storage.fetched``)."""
         asks = [(j, st, self._form(st, url)) for j, url in enumerate(urls)
                 for st in self._acting_for(host_of(url))]
         firsts = self.store.forms([(st.rule.spec, form) for _, st, form in asks]) if asks else []
@@ -250,25 +271,55 @@ class RuleBook:
             # (drawn from the path and query: the same URLs explored on every run, whatever the port)
             draw = mmh3.hash(url.split("/", 3)[-1], signed=False) % 10_000
             out[j] = (st.rule.spec, first[0], draw < self.explore * 10_000)
+        # A URL fetched already (before the rule acted) is not avoided: the dupe filter
+        # refuses it anyway, and it must not be counted as a request not made.
+        maybe = [j for j, verdict in enumerate(out) if verdict is not None and not verdict[2]]
+        if maybe:
+            for j, done in zip(maybe, self.store.fetched([urls[j] for j in maybe])):
+                if done:
+                    out[j] = None
         return out
 
-    def record_avoided(self, url: str, spec: str, target: str, request: str | None = None) -> bool:
+    def record_avoided(self, url: str, spec: str, target: str, request: str | None = None,
+                       scheduled: bool = False) -> bool:
         """Note an avoided request (``request``: as the caller can make it again,
-        should the rule be retired); False if it was avoided before (count it once)."""
-        if not self.store.avoid_once(spec, url, target, request):
-            return False
+        should the rule be retired; ``scheduled``: it had passed the dupe filter);
+        False if it was avoided before (count it once)."""
         st = next(s for s in self._rules_for(host_of(url)) if s.rule.spec == spec)
+        params: tuple[str, ...] = ()
+        if st.rule.kind != "param" and (strip := self._stripper(host_of(url))) is not None:
+            # (the form also stripped these: the avoidance depends on their rules too)
+            names = set(strip.a.split(","))
+            params = tuple(sorted({k for u in (url, target) for k, _ in parts_of(u)[3] if k in names}))
+        if not self.store.avoid_once(spec, url, target, request, scheduled, params):
+            return False
         self._update(st, self.store.bump(spec, avoided=1))
         self.store.maybe_commit()
         return True
 
-    def release(self, st: RuleState) -> list[str | None]:
+    def release(self, st: RuleState, claim: bool = True) -> list[Avoided]:
         """A retired rule's avoided requests (as given to ``record_avoided``), to
-        be made after all: the rule was wrong for some of them. Forgets them
-        (with a shared book, the process that saw the retirement takes them all)."""
-        out = self.store.release(st.rule.spec)
-        self.store.commit()
+        be made after all: the rule was wrong for some of them. A parameter rule's
+        are also those a path rule avoided with its parameters stripped (the form
+        ``/m/1.html`` of ``/p/1.html?sid=7`` under ``prefix /p/ /m/``). ``claim``: forgets
+        them at once (with a shared book, the process that saw the retirement takes
+        them all); else they stay until ``forget``, once the caller has them queued
+        durably, so that a kill in between loses none (``unreleased``)."""
+        names = tuple(st.rule.a.split(",")) if st.rule.kind == "param" else ()
+        out = self.store.release(st.rule.spec, names, claim)
+        if claim:
+            self.store.commit()
         return out
+
+    def forget(self, avoided: list[Avoided]) -> None:
+        """The requests ``release(st, claim=False)`` gave are durably queued: forget them."""
+        self.store.forget([a.url for a in avoided])
+        self.store.commit()
+
+    def unreleased(self) -> list[RuleState]:
+        """Retired rules whose avoided requests are still noted: a kill came
+        between the retirement and the requests' queueing (to be released again)."""
+        return [st for st in self.rules() if st.state == RETIRED and self.release(st, claim=False)]
 
     # -- listing and housekeeping -----------------------------------------------
 

@@ -24,7 +24,7 @@ import json
 import sqlite3
 import time
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import mmh3
 
@@ -33,6 +33,16 @@ from scrapy_neardup.dedup.store.backends import from_sqlite_int, private_file, t
 from .rules import UrlRule
 
 COUNTERS = ("evidence", "counter", "avoided")
+
+
+class Avoided(NamedTuple):
+    """A request a rule avoided: its URL, the request as the caller can make it
+    again (None: it could not be stored), and whether it had passed the dupe
+    filter already (``scheduled``: made again with ``dont_filter``, once)."""
+
+    url: str
+    request: str | None
+    scheduled: bool
 COMMIT_EVERY = 1.0  # seconds (SQLite; Redis commits every call)
 
 
@@ -53,6 +63,9 @@ class Storage(Protocol):
     def pages(self, host: str, limit: int) -> list[tuple[str, int]]:
         """Up to ``limit`` of the host's pages (url, fingerprint), the latest if there are more."""
 
+    def fetched(self, urls: list[str]) -> list[bool]:
+        """For each URL, in one round: whether it is a page seen (``add_page``)."""
+
     def forms(self, asks: list[tuple[str, str]]) -> list[tuple[str, int] | None]:
         """For each (spec, form), in one round: the first page (url, fingerprint)
         seen of the form under the rule, or None."""
@@ -63,11 +76,21 @@ class Storage(Protocol):
 
     def drop_forms(self, spec: str) -> None: ...
 
-    def avoid_once(self, spec: str, url: str, target: str, request: str | None) -> bool:
-        """Note an avoided request; False if the URL was avoided before."""
+    def avoid_once(self, spec: str, url: str, target: str, request: str | None, scheduled: bool = False,
+                   params: tuple[str, ...] = ()) -> bool:
+        """Note an avoided request; False if the URL was avoided before.
+        ``scheduled``: it had passed the dupe filter (left out just before its
+        download), kept on the URL's note even when it was avoided before.
+        ``params``: the parameters parameter rules stripped to make it the form
+        of a path rule (it depends on those rules too)."""
 
-    def release(self, spec: str) -> list[str | None]:
-        """Take the requests a rule avoided (as given to ``avoid_once``)."""
+    def release(self, spec: str, names: tuple[str, ...] = (), claim: bool = True) -> list[Avoided]:
+        """The requests a rule avoided (as given to ``avoid_once``), and those
+        whose avoidance stripped one of ``names`` (the rule's, for a parameter
+        rule), taken (``claim``) or left until ``forget``."""
+
+    def forget(self, urls: list[str]) -> None:
+        """Delete these avoided requests (after ``release(claim=False)``)."""
 
     def save_settings(self, values: dict[str, str]) -> None:
         """Keep the settings the book acts under (its evidence threshold, the
@@ -124,7 +147,8 @@ CREATE TABLE IF NOT EXISTS pages (url TEXT PRIMARY KEY, host TEXT NOT NULL, fp I
 CREATE INDEX IF NOT EXISTS pages_by_host ON pages (host, seq);
 CREATE TABLE IF NOT EXISTS forms (rule INTEGER, form TEXT, url TEXT NOT NULL, fp INTEGER NOT NULL,
     PRIMARY KEY (rule, form)) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS avoided (url TEXT PRIMARY KEY, rule INTEGER, target TEXT, request TEXT) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS avoided (url TEXT PRIMARY KEY, rule INTEGER, target TEXT, request TEXT,
+    scheduled INTEGER NOT NULL DEFAULT 0, params TEXT NOT NULL DEFAULT '') WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS settings (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 
@@ -147,6 +171,12 @@ class SqliteStorage:
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.executescript(_SCHEMA)
+        columns = {row[1] for row in self.db.execute("PRAGMA table_info(avoided)")}
+        # (a book written before: migrated in place; its rows were outlinks never queued)
+        if "scheduled" not in columns:
+            self.db.execute("ALTER TABLE avoided ADD COLUMN scheduled INTEGER NOT NULL DEFAULT 0")
+        if "params" not in columns:
+            self.db.execute("ALTER TABLE avoided ADD COLUMN params TEXT NOT NULL DEFAULT ''")
         self.db.execute("BEGIN")
         self._committed = time.monotonic()
         self._seq = self.db.execute("SELECT COALESCE(MAX(seq), 0) FROM pages").fetchone()[0]
@@ -181,6 +211,10 @@ class SqliteStorage:
         self.db.execute("INSERT OR REPLACE INTO pages VALUES (?, ?, ?, ?)",
                         (url, host, to_sqlite_int(fp), self._seq))
 
+    def fetched(self, urls: list[str]) -> list[bool]:
+        return [self.db.execute("SELECT 1 FROM pages WHERE url = ?", (url,)).fetchone() is not None
+                for url in urls]
+
     def pages(self, host: str, limit: int) -> list[tuple[str, int]]:
         rows = self.db.execute("SELECT url, fp FROM pages WHERE host = ? ORDER BY seq DESC LIMIT ?",
                                (host, limit)).fetchall()
@@ -205,15 +239,26 @@ class SqliteStorage:
     def drop_forms(self, spec: str) -> None:
         self.db.execute("DELETE FROM forms WHERE rule = ?", (self._ids[spec],))
 
-    def avoid_once(self, spec: str, url: str, target: str, request: str | None) -> bool:
-        cur = self.db.execute("INSERT OR IGNORE INTO avoided VALUES (?, ?, ?, ?)",
-                              (url, self._ids[spec], target, request))
+    def avoid_once(self, spec: str, url: str, target: str, request: str | None, scheduled: bool = False,
+                   params: tuple[str, ...] = ()) -> bool:
+        cur = self.db.execute("INSERT OR IGNORE INTO avoided VALUES (?, ?, ?, ?, ?, ?)",
+                              (url, self._ids[spec], target, request, int(scheduled), ",".join(params)))
+        if not cur.rowcount and scheduled:
+            self.db.execute("UPDATE avoided SET scheduled = 1 WHERE url = ?", (url,))
         return bool(cur.rowcount)
 
-    def release(self, spec: str) -> list[str | None]:
-        rows = self.db.execute("SELECT request FROM avoided WHERE rule = ?", (self._ids[spec],)).fetchall()
-        self.db.execute("DELETE FROM avoided WHERE rule = ?", (self._ids[spec],))
-        return [r for (r,) in rows]
+    def release(self, spec: str, names: tuple[str, ...] = (), claim: bool = True) -> list[Avoided]:
+        # (O(rows noted with stripped parameters) for a parameter rule: a retirement is rare)
+        rows = self.db.execute("SELECT url, request, scheduled, rule, params FROM avoided WHERE rule = ?"
+                               + (" OR params != ''" if names else ""), (self._ids[spec],)).fetchall()
+        out = [Avoided(url, request, bool(scheduled)) for url, request, scheduled, rule, params in rows
+               if rule == self._ids[spec] or set(params.split(",")) & set(names)]
+        if claim:
+            self.forget([a.url for a in out])
+        return out
+
+    def forget(self, urls: list[str]) -> None:
+        self.db.executemany("DELETE FROM avoided WHERE url = ?", [(url,) for url in urls])
 
     def save_settings(self, values: dict[str, str]) -> None:
         self.db.executemany("INSERT OR REPLACE INTO settings VALUES (?, ?)", values.items())
@@ -314,6 +359,14 @@ class RedisStorage:
     def add_page(self, host: str, url: str, fp: int) -> None:
         self.client.hset(f"{self.name}:p:{host}", url, fp.to_bytes(8, "big"))
 
+    def fetched(self, urls: list[str]) -> list[bool]:
+        from .rules import host_of
+
+        pipe = self.client.pipeline(transaction=False)
+        for url in urls:
+            pipe.hexists(f"{self.name}:p:{host_of(url)}", url)
+        return [bool(x) for x in pipe.execute()]
+
     def pages(self, host: str, limit: int) -> list[tuple[str, int]]:
         out: list[tuple[str, int]] = []
         for url, fp in self.client.hscan_iter(f"{self.name}:p:{host}", count=1000):
@@ -343,22 +396,39 @@ class RedisStorage:
     def drop_forms(self, spec: str) -> None:
         self.client.delete(f"{self._rule(spec)}:f")
 
-    def avoid_once(self, spec: str, url: str, target: str, request: str | None) -> bool:
+    def avoid_once(self, spec: str, url: str, target: str, request: str | None, scheduled: bool = False,
+                   params: tuple[str, ...] = ()) -> bool:
         # (one hash for every rule: a URL is counted once, whichever rule each process avoided it by)
-        return bool(self.client.hsetnx(f"{self.name}:a", url,
-                                       json.dumps({"rule": spec, "target": target, "request": request})))
-
-    def release(self, spec: str) -> list[str | None]:
         key = f"{self.name}:a"
-        mine = [(url, entry) for url, raw in self.client.hscan_iter(key, count=1000)
-                for entry in [json.loads(raw)] if entry["rule"] == spec]
+        entry = {"rule": spec, "target": target, "request": request, "scheduled": scheduled, "params": list(params)}
+        if self.client.hsetnx(key, url, json.dumps(entry)):
+            return True
+        if scheduled and (raw := self.client.hget(key, url)) is not None:
+            old = json.loads(raw)
+            if not old.get("scheduled"):
+                self.client.hset(key, url, json.dumps({**old, "scheduled": True}))
+        return False
+
+    def _mine(self, spec: str, names: tuple[str, ...]) -> list[tuple[bytes, dict]]:
+        return [(url, entry) for url, raw in self.client.hscan_iter(f"{self.name}:a", count=1000)
+                for entry in [json.loads(raw)] if entry["rule"] == spec or set(entry.get("params", ())) & set(names)]
+
+    def release(self, spec: str, names: tuple[str, ...] = (), claim: bool = True) -> list[Avoided]:
+        mine = self._mine(spec, names)
         if not mine:
             return []
+        out = [Avoided(url.decode(), entry["request"], bool(entry.get("scheduled"))) for url, entry in mine]
+        if not claim:
+            return out
         pipe = self.client.pipeline(transaction=False)
         for url, _ in mine:
-            pipe.hdel(key, url)
+            pipe.hdel(f"{self.name}:a", url)
         # (only what this call deleted: two processes releasing one rule requeue each request once)
-        return [entry["request"] for (_, entry), gone in zip(mine, pipe.execute()) if gone]
+        return [a for a, gone in zip(out, pipe.execute()) if gone]
+
+    def forget(self, urls: list[str]) -> None:
+        if urls:
+            self.client.hdel(f"{self.name}:a", *urls)
 
     def save_settings(self, values: dict[str, str]) -> None:
         if values:
