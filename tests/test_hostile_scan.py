@@ -1,0 +1,60 @@
+"""The pre-parse scan (``dedup.text.hostile_scan``): it turns away the pages
+past its bounds, and no real page (the shared article and Chinese pages)."""
+
+from __future__ import annotations
+
+import gzip
+
+import pytest
+
+from scrapy_neardup.dedup import Fingerprinter
+from scrapy_neardup.dedup.text.hostile_scan import MAX_ATTRIBUTES, MAX_ELEMENTS, hostile_reason
+from tests.conftest import shared_path
+
+
+def _tag(n: int, value: bytes = b"x") -> bytes:
+    return b"<div " + b" ".join(b"data-a%d=%s" % (i, value) for i in range(n)) + b">"
+
+
+def test_attributes_of_one_element_past_the_bound():
+    assert hostile_reason(_tag(MAX_ATTRIBUTES) + b"words</div>") is None
+    assert hostile_reason(_tag(MAX_ATTRIBUTES + 1) + b"words</div>") == \
+        f"more than {MAX_ATTRIBUTES} attributes in one <div>"
+    # valueless attributes, "/" between them, text before the tag, no ">" at the end
+    page = b"<p>some text</p> more text " + b"<SPAN " + b"/".join(b"a%d" % i for i in range(5000))
+    assert hostile_reason(page) == f"more than {MAX_ATTRIBUTES} attributes in one <span>"
+
+
+def test_quoted_values_with_spaces_count_once():
+    # one attribute whose value is thousands of words (a real page's <meta content="...">)
+    page = b'<meta name="body" content="' + b"word " * 20_000 + b'"><p>text</p>'
+    assert hostile_reason(page) is None
+    assert hostile_reason(_tag(600, b'"a b c d e f"') + b"x") is None
+
+
+def test_long_text_scripts_and_many_small_tags_are_not_hostile():
+    assert hostile_reason(b"<p>" + b"lorem ipsum < dolor " * 250_000 + b"</p>") is None  # 5 MB, no ">"
+    assert hostile_reason(b"<script>" + b"if (a < b) { x = y; } " * 100_000 + b"</script>") is None
+    assert hostile_reason(b"<b>x</b>" * (MAX_ELEMENTS // 2)) is None  # (end tags are no elements)
+    assert hostile_reason(b"a < b " * (2 * MAX_ELEMENTS)) is None  # "<" not followed by a letter
+
+
+def test_elements_past_the_bound():
+    assert hostile_reason(b"<b>" * MAX_ELEMENTS) is None
+    assert hostile_reason(b"<b>" * (MAX_ELEMENTS + 1)) == f"{MAX_ELEMENTS + 1} elements (more than {MAX_ELEMENTS})"
+    assert hostile_reason(b"<div>" * 1_000_000) is not None  # nested as deep as they are many
+
+
+@pytest.mark.parametrize("page", [_tag(200_000) + b"words " * 50 + b"</div>", b"<b>" * 3_000_000])
+def test_the_fingerprinter_skips_a_hostile_page_without_parsing_it(page):
+    r = Fingerprinter().fingerprint_html(page)
+    assert r.value is None and r.reason is not None and r.reason.startswith("hostile: ")
+
+
+def test_no_real_page_is_hostile():
+    aeb = shared_path("aeb", "html")
+    zh = shared_path("zh-cwced", "original")
+    pages = [gzip.decompress(p.read_bytes()) for p in sorted(aeb.glob("*.html.gz"))]
+    pages += [p.read_bytes() for p in sorted(zh.glob("*.html"))]
+    assert len(pages) > 200
+    assert [i for i, page in enumerate(pages) if hostile_reason(page) is not None] == []
