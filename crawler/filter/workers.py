@@ -224,9 +224,14 @@ class FingerprintWorkers:
                 outcome = OUT_OF_MEMORY
             except WorkerDied:
                 outcome = WORKER_DIED
-            # (killed before the page's answer, so that its replacement is counted first)
+            # (killed before the page's answer, so that its replacement is counted first,
+            # and the filter stopped first when it may not be replaced: whoever has the
+            # answer sees ``stopped`` already set)
             self._retire(worker, kill=True)
             worker = None
+            with self._lock:
+                if self.restarts >= MAX_WORKER_RESTARTS and not self.stopped and not self._closing:
+                    self._stop()
             pending.set_result(outcome)
 
     def _start_worker(self, first: bool) -> WorkerProcess | None:
