@@ -91,6 +91,7 @@ def scan_cost() -> None:
         + b">" + words,
         "1,000,000 nested <div> (5 MB)": b"<div>" * 1_000_000 + words,
         "3,000,000 <b> (9 MB)": b"<b>" * 3_000_000,
+        "1,000,000 closed <b> (8 MB, not hostile)": b"<b>x</b>" * 1_000_000,
     }
     hostile = {}
     for name, body in shapes.items():

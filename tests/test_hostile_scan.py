@@ -8,7 +8,7 @@ import gzip
 import pytest
 
 from scrapy_neardup.dedup import Fingerprinter
-from scrapy_neardup.dedup.text.hostile_scan import MAX_ATTRIBUTES, MAX_ELEMENTS, hostile_reason
+from scrapy_neardup.dedup.text.hostile_scan import MAX_ATTRIBUTES, MAX_DEPTH, MAX_ELEMENTS, hostile_reason
 from tests.conftest import shared_path
 
 
@@ -35,14 +35,26 @@ def test_quoted_values_with_spaces_count_once():
 def test_long_text_scripts_and_many_small_tags_are_not_hostile():
     assert hostile_reason(b"<p>" + b"lorem ipsum < dolor " * 250_000 + b"</p>") is None  # 5 MB, no ">"
     assert hostile_reason(b"<script>" + b"if (a < b) { x = y; } " * 100_000 + b"</script>") is None
-    assert hostile_reason(b"<b>x</b>" * (MAX_ELEMENTS // 2)) is None  # (end tags are no elements)
-    assert hostile_reason(b"a < b " * (2 * MAX_ELEMENTS)) is None  # "<" not followed by a letter
+    assert hostile_reason(b"a < b " * (MAX_ELEMENTS + 1)) is None  # "<" not followed by a letter
+
+
+def test_nesting_past_the_bound():
+    assert hostile_reason(b"<b>" * MAX_DEPTH) is None
+    assert hostile_reason(b"<b>" * (MAX_DEPTH + 1)) == f"elements nested {MAX_DEPTH + 1} deep (more than {MAX_DEPTH})"
+    assert hostile_reason(b"<html><body>" + b"<div>" * 1_000_000) is not None
+    assert hostile_reason(b"<div>" * 300_000 + b"</div>" * 300_000) is not None  # closed, yet as deep
+    # stray end tags first close nothing
+    assert hostile_reason(b"</i>" * 400_000 + b"<i>" * (MAX_DEPTH + 1)) is not None
+    # elements that never nest: void ones, and those the next of their kind closes
+    assert hostile_reason(b"<br>" * (MAX_DEPTH + 1)) is None
+    assert hostile_reason(b"<LI>item <img src=x>" * (MAX_DEPTH + 1)) is None
+    assert hostile_reason(b"<div><span>x " * (MAX_DEPTH // 2 - 1)) is None  # (a hostile corpus page: fingerprinted)
+    assert hostile_reason(b"<b>x</b>" * 1_000_000) is None  # many, yet flat
 
 
 def test_elements_past_the_bound():
-    assert hostile_reason(b"<b>" * MAX_ELEMENTS) is None
-    assert hostile_reason(b"<b>" * (MAX_ELEMENTS + 1)) == f"{MAX_ELEMENTS + 1} elements (more than {MAX_ELEMENTS})"
-    assert hostile_reason(b"<div>" * 1_000_000) is not None  # nested as deep as they are many
+    assert hostile_reason(b"<br>" * (MAX_ELEMENTS + 1)) == f"{MAX_ELEMENTS + 1} elements (more than {MAX_ELEMENTS})"
+    assert hostile_reason(b"<b>" * 3_000_000) == f"3000000 elements (more than {MAX_ELEMENTS})"  # 9 MB
 
 
 @pytest.mark.parametrize("page", [_tag(200_000) + b"words " * 50 + b"</div>", b"<b>" * 3_000_000])
