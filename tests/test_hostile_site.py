@@ -120,17 +120,25 @@ def test_hostile_pages_do_not_stall_the_crawl(tmp_path):
 def test_withheld_hostile_pages_never_reach_a_users_callback(tmp_path):
     """A user's spider that parses every page with lxml (``LinkExtractor``)
     would take minutes over the 200,000 attributes: with
-    ``NEARDUP_WITHHOLD_HOSTILE`` it is not given the page."""
+    ``NEARDUP_WITHHOLD_HOSTILE`` it is not given the page. With ``JOBDIR``,
+    a withheld page is done with like any other: a second run on the same
+    JOBDIR has nothing left to fetch."""
     html = {"Content-Type": "text/html; charset=utf-8"}
     hostile = {p: v for p, v in _hostile_pages().items() if p in ("/attributes.html", "/bold.html")}
     hostile["/fine.html"] = (html, _normal_page(99))
     normal, page = _site(hostile, n_normal=4)
-    with PageServer(page) as server:
+
+    def crawl(out: str) -> subprocess.CompletedProcess:
         cmd = [sys.executable, "-W", "error::DeprecationWarning", "-m", "scrapy", "runspider",
                str(ROOT / "tests" / "fixtures" / "withheld_spider.py"), "-a", f"start_url={server.url}/index.html",
-               "-O", str(tmp_path / "pages.jsonl"), "-s", "CONCURRENT_REQUESTS=1", "-s", "LOG_LEVEL=INFO",
-               "-s", "STATS_DUMP=True", "-s", "NEARDUP_WITHHOLD_HOSTILE=True", "-s", PROBE]
-        r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
+               "-O", str(tmp_path / out), "-s", "CONCURRENT_REQUESTS=1", "-s", "LOG_LEVEL=INFO",
+               "-s", "STATS_DUMP=True", "-s", "NEARDUP_WITHHOLD_HOSTILE=True", "-s", PROBE,
+               "-s", f"JOBDIR={tmp_path / 'job'}"]
+        return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
+
+    with PageServer(page) as server:
+        r = crawl("pages.jsonl")
+        again = crawl("again.jsonl")
     log = r.stderr
     assert r.returncode == 0 and "'finish_reason': 'finished'" in log, log[-4000:]
     got = {json.loads(line)["url"][len(server.url):] for line in (tmp_path / "pages.jsonl").read_text().splitlines()}
@@ -142,3 +150,8 @@ def test_withheld_hostile_pages_never_reach_a_users_callback(tmp_path):
     lag = stat(log, "lag_probe/max_ms")
     print(f"crawl's thread at most {lag} ms late")
     assert lag is not None and lag < LAG_BOUND * 1000, (lag, log[-3000:])
+    # the resume: nothing in flight was left, nothing is fetched again
+    assert again.returncode == 0 and "'finish_reason': 'finished'" in again.stderr, again.stderr[-3000:]
+    assert stat(again.stderr, "neardup/frontier/redelivered") is None
+    assert server.hits["/attributes.html"] == server.hits["/bold.html"] == 1
+    assert not (tmp_path / "again.jsonl").read_text().strip()
