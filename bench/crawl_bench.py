@@ -232,6 +232,10 @@ def main() -> None:
                         f"NEARDUP_ENABLED={mode == 'filtered'}", f"NEARDUP_STORE={out / 'store'}", "NEARDUP_INDEX="]))
                     print(spider, i, mode, json.dumps(got[mode]), flush=True)
                 runs[spider].append(got)
+            # (after each round: a long run cut short still leaves its rounds so far)
+            Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+            Path(a.out).write_text(json.dumps({"partial": True, "spiders": {s: summary(r) for s, r in runs.items()},
+                                               "runs": runs}, indent=1))
     finally:
         nginx.terminate()
         nginx.wait(10)
