@@ -4,6 +4,7 @@ past its bounds, and no real page (the shared article and Chinese pages)."""
 from __future__ import annotations
 
 import gzip
+import tarfile
 
 import pytest
 
@@ -70,3 +71,16 @@ def test_no_real_page_is_hostile():
     pages += [p.read_bytes() for p in sorted(zh.glob("*.html"))]
     assert len(pages) > 200
     assert [i for i, page in enumerate(pages) if hostile_reason(page) is not None] == []
+
+
+def test_no_page_of_the_shared_sites_is_hostile():
+    sites = sorted(shared_path("sites").glob("*.tar.gz"))
+    seen = 0
+    for site in sites:
+        with tarfile.open(site) as tf:
+            for member in tf:
+                if member.isfile() and member.name.endswith((".html", ".htm")):
+                    page = tf.extractfile(member).read()  # type: ignore[union-attr]
+                    assert hostile_reason(page) is None, member.name
+                    seen += 1
+    assert seen > 1000
