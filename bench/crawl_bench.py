@@ -1,13 +1,28 @@
 """Crawl throughput with and without the near-duplicate filter, on a real site served by nginx.
 
-    .venv/bin/python bench/crawl_bench.py [--rounds 2]
+    .venv/bin/python bench/crawl_bench.py [--rounds 7] [--spiders ready,user,jobdir]
 
 Serves ``../shared/data/sites/sqlite3-doc.tar.gz`` with nginx (installed from
-Debian's packages if missing) on a free 127.0.0.1 port, then runs
-``scrapy crawl site`` alternately without and with the filter, at the same
-concurrency, AutoThrottle off. Reports pages/s of each, pages kept and
-dropped, and for every dropped pair the word-5-shingle Jaccard of the two
-pages' visible text (how many below 0.5).
+Debian's packages if missing) on a free 127.0.0.1 port, then, for each
+spider, runs its crawl without and with the filter in alternating order
+(plain first in even rounds, filtered first in odd ones), at the same
+concurrency, AutoThrottle off. The spiders:
+
+* ``ready``: ``scrapy crawl site`` (without the filter it extracts each
+  page's title and text itself, so that both crawls give the same items);
+* ``user``: ``scrapy runspider bench/link_spider.py``, a user-style spider
+  that follows links with its own ``LinkExtractor`` and yields ``{url, title}``;
+* ``jobdir``: the ready spider with ``JOBDIR`` (Scrapy's disk queues without
+  the filter, the durable frontier with it).
+
+Reports per spider the median of the per-round ratios (filtered / plain) of
+pages/s (``response_received_count / elapsed_time_seconds``) and of the
+whole command's wall time, with their spread (min and max), and the crawl's
+thread CPU per response (``bench/thread_cpu.py``: ``time.thread_time`` read
+in the reactor's thread) with and without the filter, and their difference:
+what the filter costs that thread per response. For the ready spider, pages
+kept and dropped, and for every dropped pair the word-5-shingle Jaccard of
+the two pages' visible text (how many below 0.5).
 """
 
 from __future__ import annotations
@@ -90,7 +105,7 @@ def read_stats(stderr: str, wall: float, min_pages: int = 100) -> dict:
         raise RuntimeError(stderr[-2000:])
     stats = {}
     for key in ("response_received_count", "elapsed_time_seconds", "neardup/kept", "neardup/dropped",
-                "neardup/outlinks_dropped", "downloader/response_bytes"):
+                "neardup/outlinks_dropped", "downloader/response_bytes", "bench/thread_cpu_s"):
         for line in stderr.splitlines():
             if f"'{key}':" in line:
                 stats[key] = float(line.split(":")[-1].strip(" ,}"))
@@ -100,6 +115,8 @@ def read_stats(stderr: str, wall: float, min_pages: int = 100) -> dict:
         raise RuntimeError(f"only {ok} pages answered 200: is the site served? {stderr[-1500:]}")
     stats["wall_s"] = wall
     stats["pages_per_s"] = stats["response_received_count"] / stats["elapsed_time_seconds"]
+    if "bench/thread_cpu_s" in stats:
+        stats["thread_cpu_ms_per_response"] = 1000 * stats["bench/thread_cpu_s"] / stats["response_received_count"]
     return stats
 
 
@@ -107,13 +124,7 @@ def crawl(url: str, out: Path, concurrency: int, settings: list[str]) -> dict:
     """A ``scrapy crawl site`` of ``url`` (AutoThrottle off, ``concurrency`` requests,
     items to ``out/pages.jsonl``) with ``settings`` (NAME=VALUE); its stats, wall
     time and pages/s. Raises unless it finished with 100 pages or more."""
-    cmd = crawl_cmd(url, out, concurrency, settings)
-    t = time.perf_counter()
-    r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1800)
-    wall = time.perf_counter() - t
-    if r.returncode:
-        raise RuntimeError(r.stderr[-2000:])
-    return read_stats(r.stderr, wall)
+    return run(crawl_cmd(url, out, concurrency, settings))
 
 
 def crawl_args(out: str, rounds: int = 2, **more: int) -> argparse.Namespace:
@@ -151,42 +162,102 @@ def finish(result: dict, out: str, work: Path) -> None:
     shutil.rmtree(work, ignore_errors=True)
 
 
+SPIDERS = ("ready", "user", "jobdir")
+THREAD_CPU = 'EXTENSIONS={"bench.thread_cpu.ThreadCpu": 0}'
+
+
+def spider_cmd(spider: str, url: str, out: Path, concurrency: int, settings: list[str]) -> list[str]:
+    """The command of one crawl of ``spider`` (``SPIDERS``)."""
+    settings = [THREAD_CPU, *settings]
+    if spider == "jobdir":
+        settings.append(f"JOBDIR={out / 'job'}")
+    cmd = crawl_cmd(url, out, concurrency, settings)
+    if spider == "user":  # (the same options, another spider)
+        cmd[3:5] = ["runspider", str(ROOT / "bench" / "link_spider.py")]
+    return cmd
+
+
+def run(cmd: list[str]) -> dict:
+    t = time.perf_counter()
+    r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1800)
+    wall = time.perf_counter() - t
+    if r.returncode:
+        raise RuntimeError(r.stderr[-2000:])
+    return read_stats(r.stderr, wall)
+
+
+def spread(values: list[float], digits: int = 3) -> dict:
+    """Median, min and max."""
+    return {"median": round(statistics.median(values), digits), "min": round(min(values), digits),
+            "max": round(max(values), digits)}
+
+
+def summary(rounds: list[dict]) -> dict:
+    """One spider's rounds, summed up (see the module docstring)."""
+    def per_round(key: str) -> list[float]:
+        return [r["filtered"][key] / r["plain"][key] for r in rounds]
+
+    plain_cpu = [r["plain"]["thread_cpu_ms_per_response"] for r in rounds]
+    filtered_cpu = [r["filtered"]["thread_cpu_ms_per_response"] for r in rounds]
+    return {
+        "rounds": len(rounds),
+        "pages_per_s_ratio": spread(per_round("pages_per_s")),
+        "wall_ratio": spread(per_round("wall_s")),
+        "plain_pages_per_s": spread([r["plain"]["pages_per_s"] for r in rounds], 1),
+        "filtered_pages_per_s": spread([r["filtered"]["pages_per_s"] for r in rounds], 1),
+        "plain_wall_s": spread([r["plain"]["wall_s"] for r in rounds], 1),
+        "filtered_wall_s": spread([r["filtered"]["wall_s"] for r in rounds], 1),
+        "thread_cpu_ms_per_response_plain": spread(plain_cpu),
+        "thread_cpu_ms_per_response_filtered": spread(filtered_cpu),
+        "filter_thread_cpu_ms_per_response": spread([f - p for f, p in zip(filtered_cpu, plain_cpu)]),
+    }
+
+
 def main() -> None:
-    a = crawl_args("bench/results/crawl.json")
+    a = crawl_args("bench/results/crawl.json", rounds=7)
+    spiders = SPIDERS
+    if "--spiders" in sys.argv:  # (crawl_args knows integer options only)
+        spiders = tuple(sys.argv[sys.argv.index("--spiders") + 1].split(","))
     work, site, port, nginx = serve_sqlite_doc(a.data, "neardup-crawl-")
     url = f"http://127.0.0.1:{port}/index.html"
-    runs: dict[str, list[dict]] = {"plain": [], "filtered": []}
+    runs: dict[str, list[dict]] = {s: [] for s in spiders}
     try:
         for i in range(a.rounds):
-            for mode in ("plain", "filtered"):
-                out = work / f"{mode}-{i}"
-                shutil.rmtree(out, ignore_errors=True)
-                runs[mode].append(crawl(url, out, a.concurrency, [f"NEARDUP_ENABLED={mode == 'filtered'}",
-                                                                  f"NEARDUP_STORE={out / 'store'}", "NEARDUP_INDEX="]))
-                print(mode, json.dumps(runs[mode][-1]), flush=True)
+            for spider in spiders:
+                got: dict[str, dict] = {}
+                for mode in (("plain", "filtered") if i % 2 == 0 else ("filtered", "plain")):
+                    out = work / f"{spider}-{mode}-{i}"
+                    shutil.rmtree(out, ignore_errors=True)
+                    got[mode] = run(spider_cmd(spider, url, out, a.concurrency, [
+                        f"NEARDUP_ENABLED={mode == 'filtered'}", f"NEARDUP_STORE={out / 'store'}", "NEARDUP_INDEX="]))
+                    print(spider, i, mode, json.dumps(got[mode]), flush=True)
+                runs[spider].append(got)
+            # (after each round: a long run cut short still leaves its rounds so far)
+            Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+            Path(a.out).write_text(json.dumps({"partial": True, "spiders": {s: summary(r) for s, r in runs.items()},
+                                               "runs": runs}, indent=1))
     finally:
         nginx.terminate()
         nginx.wait(10)
-    # every dropped pair of the last filtered run, by Jaccard of visible text
-    dups = [json.loads(x) for x in (work / f"filtered-{a.rounds - 1}" / "store" / "duplicates.jsonl").read_text().splitlines()]
-    prefix = f"http://127.0.0.1:{port}/"
+    result: dict = {"command": " ".join(["bench/crawl_bench.py", *sys.argv[1:]]), "concurrency": a.concurrency,
+                    "spiders": {s: summary(r) for s, r in runs.items()}}
+    if "ready" in spiders:
+        # every dropped pair of the ready spider's last filtered run, by Jaccard of visible text
+        dups = [json.loads(x) for x in (work / f"ready-filtered-{a.rounds - 1}" / "store" / "duplicates.jsonl"
+                                        ).read_text().splitlines()]
+        prefix = f"http://127.0.0.1:{port}/"
 
-    def text_of(u: str) -> str:
-        path = site / urlsplit(u).path.lstrip("/")
-        if path.is_dir():  # nginx serves a directory's index.html
-            path = path / "index.html"
-        return extract(path.read_bytes()).text
+        def text_of(u: str) -> str:
+            path = site / urlsplit(u).path.lstrip("/")
+            if path.is_dir():  # nginx serves a directory's index.html
+                path = path / "index.html"
+            return extract(path.read_bytes()).text
 
-    pairs = [(d["url"], d["duplicate_of"], d["distance"], jaccard(shingles(text_of(d["url"])), shingles(text_of(d["duplicate_of"]))))
-             for d in dups]
-    result = {
-        "plain_pages_per_s": statistics.median(r["pages_per_s"] for r in runs["plain"]),
-        "filtered_pages_per_s": statistics.median(r["pages_per_s"] for r in runs["filtered"]),
-        "runs": runs,
-        "dropped_pairs": [(u[len(prefix):], v[len(prefix):], d, round(j, 3)) for u, v, d, j in pairs],
-        "dropped_below_0.5": sum(j < 0.5 for *_, j in pairs),
-    }
-    result["ratio"] = result["filtered_pages_per_s"] / result["plain_pages_per_s"]
+        pairs = [(d["url"], d["duplicate_of"], d["distance"],
+                  jaccard(shingles(text_of(d["url"])), shingles(text_of(d["duplicate_of"])))) for d in dups]
+        result["dropped_pairs"] = [(u[len(prefix):], v[len(prefix):], d, round(j, 3)) for u, v, d, j in pairs]
+        result["dropped_below_0.5"] = sum(j < 0.5 for *_, j in pairs)
+    result["runs"] = runs
     finish(result, a.out, work)
 
 

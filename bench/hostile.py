@@ -1,6 +1,14 @@
 """Time and memory of fingerprinting each page of the hostile corpus (issue 14).
 
     .venv/bin/python bench/hostile.py
+    .venv/bin/python bench/hostile.py --scan
+
+``--scan`` measures the pre-parse scan (``dedup.text.hostile_scan``)
+instead: its cost per page on the shared article pages against extracting
+their text (both in this process, kernels warm, the scan the median of 20
+calls), its cost on the hostile shapes it turns away, and what lexbor's
+parse costs on one element of 1,000 to 20,000 attributes (each in a process
+of its own), the measurement behind ``MAX_ATTRIBUTES``.
 
 Each page of ``tests/fixtures/hostile.py`` is written to a file and
 fingerprinted in a process of its own (kernels loaded first), twice: the
@@ -41,7 +49,74 @@ print(json.dumps({"page": path, "bytes": len(body), "result": r.reason or "finge
 """
 
 
+LEXBOR_CHILD = r"""
+import sys, time
+from selectolax.lexbor import LexborHTMLParser
+n = int(sys.argv[1])
+body = b"<html><body><div " + b" ".join(b"data-a%d=x" % i for i in range(n)) + b">words</div></body></html>"
+t = time.perf_counter()
+LexborHTMLParser(body)
+print(time.perf_counter() - t)
+"""
+
+
+def scan_cost() -> None:
+    """The ``--scan`` measurement (see the module docstring)."""
+    import gzip
+    import statistics
+    import time
+
+    sys.path.insert(0, str(ROOT))
+    from scrapy_neardup.dedup import jit
+    from scrapy_neardup.dedup.text import extract
+    from scrapy_neardup.dedup.text.hostile_scan import hostile_reason
+
+    jit.warm_all()
+    aeb = ROOT.parent / "shared" / "data" / "aeb" / "html"
+    pages = [gzip.decompress(p.read_bytes()) for p in sorted(aeb.glob("*.html.gz"))]
+    scan, parse = [], []
+    for page in pages:
+        runs = []
+        for _ in range(20):
+            t = time.perf_counter()
+            assert hostile_reason(page) is None
+            runs.append(time.perf_counter() - t)
+        scan.append(statistics.median(runs))
+        t = time.perf_counter()
+        extract(page)
+        parse.append(time.perf_counter() - t)
+    words = b"<p>" + b"near duplicate detection for web crawling " * 10 + b"</p>"
+    shapes = {
+        "one <div> of 200,000 attributes (2.3 MB)": b"<div " + b" ".join(b"data-a%d=x" % i for i in range(200_000))
+        + b">" + words,
+        "1,000,000 nested <div> (5 MB)": b"<div>" * 1_000_000 + words,
+        "3,000,000 <b> (9 MB)": b"<b>" * 3_000_000,
+        "1,000,000 closed <b> (8 MB, not hostile)": b"<b>x</b>" * 1_000_000,
+    }
+    hostile = {}
+    for name, body in shapes.items():
+        t = time.perf_counter()
+        why = hostile_reason(body)
+        hostile[name] = {"ms": round((time.perf_counter() - t) * 1e3, 1), "reason": why}
+    lexbor = {}
+    for n in (1_000, 2_000, 5_000, 10_000, 20_000):
+        r = subprocess.run([sys.executable, "-c", LEXBOR_CHILD, str(n)], capture_output=True, text=True, timeout=600)
+        lexbor[n] = round(float(r.stdout.strip()), 3)
+    summary = {"article_pages": len(pages), "median_bytes": int(statistics.median(map(len, pages))),
+               "scan_ms_median": round(statistics.median(scan) * 1e3, 3),
+               "scan_ms_max": round(max(scan) * 1e3, 3),
+               "extract_ms_median": round(statistics.median(parse) * 1e3, 2),
+               "scan_over_extract_median_of_ratios": round(statistics.median(s / p for s, p in zip(scan, parse)), 4),
+               "scan_over_extract_sum": round(sum(scan) / sum(parse), 4),
+               "hostile_shapes": hostile, "lexbor_s_by_attributes_of_one_element": lexbor}
+    print(json.dumps(summary, indent=1))
+    (ROOT / "bench" / "results" / "hostile_scan.json").write_text(json.dumps(summary, indent=1))
+
+
 def main() -> None:
+    if "--scan" in sys.argv[1:]:
+        scan_cost()
+        return
     sys.path.insert(0, str(ROOT))
     from tests.fixtures.hostile import hostile_pages
 

@@ -69,6 +69,8 @@ class NearDupConfig:
     skip_meta_key: str = "neardup_skip"
     workers: int = 0  # fingerprinting processes; 0: in the crawl's thread
     worker_timeout: float = 10.0  # seconds a worker may take over one page (then neardup/skipped/timeout)
+    worker_memory: int = 0  # MiB of address space a worker may use (RLIMIT_AS); 0: no limit
+    withhold_hostile: bool = False  # keep pages the pre-parse scan marks hostile from the spider's callbacks
     check_error_pages: bool = False  # fingerprint 4xx/5xx bodies too
     frontier: bool = True  # the durable frontier whenever JOBDIR is set
     frontier_max_redeliveries: int = 3  # a request in flight at that many kills in a row is given up
@@ -218,6 +220,8 @@ class NearDupConfig:
             # one worker process by default where there is a second core for it
             workers=integer("NEARDUP_WORKERS", 1 if (os.cpu_count() or 1) >= 2 else 0, 0, 64),
             worker_timeout=seconds("NEARDUP_WORKER_TIMEOUT", 10.0),
+            worker_memory=integer("NEARDUP_WORKER_MEMORY", 0, 0),
+            withhold_hostile=boolean("NEARDUP_WITHHOLD_HOSTILE", False),
             check_error_pages=boolean("NEARDUP_CHECK_ERROR_PAGES", False),
             frontier=boolean("NEARDUP_FRONTIER", True),
             frontier_max_redeliveries=integer("NEARDUP_FRONTIER_MAX_REDELIVERIES", 3, 0),

@@ -52,7 +52,7 @@ from .filter.items import fill
 from .filter.learned_rules import LearnedRules
 from .filter.runs_log import RunsLog
 from .filter.store_faults import FILE_ERRORS, StoreOutage, stop_the_crawl
-from .filter.unchecked import declared_encoding, unchecked_reason
+from .filter.unchecked import HostilePageWithheld, declared_encoding, hostile_to_withhold, unchecked_reason
 from .filter.verdict import DROPPED, Verdicts
 from .filter.workers import FingerprintWorkers
 from .frontier.acks import AckTracker, response_id
@@ -128,6 +128,11 @@ class NearDupMiddleware:
 
     def process_spider_input(self, response: Response) -> None:
         self.stats.inc_value(counts.FETCHED)
+        if self.config.withhold_hostile and (why := hostile_to_withhold(response)) is not None:
+            # (raised here, the page never reaches the callback; see process_spider_exception)
+            counts.count_unchecked(self.stats, "hostile")
+            self.stats.inc_value("neardup/withheld_hostile")
+            raise HostilePageWithheld(response.url, why)
         reason = unchecked_reason(response, self.config)
         if reason:
             counts.count_unchecked(self.stats, reason)
@@ -176,6 +181,16 @@ class NearDupMiddleware:
             yield item
         if error is not None:
             raise error
+
+    def process_spider_exception(self, response: Response, exception: BaseException) -> list[Any] | None:
+        """A page withheld from the callbacks (``NEARDUP_WITHHOLD_HOSTILE``)
+        ends here, with no output, as Scrapy's ``HttpErrorMiddleware`` ends
+        an error page; any other exception goes on."""
+        if isinstance(exception, HostilePageWithheld):
+            logger.warning("near-duplicate filter: %s withheld from the spider (NEARDUP_WITHHOLD_HOSTILE): %s",
+                           response.url, exception.reason)
+            return []
+        return None
 
     async def _fingerprint(self, response: Response) -> JobResult | str:
         """The page's fingerprint, once it is there, or why it passes unchecked."""

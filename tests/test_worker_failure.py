@@ -17,6 +17,7 @@ import pytest
 
 from scrapy_neardup.crawler.demo_site import DemoSite
 from scrapy_neardup.crawler.filter.workers import MAX_WORKER_RESTARTS
+from scrapy_neardup.dedup.text.hostile_scan import MAX_ATTRIBUTES, hostile_reason
 from tests.conftest import ROOT
 from tests.fixtures.http import PageServer
 from tests.test_crawl import paths, read_jsonl, scrapy_crawl, stat
@@ -128,14 +129,18 @@ def test_a_page_past_the_time_budget_passes_unchecked_and_the_worker_is_replaced
     assert "http://127.0.0.1/held-0.html took the worker process more than 1 s (NEARDUP_WORKER_TIMEOUT)" in r.stderr
 
 
-#: Attributes on one element of the slow page: lexbor's time grows with their square (40,000: ~3-5 s)
-SLOW_ATTRIBUTES = 60_000
+#: The slow page: elements of as many attributes each as the pre-parse scan lets through
+#: (``hostile_scan.MAX_ATTRIBUTES``): lexbor's time grows with their square, ~5 ms an element (7 s in all)
+SLOW_ATTRIBUTES = MAX_ATTRIBUTES
+SLOW_ELEMENTS = 1_500
 
 
 def test_a_crawl_with_a_page_the_worker_is_slow_on_goes_on(tmp_path):
     site = DemoSite()
-    slow = (b"<html><body><div " + b" ".join(b"data-a%d='1'" % i for i in range(SLOW_ATTRIBUTES))
-            + b"><p>" + b"a page with one element of very many attributes " * 10 + b"</p></div></body></html>")
+    tag = b"<div " + b" ".join(b"a%d" % i for i in range(SLOW_ATTRIBUTES)) + b">"
+    slow = (b"<html><body>" + tag * SLOW_ELEMENTS + b"<p>" + b"a page of elements of very many attributes " * 10
+            + b"</p></body></html>")
+    assert hostile_reason(slow) is None  # (slow, yet within the scan's bounds: the time budget's case)
     start = (b"<html><body><p>Where the crawl starts: the demo site, and a page the worker is slow on, with "
              b"enough words to be fingerprinted itself.</p><a href='/'>home</a> <a href='/slow.html'>slow</a>"
              b"</body></html>")

@@ -75,6 +75,9 @@ class Verdicts:
             counts.count_unchecked(self.stats, reason)
             if reason == "unparsable":  # the library caught an error: a bug or a broken install, say so
                 logger.warning("could not fingerprint %s (%s)", response.url, result.reason)
+            elif reason == "hostile":  # (a page no parser should be given: name it)
+                logger.warning("near-duplicate filter: %s not parsed: %s; it passes unchecked",
+                               response.url, (result.reason or "").partition(":")[2].strip())
             elif self.config.debug:
                 logger.debug("not fingerprinted (%s): %s", result.reason, response.url)
             return SKIPPED

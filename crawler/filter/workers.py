@@ -51,8 +51,8 @@ from scrapy.statscollectors import StatsCollector
 from scrapy.utils.reactor import is_asyncio_reactor_installed
 
 from scrapy_neardup.dedup import jit
-from scrapy_neardup.dedup.fingerprint.jobs import (JobFailed, JobResult, WorkerDied, WorkerProcess, WorkerTimeout,
-                                                   fingerprint_job)
+from scrapy_neardup.dedup.fingerprint.jobs import (JobFailed, JobResult, WorkerDied, WorkerOutOfMemory, WorkerProcess,
+                                                   WorkerTimeout, fingerprint_job)
 
 from ..config import NearDupConfig
 from ..counts import count_unchecked
@@ -65,7 +65,8 @@ STORE_CACHE_WAIT = 600.0
 #: Worker restarts (after a death, a timeout or a failed start) in a crawl past which the filter stops checking
 MAX_WORKER_RESTARTS = 5
 
-TIMEOUT, WORKER_DIED, NO_WORKER = "timeout", "worker_died", "no_worker"  # why a page passes unchecked
+# why a page passes unchecked
+TIMEOUT, WORKER_DIED, OUT_OF_MEMORY, NO_WORKER = "timeout", "worker_died", "out_of_memory", "no_worker"
 
 _Job = tuple[Future, bytes, "str | None"]  # (its answer, the body, the declared encoding)
 
@@ -76,6 +77,7 @@ class FingerprintWorkers:
     def __init__(self, config: NearDupConfig, stats: StatsCollector) -> None:
         self.min_text = config.min_text
         self.timeout = config.worker_timeout
+        self.memory_mib = config.worker_memory
         self.stats = stats
         count = config.workers
         if count and not is_asyncio_reactor_installed():
@@ -141,6 +143,9 @@ class FingerprintWorkers:
             logger.warning("near-duplicate filter: %s took the worker process more than %g s "
                            "(NEARDUP_WORKER_TIMEOUT); the worker was replaced and the page passes unchecked",
                            response.url, self.timeout)
+        elif outcome == OUT_OF_MEMORY:
+            logger.warning("near-duplicate filter: the worker process ran out of memory (NEARDUP_WORKER_MEMORY=%d "
+                           "MiB) over %s; it was replaced and the page passes unchecked", self.memory_mib, response.url)
         elif outcome == WORKER_DIED:
             logger.warning("near-duplicate filter: the worker process died with %s in hand; it was replaced "
                            "and the page passes unchecked", response.url)
@@ -215,11 +220,18 @@ class FingerprintWorkers:
                 continue
             except WorkerTimeout:
                 outcome = TIMEOUT
+            except WorkerOutOfMemory:
+                outcome = OUT_OF_MEMORY
             except WorkerDied:
                 outcome = WORKER_DIED
-            # (killed before the page's answer, so that its replacement is counted first)
+            # (killed before the page's answer, so that its replacement is counted first,
+            # and the filter stopped first when it may not be replaced: whoever has the
+            # answer sees ``stopped`` already set)
             self._retire(worker, kill=True)
             worker = None
+            with self._lock:
+                if self.restarts >= MAX_WORKER_RESTARTS and not self.stopped and not self._closing:
+                    self._stop()
             pending.set_result(outcome)
 
     def _start_worker(self, first: bool) -> WorkerProcess | None:
@@ -236,7 +248,7 @@ class FingerprintWorkers:
                     self.restarts += 1
             first = False
             try:
-                worker = WorkerProcess(on_store_cached=self._store_cached.set)
+                worker = WorkerProcess(on_store_cached=self._store_cached.set, memory_mib=self.memory_mib)
             except (WorkerDied, OSError) as exc:
                 logger.warning("near-duplicate filter: a worker process did not start: %s", exc)
                 continue

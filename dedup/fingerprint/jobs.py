@@ -52,6 +52,10 @@ class WorkerTimeout(Exception):
     """The worker took longer than its budget over one job."""
 
 
+class WorkerOutOfMemory(WorkerDied):
+    """The worker ran out of memory over a job (its cap, ``memory_mib``) and ended."""
+
+
 class JobFailed(Exception):
     """Fingerprinting raised in the worker (its message: the exception's repr)."""
 
@@ -65,9 +69,10 @@ class WorkerProcess:
     """
 
     def __init__(self, on_store_cached: Callable[[], object] | None = None,
-                 start_timeout: float = START_TIMEOUT) -> None:
+                 start_timeout: float = START_TIMEOUT, memory_mib: int = 0) -> None:
         self._on_store_cached = on_store_cached
-        self.process = subprocess.Popen([sys.executable, "-m", "scrapy_neardup.dedup.fingerprint.worker"],
+        self.process = subprocess.Popen([sys.executable, "-m", "scrapy_neardup.dedup.fingerprint.worker",
+                                         "--memory-mib", str(memory_mib)],
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         self._stdin: IO[bytes] = self.process.stdin  # type: ignore[assignment]  # (PIPE: never None)
         self.conn: Connection | None = None
@@ -96,7 +101,7 @@ class WorkerProcess:
     def run(self, body: bytes, encoding: str | None, min_tokens: int, timeout: float) -> JobResult:
         """Fingerprint a page in the worker, within ``timeout`` seconds; else
         ``WorkerTimeout`` (the worker is left as it is: kill it), ``WorkerDied``
-        or ``JobFailed``."""
+        (``WorkerOutOfMemory`` when it said so) or ``JobFailed``."""
         assert self.conn is not None
         try:
             self.conn.send((body, encoding, min_tokens))
@@ -120,6 +125,8 @@ class WorkerProcess:
                     self._on_store_cached()
             elif got == "error":
                 raise JobFailed(payload)
+            elif got == "out_of_memory":
+                raise WorkerOutOfMemory(payload)
             elif got == kind:
                 return payload
 

@@ -22,6 +22,7 @@ from ..features.term_table import table_digest
 from ..simhash import FP_BITS, simhash, to_hex
 from ..text import Page, extract
 from ..text.binary_sniff import binary_kind
+from ..text.hostile_scan import hostile_reason
 
 #: Bump when extraction, tokenisation, features or hashing change output.
 # v9: Thai, Lao, Khmer, Myanmar and Tibetan cut in character trigrams (v8: bigrams); CLD2's pseudo-languages
@@ -103,15 +104,22 @@ class Fingerprinter:
     def fingerprint_html(self, data: bytes, encoding: str | None = None,
                          compiled: bool | None = None) -> Fingerprint:
         """Never raises on bad bytes: unparsable input gives reason
-        ``unparsable``, a binary file (PDF, image, archive...) ``binary: KIND``.
-        ``compiled`` as in ``fingerprint_page``."""
+        ``unparsable``, a binary file (PDF, image, archive...) ``binary: KIND``,
+        a page past a bound of the pre-parse scan (``text.hostile_scan``: an
+        element of 200,000 attributes, millions of elements) ``hostile: WHY``,
+        without parsing it. ``compiled`` as in ``fingerprint_page``."""
         kind = binary_kind(data)
         if kind is not None:
             return Fingerprint(None, f"binary: {kind}")
+        hostile = hostile_reason(data)
+        if hostile is not None:
+            return Fingerprint(None, f"hostile: {hostile}")
         if compiled is None:
             compiled = jit.ready("fingerprint")
         try:
             page = extract(data, encoding, compiled)
+        except MemoryError:  # not the page's fault: the process's (a worker's cap says so itself)
+            raise
         except Exception as exc:  # parser/codec failures on hostile input
             return Fingerprint(None, f"unparsable: {type(exc).__name__}")
         return self.fingerprint_page(page, compiled)

@@ -23,10 +23,19 @@ socket, a named pipe on Windows):
 
 It ends when its stdin closes: the parent closed it, or died however it died
 (killed with SIGKILL too). Ctrl-C is the parent's to handle.
+
+``--memory-mib N`` (``NEARDUP_WORKER_MEMORY``) caps the worker's address
+space (``RLIMIT_AS``, where the platform has it) before anything is loaded.
+A page that runs it out of memory gets ``("out_of_memory", message)`` if
+Python could still say so (a ``MemoryError``), and the worker ends: the
+parent replaces it. Memory a C library fails to get may end it at once
+instead. Its warm-up peaks at about 800 MiB of address space (compiling),
+so a cap below about 1,200 MiB leaves it no room to start.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import signal
 import sys
@@ -88,12 +97,32 @@ def serve(conn: Connection) -> None:
             return
         try:
             answer: tuple[str, Any] = ("result", fingerprint_job(body, encoding, min_tokens))
+        except MemoryError as exc:  # (past --memory-mib): say so, and end, to be replaced
+            del body
+            say("out_of_memory", repr(exc))
+            os._exit(3)
         except Exception as exc:  # the parent lets the page pass unchecked ("unparsable")
             answer = ("error", repr(exc))
         say(*answer)
 
 
+def limit_memory(mib: int) -> None:
+    """Cap this process's address space at ``mib`` MiB (0: no cap; a no-op where there is no RLIMIT_AS)."""
+    if mib <= 0:
+        return
+    try:
+        import resource
+    except ImportError:  # (Windows)
+        return
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    limit = mib * 1024 * 1024
+    resource.setrlimit(resource.RLIMIT_AS, (limit if hard == resource.RLIM_INFINITY else min(limit, hard), hard))
+
+
 def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m scrapy_neardup.dedup.fingerprint.worker")
+    parser.add_argument("--memory-mib", type=int, default=0, help="address space cap in MiB (0: none)")
+    limit_memory(parser.parse_args().memory_mib)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     conn = _connect()
     _exit_with_parent()

@@ -1,7 +1,9 @@
 """Stage 1: HTML bytes -> the visible text a reader sees (``extract``).
 
 ``decode`` finds the encoding, ``binary_sniff`` turns away files that are
-not pages, ``deep_nesting`` bounds the parser's work, ``tags`` says what
+not pages, ``hostile_scan`` turns away pages no parser should be given
+(200,000 attributes on one element, millions of elements), ``deep_nesting``
+bounds the parser's work, ``tags`` says what
 each element is to a reader, ``visible`` parses with lexbor and reads the
 tree (compiled ``html_scan`` or the Python walk in ``visible_reference``),
 ``page`` holds the result.
