@@ -29,6 +29,7 @@ SCHEDULER = "scrapy_neardup.crawler.frontier.scheduler.DurableScheduler"
 DUPEFILTER = "scrapy_neardup.crawler.frontier.dupefilter.DurableDupeFilter"
 ACK_SPIDER_MIDDLEWARE = "scrapy_neardup.crawler.frontier.ack_middlewares.AckSpiderMiddleware"
 ACK_DOWNLOADER_MIDDLEWARE = "scrapy_neardup.crawler.frontier.ack_middlewares.AckDownloaderMiddleware"
+FEED_STORAGE = "scrapy_neardup.crawler.frontier.feeds.DurableFeedStorage"
 EXTENSION = "scrapy_neardup.crawler.summary.SummaryExtension"
 
 #: Close to the spider (high order): it filters the callback's output before
@@ -87,6 +88,12 @@ class NearDupAddon:
             settings.set("DUPEFILTER_CLASS", DUPEFILTER, priority="addon")
         _setdefault(settings, "SPIDER_MIDDLEWARES", ACK_SPIDER_MIDDLEWARE, ACK_ORDER)
         _setdefault(settings, "DOWNLOADER_MIDDLEWARES", ACK_DOWNLOADER_MIDDLEWARE, ACK_ORDER)
+        # local feed files written exactly once across kills (crawler.frontier.feeds), unless the
+        # project chose its own storage for them
+        storages = settings.getdict("FEED_STORAGES")
+        for scheme in ("", "file"):
+            if scheme not in storages:
+                settings["FEED_STORAGES"].set(scheme, FEED_STORAGE, priority="addon")
 
 
 REDIS_SCHEDULER = "scrapy_neardup.crawler.frontier.redis_scheduler.ReliableRedisScheduler"
