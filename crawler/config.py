@@ -84,6 +84,7 @@ class NearDupConfig:
     url_rules_explore: float = 0.05  # share of avoidable requests made all the same, to keep testing the rules
     url_rules_pin: tuple[str, ...] = ()  # rule lines that always act
     url_rules_forbid: tuple[str, ...] = ()  # rule lines never learned
+    canonical_first: bool = False  # request a kept page's declared canonical URL (same host) ahead
 
     @property
     def store_shown(self) -> str:
@@ -226,6 +227,7 @@ class NearDupConfig:
             url_rules_explore=share("NEARDUP_URL_RULES_EXPLORE", 0.05),
             url_rules_pin=rule_lines("NEARDUP_URL_RULES_PIN"),
             url_rules_forbid=rule_lines("NEARDUP_URL_RULES_FORBID"),
+            canonical_first=boolean("NEARDUP_CANONICAL_FIRST", False),
         )
 
 
