@@ -91,9 +91,14 @@ class NearDupAddon:
         # local feed files written exactly once across kills (crawler.frontier.feeds), unless the
         # project chose its own storage for them
         storages = settings.getdict("FEED_STORAGES")
-        for scheme in ("", "file"):
-            if scheme not in storages:
-                settings["FEED_STORAGES"].set(scheme, FEED_STORAGE, priority="addon")
+        missing = [scheme for scheme in ("", "file") if scheme not in storages]
+        value = settings["FEED_STORAGES"]
+        if isinstance(value, BaseSettings):
+            for scheme in missing:
+                value.set(scheme, FEED_STORAGE, priority="addon")
+        elif missing:  # (a JSON string from the command line: -s FEED_STORAGES='{...}')
+            settings.set("FEED_STORAGES", {**storages, **dict.fromkeys(missing, FEED_STORAGE)},
+                         priority=settings.getpriority("FEED_STORAGES") or "addon")
 
 
 REDIS_SCHEDULER = "scrapy_neardup.crawler.frontier.redis_scheduler.ReliableRedisScheduler"
