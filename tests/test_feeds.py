@@ -20,7 +20,7 @@ from scrapy.utils.test import get_crawler
 from scrapy_neardup.crawler.addon import FEED_STORAGE, NearDupAddon
 from scrapy_neardup.crawler.frontier.acks import ID_KEY
 from scrapy_neardup.crawler.frontier.db import FrontierDB
-from scrapy_neardup.crawler.frontier.feeds import FeedLedger, shape_of
+from scrapy_neardup.crawler.frontier.feeds import DurableFeedStorage, FeedLedger, shape_of
 
 FORMATS = {"jsonlines": ".jsonl", "json": ".json", "csv": ".csv", "xml": ".xml"}
 
@@ -122,6 +122,29 @@ def test_a_new_file_per_run_is_closed_at_the_next_open(fmt, tmp_path):
     run.finish()
     assert parse(first, fmt) == ["u1"]
     assert parse(second, fmt) == ["u2"]
+
+
+@pytest.mark.parametrize("fmt", ["json", "xml", "csv"])
+def test_an_empty_last_run_leaves_the_document_whole(fmt, tmp_path):
+    """FEED_STORE_EMPTY (Scrapy's default): a run that exports nothing opens the feed
+    at its close, after the frontier closed; the file stays one document."""
+    path = tmp_path / f"feed{FORMATS[fmt]}"
+    run = Run(tmp_path / "job", path, fmt)
+    run.item("u1", 1)
+    run.commit([1])
+    run.kill()
+    crawler = get_crawler(settings_dict={"JOBDIR": str(tmp_path / "job"), "FEED_EXPORT_INDENT": 0})
+    ledger = FeedLedger.of(crawler)
+    db = FrontierDB(tmp_path / "job")
+    ledger.attach(db)  # (the resume: the document is closed here)
+    ledger.detach()
+    db.close()
+    options = feed_complete_default_values_from_settings({"format": fmt}, crawler.settings)
+    storage = DurableFeedStorage(str(path), feed_options=options, crawler=crawler)
+    exporter = load_object(crawler.settings.getwithbase("FEED_EXPORTERS")[fmt])(storage.open(None), indent=0)
+    exporter.start_exporting()
+    exporter.finish_exporting()
+    assert parse(path, fmt) == ["u1"]
 
 
 def test_a_kill_before_any_acknowledgement_leaves_an_empty_document(tmp_path):

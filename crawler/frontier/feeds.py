@@ -183,6 +183,7 @@ class FeedLedger:
 
     def __init__(self, crawler: Crawler) -> None:
         self.db: FrontierDB | None = None
+        self.detached = False  # the frontier has closed (the crawl is closing)
         self._files: dict[str, _Open] = {}
         crawler.signals.connect(self._item_scraped, signal=signals.item_scraped)
 
@@ -212,6 +213,7 @@ class FeedLedger:
     def detach(self) -> None:
         """The frontier closed (the feed exporter closes the files after it)."""
         self.db = None
+        self.detached = True
         self._files.clear()
 
     @staticmethod
@@ -341,8 +343,13 @@ class DurableFeedStorage(FileFeedStorage):
     def open(self, spider: Spider) -> IO[bytes]:
         if self.crawler is not None:
             ledger = FeedLedger.of(self.crawler)
-            if ledger.active and (shape := shape_of(self.crawler, self.feed_options)) is not None:
-                return cast(IO[bytes], ledger.open(self.path, self.write_mode, shape))
+            if (ledger.active or ledger.detached) and (shape := shape_of(self.crawler, self.feed_options)):
+                if ledger.active:
+                    return cast(IO[bytes], ledger.open(self.path, self.write_mode, shape))
+                if self.write_mode == "ab" and os.path.exists(self.path) and os.path.getsize(self.path):
+                    # FEED_STORE_EMPTY at the close of a run that exported nothing (the frontier is
+                    # closed): the file's document, closed when the frontier opened, stays one document
+                    return open(os.devnull, "wb")  # noqa: SIM115  (closed by Scrapy)
         return super().open(spider)
 
 
