@@ -224,7 +224,8 @@ class PageIndex:
         fp = int(page.fingerprint, 16)
         for url, fingerprint in self.db.execute(
                 "SELECT url, fingerprint FROM pages WHERE canonical = ? AND url != ?", (page.url, page.url)).fetchall():
-            if not fingerprint or not same_host(url, page.url) or (int(fingerprint, 16) ^ fp).bit_count() > max_distance:
+            near = bool(fingerprint) and (int(fingerprint, 16) ^ fp).bit_count() <= max_distance
+            if not near or not same_host(url, page.url):  # a hint, never proof
                 continue
             if self.db.execute("SELECT 1 FROM pages WHERE url = ?", (page.url,)).fetchone():
                 return 0

@@ -42,6 +42,7 @@ from __future__ import annotations
 import io
 import logging
 import os
+import weakref
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -189,11 +190,10 @@ class FeedLedger:
 
     @classmethod
     def of(cls, crawler: Crawler) -> FeedLedger:
-        ledger = getattr(crawler, "_neardup_feeds", None)
+        ledger = _BY_CRAWLER.get(crawler)
         if ledger is None:
-            ledger = cls(crawler)
-            crawler._neardup_feeds = ledger  # type: ignore[attr-defined]
-        return cast(FeedLedger, ledger)
+            ledger = _BY_CRAWLER[crawler] = cls(crawler)
+        return ledger
 
     @property
     def active(self) -> bool:
@@ -382,3 +382,6 @@ class FlushGate:
                                "a kill may lose the last items of a feed", exc)
                 self._warned = True
         return True
+
+
+_BY_CRAWLER: weakref.WeakKeyDictionary[Crawler, FeedLedger] = weakref.WeakKeyDictionary()
