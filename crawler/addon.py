@@ -30,6 +30,7 @@ SCHEDULER = "scrapy_neardup.crawler.frontier.scheduler.DurableScheduler"
 DUPEFILTER = "scrapy_neardup.crawler.frontier.dupefilter.DurableDupeFilter"
 ACK_SPIDER_MIDDLEWARE = "scrapy_neardup.crawler.frontier.ack_middlewares.AckSpiderMiddleware"
 ACK_DOWNLOADER_MIDDLEWARE = "scrapy_neardup.crawler.frontier.ack_middlewares.AckDownloaderMiddleware"
+FEED_STORAGE = "scrapy_neardup.crawler.frontier.feeds.DurableFeedStorage"
 EXTENSION = "scrapy_neardup.crawler.summary.SummaryExtension"
 REPORT_EXTENSION = "scrapy_neardup.crawler.report.extension.ReportExtension"
 
@@ -91,6 +92,17 @@ class NearDupAddon:
             settings.set("DUPEFILTER_CLASS", DUPEFILTER, priority="addon")
         _setdefault(settings, "SPIDER_MIDDLEWARES", ACK_SPIDER_MIDDLEWARE, ACK_ORDER)
         _setdefault(settings, "DOWNLOADER_MIDDLEWARES", ACK_DOWNLOADER_MIDDLEWARE, ACK_ORDER)
+        # local feed files written exactly once across kills (crawler.frontier.feeds), unless the
+        # project chose its own storage for them
+        storages = settings.getdict("FEED_STORAGES")
+        missing = [scheme for scheme in ("", "file") if scheme not in storages]
+        value = settings["FEED_STORAGES"]
+        if isinstance(value, BaseSettings):
+            for scheme in missing:
+                value.set(scheme, FEED_STORAGE, priority="addon")
+        elif missing:  # (a JSON string from the command line: -s FEED_STORAGES='{...}')
+            settings.set("FEED_STORAGES", {**storages, **dict.fromkeys(missing, FEED_STORAGE)},
+                         priority=settings.getpriority("FEED_STORAGES") or "addon")
 
 
 REDIS_SCHEDULER = "scrapy_neardup.crawler.frontier.redis_scheduler.ReliableRedisScheduler"

@@ -88,6 +88,7 @@ class NearDupConfig:
     url_rules_forbid: tuple[str, ...] = ()  # rule lines never learned
     dropped_text_bytes: int = 0  # keep dropped pages' text for the report, up to this many bytes (0: off)
     report: str | None = None  # write the HTML report here when the crawl closes (``crawler.report``)
+    canonical_first: bool = False  # request a kept page's declared canonical URL (same host) ahead
 
     @property
     def store_shown(self) -> str:
@@ -239,6 +240,7 @@ class NearDupConfig:
             url_rules_forbid=rule_lines("NEARDUP_URL_RULES_FORBID"),
             dropped_text_bytes=dropped_text_bytes,
             report=path("NEARDUP_REPORT"),
+            canonical_first=boolean("NEARDUP_CANONICAL_FIRST", False),
         )
 
 

@@ -2,7 +2,10 @@
 
 One document per URL, replaced on re-crawl: its URL, title, visible text,
 language (``dedup.features.language``'s code), fingerprint (hex), fetch
-time and HTTP status. Search it with
+time, HTTP status and the canonical URL the page declares
+(``crawler.canonical``; NULL: none). A row takes its declared canonical URL
+when that URL is fetched later, on the same host, as a near-duplicate of it
+(``take_canonical``). Search it with
 ``neardup search INDEX QUERY`` (FTS5 query syntax). Text is indexed as the
 filter's tokens (``dedup.features.tokens``) separated by spaces: case-folded
 words, Chinese as jieba words (FTS5's tokenizer splits on spaces but not
@@ -22,18 +25,22 @@ from scrapy_neardup.dedup.features import UNDETERMINED
 from scrapy_neardup.dedup.features.tokens import tokenize
 from scrapy_neardup.dedup.store.backends import private_file
 
+from .canonical import same_host
 from .sqlite_files import INDEX, open_readonly
 
 logger = logging.getLogger(__name__)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS pages (
-    url TEXT PRIMARY KEY, title TEXT, text TEXT, fingerprint TEXT, fetched_at TEXT, status INTEGER, language TEXT);
+    url TEXT PRIMARY KEY, title TEXT, text TEXT, fingerprint TEXT, fetched_at TEXT, status INTEGER, language TEXT,
+    canonical TEXT);
 CREATE VIRTUAL TABLE IF NOT EXISTS pages_fts USING fts5(url UNINDEXED, title, body, tokenize='unicode61');
 """
 #: Columns later versions added to ``pages``, added to an older index when it is opened for writing
 #: (its rows keep NULL there: indexed before the column existed)
-_ADDED_COLUMNS = {"language": "TEXT"}
+_ADDED_COLUMNS = {"language": "TEXT", "canonical": "TEXT"}
+#: Made after the columns (an older index gets them first)
+_INDEXES = "CREATE INDEX IF NOT EXISTS pages_canonical ON pages (canonical) WHERE canonical IS NOT NULL"
 
 
 class PageRow(NamedTuple):
@@ -46,6 +53,14 @@ class PageRow(NamedTuple):
     fetched_at: str  # ISO 8601, UTC
     status: int
     language: str = UNDETERMINED  # the code of its prose's language (``dedup.features.language``)
+    canonical: str | None = None  # the canonical URL it declares (``crawler.canonical``)
+
+
+class CanonicalFetched(NamedTuple):
+    """A page dropped as a near-duplicate, for ``PageIndex.take_canonical``."""
+
+    page: PageRow
+    max_distance: int
 
 
 def _index_text(text: str) -> str:
@@ -166,21 +181,60 @@ class PageIndex:
                 if name not in have:
                     self.db.execute(f"ALTER TABLE pages ADD COLUMN {name} {kind}")
                     logger.info("index: added the column %s to %s", name, self.path)
+            self.db.execute(_INDEXES)
 
     def add(self, *page: Any) -> None:
         """Upsert one page: ``PageRow``'s fields, in its order."""
         self.add_many([PageRow(*page)])
 
-    def add_many(self, pages: Iterable[PageRow | tuple[Any, ...]]) -> None:
-        """Upsert ``pages`` (``PageRow``s, or tuples of its fields in its order) in one transaction."""
+    def add_many(self, pages: Iterable[PageRow | CanonicalFetched | tuple[Any, ...]]) -> int:
+        """Upsert ``pages`` (``PageRow``s, or tuples of its fields in its order) in one
+        transaction; a ``CanonicalFetched`` among them goes to ``take_canonical``, in
+        order. Returns how many rows took their canonical URL."""
+        taken = 0
         with self.db:
-            for p in map(lambda row: PageRow(*row), pages):
-                self.db.execute("INSERT OR REPLACE INTO pages (url, title, text, language, fingerprint, fetched_at, "
-                                "status) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                                (p.url, p.title, p.text, p.language, p.fingerprint, p.fetched_at, p.status))
-                self.db.execute("DELETE FROM pages_fts WHERE url = ?", (p.url,))
-                self.db.execute("INSERT INTO pages_fts (url, title, body) VALUES (?, ?, ?)",
-                                (p.url, _index_text(p.title), _index_text(p.text)))
+            for row in pages:
+                if isinstance(row, CanonicalFetched):
+                    taken += self._take_canonical(row.page, row.max_distance)
+                else:
+                    self._upsert(PageRow(*row))
+        return taken
+
+    def _upsert(self, p: PageRow) -> None:
+        self.db.execute("INSERT OR REPLACE INTO pages (url, title, text, language, fingerprint, fetched_at, "
+                        "status, canonical) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                        (p.url, p.title, p.text, p.language, p.fingerprint, p.fetched_at, p.status, p.canonical))
+        self.db.execute("DELETE FROM pages_fts WHERE url = ?", (p.url,))
+        self.db.execute("INSERT INTO pages_fts (url, title, body) VALUES (?, ?, ?)",
+                        (p.url, _index_text(p.title), _index_text(p.text)))
+
+    def take_canonical(self, page: PageRow, max_distance: int) -> bool:
+        """``page`` was dropped as a near-duplicate. If a row declares ``page``'s URL
+        as its canonical URL, on the same host, and its fingerprint is within
+        ``max_distance`` bits of ``page``'s, that row becomes ``page`` (its URL, text,
+        fingerprint...): the index names the page by the URL the site calls
+        canonical. Otherwise (another host, not near-duplicates, no such row, a row
+        for ``page``'s URL already there) nothing changes. One indexed look-up."""
+        with self.db:
+            return bool(self._take_canonical(page, max_distance))
+
+    def _take_canonical(self, page: PageRow, max_distance: int) -> int:
+        if not page.fingerprint:
+            return 0
+        fp = int(page.fingerprint, 16)
+        for url, fingerprint in self.db.execute(
+                "SELECT url, fingerprint FROM pages WHERE canonical = ? AND url != ?", (page.url, page.url)).fetchall():
+            near = bool(fingerprint) and (int(fingerprint, 16) ^ fp).bit_count() <= max_distance
+            if not near or not same_host(url, page.url):  # a hint, never proof
+                continue
+            if self.db.execute("SELECT 1 FROM pages WHERE url = ?", (page.url,)).fetchone():
+                return 0
+            self.db.execute("DELETE FROM pages WHERE url = ?", (url,))
+            self.db.execute("DELETE FROM pages_fts WHERE url = ?", (url,))
+            self._upsert(page)
+            logger.debug("index: %s takes its canonical URL %s", url, page.url)
+            return 1
+        return 0
 
     def search(self, query: str, limit: int = 10) -> list[tuple[str, str, float]]:
         """(url, title, score) of the best matches of ``query`` (FTS5 syntax:

@@ -45,6 +45,7 @@ from scrapy_neardup.dedup.store import SimhashStore
 from scrapy_neardup.dedup.store.backends import StoreError
 
 from . import counts
+from .canonical import CANONICAL_PRIORITY, declared_canonical, same_host
 from .config import NearDupConfig
 from .filter.captured_text import CapturedText, capture_path
 from .filter.duplicates_log import DuplicatesLog
@@ -53,7 +54,7 @@ from .filter.learned_rules import LearnedRules
 from .filter.runs_log import RunsLog
 from .filter.store_faults import FILE_ERRORS, StoreOutage, stop_the_crawl
 from .filter.unchecked import HostilePageWithheld, declared_encoding, hostile_to_withhold, unchecked_reason
-from .filter.verdict import DROPPED, Verdicts
+from .filter.verdict import DROPPED, KEPT, Verdicts
 from .filter.workers import FingerprintWorkers
 from .frontier.acks import AckTracker, response_id
 from .in_use import CrawlInUse, refuse_a_jobdir_in_use, store_in_use, store_is_in_use
@@ -167,12 +168,15 @@ class NearDupMiddleware:
             AckTracker.of(self.crawler).keep_for_resume(response_id(response))
             self.stats.inc_value("neardup/held_for_resume")
             return
+        canonical = declared_canonical(response) if not isinstance(fp_result, str) else None
         # the index is the filter's: the page goes to it whatever the spider yields, and
         # before any of its output leaves (a gate of its request's acknowledgement)
-        index_page(self.crawler, response, verdict, fp_result)
+        index_page(self.crawler, response, verdict, fp_result, canonical)
         if verdict == DROPPED and self.captured is not None and not isinstance(fp_result, str):
             self.captured.add(urldefrag(response.url)[0], fp_result.text)  # (the duplicates file's URL)
         kept = [item for item in outputs if self.verdicts.lets_through(verdict, item)]
+        if verdict == KEPT and canonical is not None and self.config.canonical_first:
+            kept.extend(self._canonical_request(response, canonical))
         skip = self.avoided([r for r in kept if isinstance(r, Request)], response.url)
         for item in kept:
             if isinstance(item, Request) and item in skip:  # (a request is its own key: identity)
@@ -191,6 +195,19 @@ class NearDupMiddleware:
                            response.url, exception.reason)
             return []
         return None
+
+    def _canonical_request(self, response: Response, canonical: str) -> list[Request]:
+        """NEARDUP_CANONICAL_FIRST: the request for the canonical URL a kept page
+        declares (on its host, another URL), ahead of the page's other links, so
+        that the canonical URL is usually the one fetched first. Once it is
+        fetched, as a near-duplicate, the index row takes it."""
+        request = response.request
+        if request is None or urldefrag(response.url)[0] == canonical or not same_host(response.url, canonical):
+            return []
+        self.stats.inc_value("neardup/canonical_requested")
+        # (a new request, not a copy: the page's headers, Referer included, are not the canonical URL's)
+        return [Request(canonical, callback=request.callback, errback=request.errback,
+                        cb_kwargs=dict(request.cb_kwargs), priority=request.priority + CANONICAL_PRIORITY)]
 
     async def _fingerprint(self, response: Response) -> JobResult | str:
         """The page's fingerprint, once it is there, or why it passes unchecked."""

@@ -14,7 +14,9 @@ as soon as it can (group commit). It is a gate of the durable frontier
 output leaves, so its request is acknowledged only after the page is
 committed here. The index holds one row per URL, so a page fetched again
 after a kill is still there once: the index is the crawl's exactly-once
-output.
+output. A page dropped as a near-duplicate is handed over too, so that a
+kept page's row can take it as its declared canonical URL
+(``PageIndex.take_canonical``, counted ``neardup/canonical_taken``).
 
 It sits among the item pipelines (``ITEM_PIPELINES``, order 800) for their
 ``close_spider``, which Scrapy calls before the scheduler's last commit: the
@@ -40,7 +42,7 @@ from .clock import utc_now
 from .config import NearDupConfig
 from .filter.verdict import DROPPED
 from .frontier.acks import AckTracker
-from .index import PageIndex, PageRow
+from .index import CanonicalFetched, PageIndex, PageRow
 
 logger = logging.getLogger(__name__)
 
@@ -51,9 +53,10 @@ _DONE = object()
 class IndexPipeline:
     """The crawl's index writer (``IndexPipeline.of(crawler)``); see the module docstring."""
 
-    def __init__(self, crawler: Crawler, path: str) -> None:
+    def __init__(self, crawler: Crawler, path: str, max_distance: int = 3) -> None:
         self.stats = crawler.stats
         self.path = path
+        self.max_distance = max_distance  # (a canonical URL is taken only by a near-duplicate)
         self._queue: queue.Queue[Any] = queue.Queue()
         self._handed = 0  # pages handed to the writer (the crawl's thread)
         self._done = 0  # pages the writer has committed (the writer's thread)
@@ -71,14 +74,14 @@ class IndexPipeline:
             # (no message: Scrapy logs a NotConfigured with one as a WARNING, on every run
             # without JOBDIR, where the index is off by default)
             raise NotConfigured
-        return cls(crawler, config.index)
+        return cls(crawler, config.index, config.max_distance)
 
     @classmethod
     def of(cls, crawler: Crawler) -> IndexPipeline | None:
         """The crawl's index writer; None when the index is off."""
         return _INDEXES.get(crawler)
 
-    def add(self, page: PageRow) -> None:
+    def add(self, page: PageRow | CanonicalFetched) -> None:
         """Hand ``page`` to the writer (the crawl's thread)."""
         self._handed += 1
         self._queue.put(page)
@@ -106,7 +109,7 @@ class IndexPipeline:
                     batch.pop()
                 if batch and not failed:
                     try:
-                        index.add_many(batch)
+                        taken = index.add_many(batch)
                     except Exception:
                         # Not counted as done: from here on no request is acknowledged, so
                         # a resume fetches these pages (and all later ones) again.
@@ -115,7 +118,11 @@ class IndexPipeline:
                                          self.path)
                         failed = True
                     else:
-                        self.stats.inc_value("neardup/indexed", len(batch))
+                        rows = sum(not isinstance(p, CanonicalFetched) for p in batch)
+                        if rows:
+                            self.stats.inc_value("neardup/indexed", rows)
+                        if taken:
+                            self.stats.inc_value("neardup/canonical_taken", taken)
                         self._done += len(batch)
                 if failed and batch:
                     self.stats.inc_value("neardup/index_errors", len(batch))
@@ -130,18 +137,22 @@ class IndexPipeline:
         logger.info("index: %d pages in %s", self._total, self.path)
 
 
-def index_page(crawler: Crawler, response: Response, verdict: str, result: JobResult | str) -> None:
+def index_page(crawler: Crawler, response: Response, verdict: str, result: JobResult | str,
+               canonical: str | None = None) -> None:
     """Hand the page to the crawl's index, if there is one, unless the filter
-    dropped it or extracted no text from it (a non-HTML response, an error
-    page: passed unchecked before any extraction). Called by the filter once
-    it has the page's verdict and before any of the page's output leaves."""
+    extracted no text from it (a non-HTML response, an error page: passed
+    unchecked before any extraction). ``canonical``: the URL the page declares
+    canonical. A dropped page is not indexed: the index may only let a kept
+    page's row take it as its canonical URL. Called by the filter once it has
+    the page's verdict and before any of the page's output leaves."""
     index = _INDEXES.get(crawler)
-    if index is None or verdict == DROPPED or isinstance(result, str):
+    if index is None or isinstance(result, str):
         return
-    index.add(PageRow(
+    page = PageRow(
         url=response.url, title=result.title, text=result.text, language=result.language,
         fingerprint="" if result.value is None else to_hex(result.value),
-        fetched_at=utc_now(), status=response.status))
+        fetched_at=utc_now(), status=response.status, canonical=canonical)
+    index.add(CanonicalFetched(page, index.max_distance) if verdict == DROPPED else page)
 
 
 _INDEXES: weakref.WeakKeyDictionary[Crawler, IndexPipeline] = weakref.WeakKeyDictionary()

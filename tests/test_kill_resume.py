@@ -1,5 +1,7 @@
 """Kill -9 a real ``scrapy crawl`` at random moments, resume it until it finishes,
-and check that nothing was lost and nothing indexed twice (issue 14).
+and check that nothing was lost and nothing indexed twice (issue 14), and that
+the local feed files hold each kept page once, each one valid document: JSON
+lines, JSON, CSV and XML appended to across the runs, and a JSON file per run.
 
 Each trial has a recorded seed (in the test id and the failure message); set
 ``NEARDUP_KILL_TRIALS`` for more trials than the default three.
@@ -7,6 +9,8 @@ Each trial has a recorded seed (in the test id and the failure message); set
 
 from __future__ import annotations
 
+import csv
+import io
 import itertools
 import json
 import os
@@ -16,6 +20,8 @@ import sqlite3
 import subprocess
 import sys
 import time
+import xml.etree.ElementTree as ET
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -28,9 +34,17 @@ KILLS = 3
 TRIALS = int(os.environ.get("NEARDUP_KILL_TRIALS", "3"))
 
 
-def crawl_cmd(url: str, jobdir: Path, feed: Path) -> list[str]:
+#: The feeds beside the JSON lines one, appended to across the runs (one per format)
+APPENDED = ("feed.json", "feed.csv", "feed.xml")
+
+
+def crawl_cmd(url: str, jobdir: Path, feed: Path, run: int = 0) -> list[str]:
+    feeds = ["-o", str(feed)]
+    for name in APPENDED:
+        feeds += ["-o", str(feed.parent / f"{jobdir.name}-{name}")]
+    feeds += ["-o", str(feed.parent / f"{jobdir.name}-runs" / f"run-{run}.json")]  # a new file per run
     return [sys.executable, "-W", "error::DeprecationWarning", "-m", "scrapy", "crawl", "site",
-            "-a", f"start_url={url}/a/0.html", "-o", str(feed),
+            "-a", f"start_url={url}/a/0.html", *feeds,
             "-s", f"JOBDIR={jobdir}", "-s", "AUTOTHROTTLE_ENABLED=False", "-s", "ROBOTSTXT_OBEY=False",
             "-s", "CONCURRENT_REQUESTS=8", "-s", "CONCURRENT_REQUESTS_PER_DOMAIN=4",
             "-s", "LOG_LEVEL=INFO", "-s", "STATS_DUMP=True"]
@@ -46,14 +60,34 @@ def index_rows(jobdir: Path) -> tuple[list[tuple[str, str]], list[str]]:
     return pages, fts
 
 
-def feed_urls(feed: Path) -> set[str]:
-    urls = set()
-    for line in feed.read_text(errors="replace").splitlines() if feed.exists() else []:
-        try:
-            urls.add(json.loads(line)["url"])
-        except ValueError:  # a line cut by the kill
-            pass
-    return urls
+def feed_urls(feed: Path) -> list[str]:
+    """The URLs of a JSON lines feed's items, in order; every line must be whole and valid."""
+    return [json.loads(line)["url"] for line in feed.read_text().splitlines()] if feed.exists() else []
+
+
+def document_urls(path: Path) -> list[str]:
+    """The URLs of the items of a JSON, CSV or XML feed file, which must parse as one document."""
+    text = path.read_text()
+    if path.suffix == ".json":
+        return [item["url"] for item in json.loads(text)]
+    if path.suffix == ".xml":
+        return [item.findtext("url") or "" for item in ET.fromstring(text).iter("item")]
+    rows = list(csv.reader(io.StringIO(text)))
+    assert rows and "url" in rows[0], f"{path}: no header row"
+    assert rows[0] not in rows[1:], f"{path}: the header row twice"
+    return [r[rows[0].index("url")] for r in rows[1:]]
+
+
+def check_feeds(jobdir: Path, feed: Path, indexed: list[str], what: str) -> None:
+    """Each feed holds every indexed page once (exactly-once), and nothing else."""
+    runs = sorted((feed.parent / f"{jobdir.name}-runs").glob("run-*.json"))
+    per_run = [u for r in runs for u in document_urls(r)]
+    for name, urls in [(feed.name, feed_urls(feed)), ("the files per run", per_run),
+                       *[(n, document_urls(feed.parent / f"{jobdir.name}-{n}")) for n in APPENDED]]:
+        twice = sorted(u for u, c in Counter(urls).items() if c > 1)
+        assert not twice, f"{what}: {name} has URLs twice: {twice[:5]}"
+        assert set(urls) == set(indexed), f"{what}: {name} differs from the index: " \
+            f"missing {sorted(set(indexed) - set(urls))[:5]}, extra {sorted(set(urls) - set(indexed))[:5]}"
 
 
 def run_until_done(url: str, jobdir: Path, feed: Path, server, rng: random.Random, kills: int) -> tuple[int, str]:
@@ -61,10 +95,11 @@ def run_until_done(url: str, jobdir: Path, feed: Path, server, rng: random.Rando
     number of new requests reached the server); then let it finish."""
     done_kills = 0
     log = jobdir.parent / f"{jobdir.name}.log"
-    while True:
+    for run in itertools.count():
         before = sum(server.hits.values())
         with open(log, "w") as err:
-            proc = subprocess.Popen(crawl_cmd(url, jobdir, feed), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=err)
+            proc = subprocess.Popen(crawl_cmd(url, jobdir, feed, run), cwd=ROOT, stdout=subprocess.DEVNULL,
+                                    stderr=err)
         if done_kills < kills:
             target = before + rng.randint(1, 40)
             deadline = time.monotonic() + 60
@@ -82,7 +117,9 @@ def run_until_done(url: str, jobdir: Path, feed: Path, server, rng: random.Rando
         text = log.read_text()
         assert proc.returncode == 0, text[-3000:]
         if "'finish_reason': 'finished'" in text:
+            assert "Error storing" not in text, text[-3000:]
             return done_kills, text
+    raise AssertionError("unreachable")
 
 
 def children(pid: int) -> list[int]:
@@ -127,8 +164,7 @@ def check(site: DupSite, jobdir: Path, feed: Path, hits, kills: int, what: str) 
     assert not close, f"{what}: kept pages within {K} bits: {close}"
     over = {p: n for p, n in hits.items() if n > kills + 1}
     assert not over, f"{what}: requested more than kills + 1 = {kills + 1} times: {over}"
-    missing = set(urls) - feed_urls(feed)
-    assert not missing, f"{what}: kept pages missing from the feed (at-least-once): {sorted(missing)[:5]}"
+    check_feeds(jobdir, feed, urls, what)
     return set(count)
 
 

@@ -1,7 +1,8 @@
 """Every drop explained: a JSON line in the duplicates file and a DEBUG log line.
 
 Three kinds of line: a page dropped as a near-duplicate (``url``,
-``duplicate_of``, ``distance``, both fingerprints, ``referer``, ``time``),
+``duplicate_of``, ``distance``, both fingerprints, ``referer``, ``time``,
+``canonical``: the URL the dropped page declares canonical, or null),
 a request a learned URL rule left out (``avoided: true``, ``rule``), and
 one such request made after all because its rule was retired (``requeued:
 true``, ``rule``; it withdraws the URL's ``avoided`` line).
@@ -97,9 +98,9 @@ class DuplicatesLog:
         return (i < len(self._known) and int(self._known[i]) == key) or key in self._new
 
     def dropped(self, url: str, duplicate_of: str, distance: int, fingerprint: int, duplicate_of_fingerprint: int,
-                referer: str | None) -> None:
+                referer: str | None, canonical: str | None = None) -> None:
         """``url`` was dropped as a near-duplicate of ``duplicate_of`` (not
-        ``recorded`` yet: the caller asks first)."""
+        ``recorded`` yet: the caller asks first); ``canonical``: the URL it declares canonical."""
         if self._fh is not None:
             self._new.add(_pair_key(url, duplicate_of))
         self._write({
@@ -110,6 +111,7 @@ class DuplicatesLog:
             "duplicate_of_fingerprint": to_hex(duplicate_of_fingerprint),
             "referer": referer,
             "time": utc_now(),
+            "canonical": canonical,
         })
         logger.debug("near-duplicate dropped: %s duplicates %s (distance %d)", url, duplicate_of, distance)
 

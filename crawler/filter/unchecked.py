@@ -63,10 +63,15 @@ def hostile_to_withhold(response: Response) -> str | None:
 
 
 def is_html(response: TextResponse) -> bool:
-    """Whether the response is HTML: by its Content-Type, or without one, by how its body starts."""
+    """Whether the response is HTML: by its Content-Type, or else by how its body starts.
+
+    A body that sniffs as HTML is checked whatever the declared type: Scrapy made
+    the response a ``TextResponse`` (an ``.html`` URL, or its own sniffing), so the
+    spider parses it as HTML and follows its links (an exact copy served as
+    ``application/octet-stream`` would otherwise pass unchecked)."""
     ctype = (response.headers.get("Content-Type") or b"").lower()
-    if ctype:
-        return any(t in ctype for t in HTML_TYPES)
+    if ctype and any(t in ctype for t in HTML_TYPES):
+        return True
     head = response.body[:512].lstrip().lower()
     return head.startswith((b"<!doctype html", b"<html")) or b"<html" in head
 

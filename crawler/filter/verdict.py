@@ -38,6 +38,7 @@ from scrapy_neardup.dedup.fingerprint.jobs import JobResult
 from scrapy_neardup.dedup.store import Match, SimhashStore
 
 from .. import counts
+from ..canonical import declared_canonical
 from ..config import NearDupConfig
 from ..frontier.acks import REDELIVERED_KEY
 from ..scope import scope_of
@@ -134,7 +135,7 @@ class Verdicts:
         self.stats.inc_value(f"neardup/distance_count/{match.distance}")
         referer = response.request.headers.get("Referer") if response.request else None
         self.duplicates.dropped(url, match.key, match.distance, fp, match.fingerprint,
-                                referer.decode("latin-1") if referer else None)
+                                referer.decode("latin-1") if referer else None, declared_canonical(response))
         return DROPPED, match
 
     def _same_url(self, response: Response, match: Match, retried: bool) -> str:

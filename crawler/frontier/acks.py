@@ -65,6 +65,7 @@ class AckTracker:
         self._ready: deque[tuple[int, list[int]]] = deque()
         self._failed: list[int] = []
         self._failed_waiting: list[int] = []
+        self._taken: list[tuple[int, list[int]]] = []  # what the last ``acknowledgeable`` took
 
     @classmethod
     def of(cls, crawler: Crawler) -> AckTracker:
@@ -163,6 +164,7 @@ class AckTracker:
     def acknowledgeable(self) -> list[int]:
         """Take the requests whose gates have all settled (in order: tokens only grow)."""
         out: list[int] = []
+        self._taken = []
         settled_cache: dict[int, int] = {}  # gate index -> highest token seen settled
         while self._ready:
             rid, tokens = self._ready[0]
@@ -172,9 +174,16 @@ class AckTracker:
                 if not gate.settled(token):
                     return out
                 settled_cache[i] = token
-            self._ready.popleft()
+            self._taken.append(self._ready.popleft())
             out.append(rid)
         return out
+
+    def put_back(self, rids: set[int]) -> None:
+        """Of what the last ``acknowledgeable`` took, ``rids`` are not acknowledged
+        after all (a feed file cannot commit their items yet): first in line again."""
+        for entry in reversed([e for e in self._taken if e[0] in rids]):
+            self._ready.appendleft(entry)
+        self._taken = []
 
 
 def give_up(stats: Any, redelivered: int, limit: int, what: str) -> bool:

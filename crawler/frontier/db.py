@@ -37,7 +37,12 @@ CREATE TABLE IF NOT EXISTS requests (
 CREATE INDEX IF NOT EXISTS requests_next ON requests (slot, state, priority DESC, ord);
 CREATE TABLE IF NOT EXISTS seen (fp BLOB PRIMARY KEY) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS marks (name TEXT PRIMARY KEY) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS feeds (
+    path TEXT PRIMARY KEY, kind TEXT NOT NULL, doc_start INTEGER NOT NULL, committed INTEGER NOT NULL,
+    inode INTEGER NOT NULL, header BLOB NOT NULL, closer BLOB NOT NULL, csv_header BLOB,
+    open INTEGER NOT NULL DEFAULT 1);
 """
+# (``feeds``: added after format 1 was released; CREATE IF NOT EXISTS adds it to an older file in place)
 
 
 class FrontierError(RuntimeError):
@@ -48,6 +53,20 @@ class Row(NamedTuple):
     id: int
     redelivered: int
     data: str
+
+
+class FeedRow(NamedTuple):
+    """A local feed file as the frontier records it (see ``frontier.feeds``)."""
+
+    path: str  # absolute
+    kind: str  # json, jsonlines, csv or xml
+    doc_start: int  # where the document this crawl writes begins in the file
+    committed: int  # the end of the last item whose request is acknowledged
+    inode: int  # the file's inode when it was opened (another file at the path is left alone)
+    header: bytes  # what the exporter writes before the first item
+    closer: bytes  # and after the last
+    csv_header: bytes | None = None  # the header row of a CSV document, once written
+    open: int = 1  # written to since the frontier last opened (to be cut and closed on the next open)
 
 
 def _explain(path: Path, exc: BaseException) -> FrontierError:
@@ -179,6 +198,31 @@ class FrontierDB:
         try:
             self.db.execute("COMMIT")
             self.db.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            raise _explain(self.path, exc) from exc
+
+    # -- feed files (``frontier.feeds``); written in the open transaction, like the acknowledgements
+
+    def feeds(self) -> list[FeedRow]:
+        return [FeedRow(*r) for r in self._run("SELECT * FROM feeds ORDER BY path").fetchall()]
+
+    def feed(self, path: str) -> FeedRow | None:
+        row = self._run("SELECT * FROM feeds WHERE path = ?", (path,)).fetchone()
+        return None if row is None else FeedRow(*row)
+
+    def feed_put(self, row: FeedRow) -> None:
+        self._run("INSERT OR REPLACE INTO feeds VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", tuple(row))
+
+    def feed_committed(self, path: str, committed: int, csv_header: bytes | None) -> None:
+        self._run("UPDATE feeds SET committed = ?, csv_header = COALESCE(csv_header, ?) WHERE path = ?",
+                  (committed, csv_header, path))
+
+    def feed_closed(self, path: str) -> None:
+        self._run("UPDATE feeds SET open = 0 WHERE path = ?", (path,))
+
+    def _run(self, sql: str, args: tuple[object, ...] = ()) -> sqlite3.Cursor:
+        try:
+            return self.db.execute(sql, args)
         except sqlite3.Error as exc:
             raise _explain(self.path, exc) from exc
 

@@ -49,7 +49,8 @@ from twisted.internet import task
 
 from .acks import AckTracker, give_up
 from .codec import CorruptRequest, UnserializableRequest, decode_request, encode_request
-from .scheduler import CHECKPOINT_INTERVAL, _FeedGate
+from .feeds import FlushGate
+from .scheduler import CHECKPOINT_INTERVAL
 
 logger = logging.getLogger(__name__)
 
@@ -186,7 +187,7 @@ class ReliableRedisScheduler(ScrapyRedisScheduler):
         self._down = False
         self._live_inflight = 0
         self.tracker = AckTracker.of(self.crawler)
-        self.tracker.add_gate(_FeedGate(self.crawler))
+        self.tracker.add_gate(FlushGate(self.crawler))
         self.tracker.add_gate(_PushGate(self))
         self.tracker.active = True
         self._heartbeat()

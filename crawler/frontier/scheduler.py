@@ -37,42 +37,12 @@ from .acks import AckTracker, give_up
 from .codec import CorruptRequest, UnserializableRequest, decode_request, encode_request
 from .db import FrontierDB, FrontierError
 from .dupefilter import DurableDupeFilter
+from .feeds import FeedLedger, FlushGate
 
 logger = logging.getLogger(__name__)
 
 CHECKPOINT_INTERVAL = 1.0
 COMMIT_EVERY_PUSHES = 2000
-
-
-class _FeedGate:
-    """Flushes the feed exports' files before a request is acknowledged, so a
-    kill loses no item a feed was handed (feeds are at-least-once: the last
-    items may be written again after a resume). Reads FeedExporter's slots;
-    if a future Scrapy hides them, the feeds lose that guarantee (logged once)."""
-
-    def __init__(self, crawler: Crawler) -> None:
-        self.crawler = crawler
-        self._warned = False
-
-    def mark(self) -> int:
-        return 0
-
-    def settled(self, token: int) -> bool:
-        try:
-            from scrapy.extensions.feedexport import FeedExporter
-
-            for ext in self.crawler.extensions.middlewares:
-                if isinstance(ext, FeedExporter):
-                    for slot in ext.slots:
-                        fh = getattr(slot, "file", None)
-                        if fh is not None and not getattr(fh, "closed", False):
-                            fh.flush()
-        except Exception as exc:  # never stop the crawl over it
-            if not self._warned:
-                logger.warning("frontier: could not flush the feed files before acknowledging (%r); "
-                               "a kill may lose the last items of a feed", exc)
-                self._warned = True
-        return True
 
 
 class DurableScheduler(BaseScheduler):
@@ -84,7 +54,8 @@ class DurableScheduler(BaseScheduler):
         self.max_redeliveries = max_redeliveries
         self.lifo = "lifo" in str(crawler.settings.get("SCHEDULER_DISK_QUEUE", "lifo")).lower()
         self.tracker = AckTracker.of(crawler)
-        self.tracker.add_gate(_FeedGate(crawler))
+        self.tracker.add_gate(FlushGate(crawler))
+        self.feeds = FeedLedger.of(crawler)  # local feed files: exactly once (frontier.feeds)
         self._db: FrontierDB | None = None
         self.spider: Spider | None = None
         self._memory: deque[Request] = deque()  # requests JSON cannot hold
@@ -121,6 +92,12 @@ class DurableScheduler(BaseScheduler):
             logger.warning("frontier: DUPEFILTER_CLASS is %s, whose seen set is not in the frontier; "
                            "after a crash it may disagree with the queue", type(self.df).__name__)
         self.tracker.active = True
+        try:
+            self.feeds.attach(self.db)  # the last run's feed files: cut to what is committed, closed
+        except OSError as exc:
+            self.db.close()
+            self._db = None
+            raise FrontierError(f"frontier {self.jobdir}: could not repair a feed file ({exc})") from exc
         if self.db.redelivered:
             self.stats.inc_value("neardup/frontier/redelivered", self.db.redelivered)
         logger.info("frontier %s: %d requests queued, %d in flight at the last stop fetched again, %d URLs seen",
@@ -145,6 +122,7 @@ class DurableScheduler(BaseScheduler):
                         f" ({len(self._memory)} unserializable ones lost)" if self._memory else "")
         finally:
             self.tracker.active = False
+            self.feeds.detach()
             self.db.close()
             self._db = None
         self.df.close(reason)
@@ -258,7 +236,9 @@ class DurableScheduler(BaseScheduler):
 
     def _commit(self) -> None:
         self._pushed = 0
-        done = self.tracker.acknowledgeable()
+        done, held = self.feeds.settle(self.tracker.acknowledgeable())
+        if held:  # their feed items follow items of requests not acknowledged yet
+            self.tracker.put_back(held)
         if done:
             self.db.ack(done)
             self.stats.inc_value("neardup/frontier/acknowledged", len(done))

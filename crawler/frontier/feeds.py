@@ -1,0 +1,387 @@
+"""Local feed files written exactly once across kills: the feeds' side of the durable frontier.
+
+With ``JOBDIR``, the add-on makes ``DurableFeedStorage`` Scrapy's storage for
+local feed files (``FEED_STORAGES`` for ``file://`` and plain paths; a
+project's own entry wins). Each feed file it opens for Scrapy's own JSON
+lines, JSON, CSV or XML exporter is recorded in the frontier's ``feeds``
+table: where the document this crawl writes begins (``doc_start``), the end
+of the last item whose request is acknowledged (``committed``), and what the
+exporter writes before the first item and after the last. ``committed`` is
+written in the same SQLite transaction as the acknowledgements, so after a
+SIGKILL the file's first ``committed`` bytes hold exactly the items of the
+acknowledged requests; the bytes after them are items of requests the
+resume fetches again, or a line the kill cut short, and are cut off:
+
+* when the frontier opens again, every feed file written since it last
+  opened is cut to ``committed`` and its document closed (``]`` for JSON,
+  ``</items>`` for XML), so a feed with a new file per run is one valid
+  document after any number of kills;
+* when the same file is opened again to append to (``-o``), it is cut to
+  ``committed`` and the new exporter's opening (``[``, the XML declaration
+  and root element, the CSV header row) is left out, so the file stays one
+  document (JSON: ``,`` joins the new items to the old).
+
+An item's bytes belong to the request whose response yielded it (told by
+``item_scraped``, which Scrapy sends after the feed exporter has written the
+item). ``committed`` moves past an item only in the commit that
+acknowledges its request, and a request is acknowledged only once
+``committed`` covers its items, so a request whose items follow another's
+unacknowledged items waits for it (``FeedLedger.settle``).
+
+Other storages (stdout, S3, FTP...), post-processed (gzip) and batched feeds
+and exporters other than Scrapy's four stay at-least-once: their files are
+flushed before an acknowledgement (``FlushGate``), and the items of the
+requests in flight at a kill are written again after the resume.
+
+Costs: per item, a tuple per feed file until its request is acknowledged;
+per commit, one flush and one row update per feed file whose offset moved.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import os
+import weakref
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, cast
+
+from scrapy import Spider, signals
+from scrapy.crawler import Crawler
+from scrapy.exporters import CsvItemExporter, JsonItemExporter, JsonLinesItemExporter, XmlItemExporter
+from scrapy.extensions.feedexport import FileFeedStorage
+from scrapy.utils.misc import build_from_crawler, load_object
+
+from .acks import response_id
+from .db import FeedRow, FrontierDB
+
+logger = logging.getLogger(__name__)
+
+#: Scrapy's exporters whose files this module knows how to cut and continue (by exact class:
+#: a subclass may write anything)
+KINDS: dict[type, str] = {JsonLinesItemExporter: "jsonlines", JsonItemExporter: "json",
+                          XmlItemExporter: "xml", CsvItemExporter: "csv"}
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What a feed's exporter writes around its items."""
+
+    kind: str
+    header: bytes  # before the first item (start_exporting)
+    closer: bytes  # after the last (finish_exporting)
+    separator: bytes  # before every item but the first (JSON's ",")
+    csv_header: bool  # the first item comes after a CSV header row
+
+
+def shape_of(crawler: Crawler, feed_options: dict[str, Any]) -> Shape | None:
+    """The shape of the feed ``feed_options`` describe, or None if it cannot be
+    written exactly once (another exporter, post-processing, batches). The
+    exporter is built once on a buffer, with the feed's options, to see it."""
+    if feed_options.get("postprocessing") or feed_options.get("batch_item_count"):
+        return None
+    try:
+        cls = load_object(crawler.settings.getwithbase("FEED_EXPORTERS")[feed_options["format"]])
+    except (KeyError, ImportError, NameError, ValueError):
+        return None
+    kind = KINDS.get(cls)
+    if kind is None:
+        return None
+    buf = io.BytesIO()
+    probe = build_from_crawler(cls, crawler, buf, fields_to_export=feed_options.get("fields"),
+                               encoding=feed_options.get("encoding"), indent=feed_options.get("indent"),
+                               **feed_options.get("item_export_kwargs", {}))
+    probe.start_exporting()
+    header = buf.getvalue()
+    probe.finish_exporting()
+    closer = buf.getvalue()[len(header):]
+    separator = b"," + (b"\n" if probe.indent is not None else b"") if kind == "json" else b""
+    return Shape(kind, header, closer, separator, kind == "csv" and bool(getattr(probe, "include_headers_line", 0)))
+
+
+class FeedFile(io.RawIOBase):
+    """The file an exporter writes to: counts the bytes, and when the document
+    goes on from an earlier run, leaves out the exporter's opening (and puts
+    JSON's separator before the first new item)."""
+
+    def __init__(self, fh: IO[bytes], path: str, pos: int, *, drop: bytes = b"", separator: bytes = b"",
+                 skip_row: bytes | None = None, capture_row: bool = False) -> None:
+        super().__init__()
+        self._fh = fh
+        self.path = path
+        self.pos = pos  # the file's size once everything written is flushed
+        self._drop = drop  # the new exporter's opening, already in the file
+        self._separator = separator
+        self._skip_row = skip_row  # the CSV header row the document already has
+        self._capture_row = capture_row
+        self.csv_header: bytes | None = None  # a new CSV document's header row, once written
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, b: Any) -> int:
+        data = bytes(b)
+        n = len(data)
+        if self._drop:
+            k = min(len(self._drop), n)
+            if data[:k] == self._drop[:k]:
+                self._drop, data = self._drop[k:], data[k:]
+            else:  # (not what the exporter wrote before: written as it is)
+                logger.warning("feed %s: the exporter does not open the document as it did before; "
+                               "the file may not be one valid document", self.path)
+                self._drop = b""
+            if not data:
+                return n
+        if self._skip_row is not None:  # a CSV write is a row; the first is the header row
+            row, self._skip_row = self._skip_row, None
+            if data == row:
+                return n
+            logger.warning("feed %s: the CSV columns differ from the earlier run's; a second header row "
+                           "is written", self.path)
+        if self._capture_row:
+            self._capture_row = False
+            self.csv_header = data
+        if self._separator:
+            # JSON: an item (an object) follows the earlier items; the closing "]" (no new
+            # item at all, with FEED_STORE_EMPTY) does not
+            if data[:1] in (b"{", b"["):
+                data = self._separator + data
+            self._separator = b""
+        self._fh.write(data)
+        self.pos += len(data)
+        return n
+
+    def flush(self) -> None:
+        if not self._fh.closed:
+            self._fh.flush()
+
+    def close(self) -> None:
+        if not self.closed:
+            try:
+                self._fh.close()
+            finally:
+                super().close()
+
+
+@dataclass
+class _Open:
+    """A feed file written in this run, and the items whose requests are not acknowledged yet."""
+
+    file: FeedFile
+    committed: int
+    noted: int
+    pending: deque[tuple[int, int | None]] = field(default_factory=deque)  # (end offset, frontier id)
+    csv_header_saved: bool = False
+
+
+class FeedLedger:
+    """The crawl's record of its local feed files (``FeedLedger.of(crawler)``);
+    used by the crawl's thread only. ``attach`` (the scheduler's ``open``)
+    cuts and closes the files of the last run; ``settle`` (each frontier
+    commit) moves each file's committed offset."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        self.db: FrontierDB | None = None
+        self.detached = False  # the frontier has closed (the crawl is closing)
+        self._files: dict[str, _Open] = {}
+        crawler.signals.connect(self._item_scraped, signal=signals.item_scraped)
+
+    @classmethod
+    def of(cls, crawler: Crawler) -> FeedLedger:
+        ledger = _BY_CRAWLER.get(crawler)
+        if ledger is None:
+            ledger = _BY_CRAWLER[crawler] = cls(crawler)
+        return ledger
+
+    @property
+    def active(self) -> bool:
+        return self.db is not None
+
+    # -- the frontier opens and closes ------------------------------------------------
+
+    def attach(self, db: FrontierDB) -> None:
+        """Cut each feed file the last run wrote to what is committed, and close its document."""
+        self.db = db
+        for row in db.feeds():
+            if row.open:
+                self._close_document(row)
+                db.feed_closed(row.path)
+        db.commit()
+
+    def detach(self) -> None:
+        """The frontier closed (the feed exporter closes the files after it)."""
+        self.db = None
+        self.detached = True
+        self._files.clear()
+
+    @staticmethod
+    def _close_document(row: FeedRow) -> None:
+        path = Path(row.path)
+        try:
+            st = path.stat()
+        except FileNotFoundError:
+            return
+        if st.st_ino != row.inode or st.st_size < row.committed:
+            logger.warning("feed %s is not the file this crawl wrote (replaced or shortened since); left as it is",
+                           path)
+            return
+        tail = (row.header if row.committed == row.doc_start else b"") + row.closer
+        with open(path, "r+b") as fh:
+            if st.st_size == row.committed + len(tail):
+                fh.seek(row.committed)
+                if fh.read() == tail:  # closed after its last item was acknowledged: nothing to do
+                    return
+            fh.truncate(row.committed)
+            fh.seek(row.committed)
+            fh.write(tail)
+        logger.info("feed %s: cut %d bytes after the last item whose request was acknowledged (its items "
+                    "are written again on resume); the document is closed", path, st.st_size - row.committed)
+
+    # -- Scrapy opens a feed file --------------------------------------------------
+
+    def open(self, path: str, write_mode: str, shape: Shape) -> FeedFile:
+        """Open the feed file at ``path`` (``"ab"``: append, ``"wb"``: overwrite)
+        as ``DurableFeedStorage`` asks: cut to what is committed, going on with
+        the document there if there is one."""
+        db = self.db
+        assert db is not None
+        key = os.path.abspath(path)
+        Path(key).parent.mkdir(parents=True, exist_ok=True)
+        row = db.feed(key)
+        fh = open(key, write_mode)  # noqa: SIM115  (closed by Scrapy through FeedFile.close)
+        st = os.fstat(fh.fileno())
+        doc_start = committed = st.st_size
+        going_on = False
+        if write_mode != "wb" and row is not None and row.kind == shape.kind:
+            if row.inode == st.st_ino and st.st_size >= row.committed:
+                if st.st_size > row.committed:
+                    fh.truncate(row.committed)
+                doc_start, committed = row.doc_start, row.committed
+                going_on = committed > doc_start  # (the opening is committed with the first item)
+            else:
+                logger.warning("feed %s is not the file this crawl wrote (replaced or shortened since): "
+                               "its items are appended as a new document", key)
+        csv_header = row.csv_header if going_on and row is not None else None
+        db.feed_put(FeedRow(key, shape.kind, doc_start, committed, st.st_ino, shape.header, shape.closer,
+                            csv_header, 1))
+        db.commit()  # the file is recorded before anything is written to it
+        file = FeedFile(fh, key, committed, drop=shape.header if going_on else b"",
+                        separator=shape.separator if going_on else b"",
+                        skip_row=csv_header if going_on and shape.csv_header else None,
+                        capture_row=shape.csv_header and not going_on)
+        self._files[key] = _Open(file, committed, committed, csv_header_saved=csv_header is not None)
+        if going_on:
+            logger.info("feed %s: going on with its document after %d committed bytes", key, committed)
+        return file
+
+    # -- items and commits ---------------------------------------------------------
+
+    def _item_scraped(self, response: Any = None) -> None:
+        # (connected after the feed exporter's handler: the item is in the files already)
+        if not self._files:
+            return
+        rid = response_id(response)
+        for f in self._files.values():
+            if f.file.pos > f.noted:
+                f.pending.append((f.file.pos, rid))
+                f.noted = f.file.pos
+
+    def settle(self, candidates: list[int]) -> tuple[list[int], set[int]]:
+        """Of the requests ready to be acknowledged, those whose feed items the
+        files' committed offsets can cover now (in order), and those that must
+        wait (their items follow items of a request not acknowledged yet). The
+        files are flushed and their new offsets written in the open transaction.
+        O(items pending x rounds); rounds are few."""
+        if not self._files:
+            return candidates, set()
+        ok = set(candidates)
+        while True:  # the largest set whose items all lie in the files' committable prefixes
+            held: set[int] = set()
+            for f in self._files.values():
+                blocked = False
+                for _, rid in f.pending:
+                    if rid is None:
+                        continue
+                    if rid not in ok:
+                        blocked = True
+                    elif blocked:
+                        held.add(rid)
+            if not held:
+                break
+            ok -= held
+        db = self.db
+        assert db is not None
+        for f in self._files.values():
+            end = f.committed
+            while f.pending and (f.pending[0][1] is None or f.pending[0][1] in ok):
+                end = f.pending.popleft()[0]
+            header = f.file.csv_header if not f.csv_header_saved and end > f.committed else None
+            if end > f.committed or header is not None:
+                f.file.flush()  # in the file (the page cache) before the offset is committed
+                db.feed_committed(f.file.path, end, header)
+                f.committed = end
+                f.csv_header_saved = f.csv_header_saved or header is not None
+        return [r for r in candidates if r in ok], set(candidates) - ok
+
+
+class DurableFeedStorage(FileFeedStorage):
+    """Scrapy's local file storage, written exactly once across kills when the
+    durable frontier runs (see the module docstring); otherwise Scrapy's own."""
+
+    def __init__(self, uri: str, *, feed_options: dict[str, Any] | None = None, crawler: Crawler | None = None):
+        super().__init__(uri, feed_options=feed_options)
+        self.crawler = crawler
+        self.feed_options = feed_options or {}
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler, uri: str, *, feed_options: dict[str, Any] | None = None
+                     ) -> DurableFeedStorage:
+        return cls(uri, feed_options=feed_options, crawler=crawler)
+
+    def open(self, spider: Spider) -> IO[bytes]:
+        if self.crawler is not None:
+            ledger = FeedLedger.of(self.crawler)
+            if (ledger.active or ledger.detached) and (shape := shape_of(self.crawler, self.feed_options)):
+                if ledger.active:
+                    return cast(IO[bytes], ledger.open(self.path, self.write_mode, shape))
+                if self.write_mode == "ab" and os.path.exists(self.path) and os.path.getsize(self.path):
+                    # FEED_STORE_EMPTY at the close of a run that exported nothing (the frontier is
+                    # closed): the file's document, closed when the frontier opened, stays one document
+                    return open(os.devnull, "wb")  # noqa: SIM115  (closed by Scrapy)
+        return super().open(spider)
+
+
+class FlushGate:
+    """Flushes every feed exporter's file before a request is acknowledged, so
+    a kill loses no item a feed was handed (the at-least-once feeds: their last
+    items may be written again after a resume). Reads FeedExporter's slots; if
+    a future Scrapy hides them, those feeds lose that guarantee (logged once)."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+        self._warned = False
+
+    def mark(self) -> int:
+        return 0
+
+    def settled(self, token: int) -> bool:
+        try:
+            from scrapy.extensions.feedexport import FeedExporter
+
+            for ext in self.crawler.extensions.middlewares:
+                if isinstance(ext, FeedExporter):
+                    for slot in ext.slots:
+                        fh = getattr(slot, "file", None)
+                        if fh is not None and not getattr(fh, "closed", False):
+                            fh.flush()
+        except Exception as exc:  # never stop the crawl over it
+            if not self._warned:
+                logger.warning("frontier: could not flush the feed files before acknowledging (%r); "
+                               "a kill may lose the last items of a feed", exc)
+                self._warned = True
+        return True
+
+
+_BY_CRAWLER: weakref.WeakKeyDictionary[Crawler, FeedLedger] = weakref.WeakKeyDictionary()
