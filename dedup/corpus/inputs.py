@@ -186,7 +186,8 @@ class Reader:
                         raise InputError(f"{self.file.path}: shorter than the position {start} a checkpoint names")
                     left -= len(got)
             pos = start
-        buffered = io.BufferedReader(stream, 1 << 20) if stream is not raw else raw  # type: ignore[arg-type]
+        # (small reads from a decompressor: the lines before a fault in a truncated file are still read)
+        buffered = io.BufferedReader(stream, 1 << 13) if stream is not raw else raw  # type: ignore[arg-type]
         for line in buffered:
             pos += len(line)
             line_no += 1
@@ -216,12 +217,13 @@ class Reader:
         raw.seek(start)
         it = ArchiveIterator(raw)
         for rec in it:
-            offset = start + it.get_record_offset()
             content_type = (rec.http_headers.get_header("Content-Type") or "") if rec.http_headers else ""
             uri = rec.rec_headers.get_header("WARC-Target-URI")
             rid = rec.rec_headers.get_header("WARC-Record-ID")
+            # (the body first: asking the iterator for the offset reads the record to its end)
             body = rec.content_stream().read() if rec.rec_type == "response" else b""
             it.read_to_end()
+            offset = start + it.get_record_offset()
             end = start + it.get_record_offset() + it.get_record_length()
             if rec.rec_type != "response":
                 yield RawRecord(None, offset, end, uri, rid, skip=f"warc {rec.rec_type} record")

@@ -18,8 +18,9 @@ killed at any moment and started again with the same arguments truncates
 every file to its checkpoint, rebuilds the kept set from ``kept.fp`` and
 goes on from the input position: its outputs equal an uninterrupted run's.
 Records go to ``--store`` only after the checkpoint that holds them (and
-are added again, idempotently by id, after a kill), so the store never holds
-a record that a resumed run has still to decide.
+are added again after a kill, idempotently by id: a record the store holds
+under its id with its fingerprint is itself, never its duplicate), so the
+store never holds a record that a resumed run has still to decide.
 
 Costs: O(records x T log kept) for the decisions (T tables); memory
 ``layout.bytes_per_fingerprint()`` plus the id of each kept record.
@@ -233,20 +234,19 @@ class CorpusRun:
                 return m
         return None
 
-    def _sync_store(self, careful: bool = False) -> None:
-        """Add the kept records past ``ext_synced`` to ``--store``; ``careful``
-        (after a kill): skip those it already holds under their id."""
+    def _sync_store(self) -> None:
+        """Add the kept records past ``ext_synced`` to ``--store``, but those it
+        already holds under their id with their fingerprint (added by a run
+        killed before its checkpoint said so, or by an earlier run over the
+        same records): adds are idempotent by id. O(T log n) a record."""
         if self.store is None or self.ext_synced >= len(self.kept_store):
             return
         fps = self.kept_store.fingerprints()[self.ext_synced:]
         ids = self.kept_store.backend.keys(list(range(self.ext_synced, self.ext_synced + len(fps))))
-        if careful:
-            todo = [(int(f), i) for f, i in zip(fps.tolist(), ids)
-                    if not any(m.key == i and m.fingerprint == int(f) for m in self.store.query(int(f)))]
-            fps = np.array([f for f, _ in todo], dtype=np.uint64)
-            ids = [i for _, i in todo]
-        if len(fps):
-            self.store.add_many(fps, ids)
+        todo = [(f, i) for f, i in zip(fps.tolist(), ids)
+                if not any(m.key == i and m.fingerprint == f for m in self.store.query(f))]
+        if todo:
+            self.store.add_many(np.array([f for f, _ in todo], dtype=np.uint64), [i for _, i in todo])
             self.store.flush()
         self.ext_synced = len(self.kept_store)
 
@@ -311,14 +311,18 @@ class CorpusRun:
             slots.append(i)
         if fps:
             arr = np.array(fps, dtype=np.uint64)
+            first = len(self.kept_store)
             matches = self.kept_store.check_and_add_many(arr, ids)
             kept_fp, kept_ids = self._files["kept_fp"], self._files["kept_ids"]
             new = [j for j, m in enumerate(matches) if m is None]
             kept_fp.write(arr[new].tobytes())
             kept_ids.write("".join(json.dumps(ids[j]) + "\n" for j in new).encode())
+            limit = first
             for j, m in enumerate(matches):
-                if m is not None:
-                    verdicts[slots[j]] = m
+                if m is None:
+                    limit += 1
+                else:
+                    verdicts[slots[j]] = self._twin(fps[j], limit)
         unique, dups = self._files["unique"], self._files["duplicates"]
         for i, (rec, oc) in enumerate(zip(records, outcomes)):
             v = verdicts[i]
@@ -346,6 +350,17 @@ class CorpusRun:
             line["source"] = _source(file, rec)
             dups.write(json_line(line))
 
+    def _twin(self, fp: int, limit: int) -> Match:
+        """The kept twin a drop names: the nearest of the records kept before
+        it (rows below ``limit``), the oldest of equally near ones, whatever
+        the state of the tables (so that a resumed run names the same twin as
+        an uninterrupted one). O(T log n + matches)."""
+        tables = self.kept_store.tables
+        best = min((bin(fp ^ v).count("1"), row, v) for v in tables.matches(fp).tolist()
+                   for row in tables.rows_of(v) if row < limit)
+        d, row, v = best
+        return Match(self.kept_store.backend.keys([row])[0], v, d)
+
     def _bad(self, file: InputFile, rec: RawRecord, reason: str) -> None:
         c = self.counts
         category = reason.split(":")[0]
@@ -369,7 +384,7 @@ class CorpusRun:
                 return json.loads((self.out / "summary.json").read_text())
             self._open_store()
             if self.store is not None:
-                self._sync_store(careful=True)
+                self._sync_store()
             self._loop()
             self._checkpoint(complete=False)
             summary = self._summary()
@@ -387,8 +402,10 @@ class CorpusRun:
     def _loop(self) -> None:
         workers = self._workers()
         fields = self.options.fields
-        warm(fields.min_tokens)  # before the fork: the workers share what it loads
-        pool = multiprocessing.get_context("fork").Pool(workers) if workers > 1 else None
+        pool = None
+        if workers > 1:
+            warm(fields.min_tokens)  # before the fork: the workers share what it loads
+            pool = multiprocessing.get_context("fork").Pool(workers)
         bar = self._progress_bar()
         pending: deque[tuple[int, list[RawRecord], str | None, Any]] = deque()
         try:
