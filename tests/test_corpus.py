@@ -141,6 +141,7 @@ def test_a_run_crashing_anywhere_resumes_to_the_uninterrupted_output(tmp_path, m
         return original(self, *a, **kw)
 
     monkeypatch.setattr(CorpusRun, where, crashing)
+    monkeypatch.setattr("scrapy_neardup.dedup.corpus.run.CHECKPOINT_EVERY", 0.0)  # a checkpoint every batch
     store = str(tmp_path / "store")
     for _ in range(3):
         try:

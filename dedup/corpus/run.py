@@ -12,8 +12,8 @@ Records that get no fingerprint (too short, empty) are kept and counted.
 Outputs in ``OUT``: ``unique.jsonl``, ``duplicates.jsonl``, ``summary.json``
 (docs/corpus.md). State in ``OUT/.neardup/``: ``kept.fp`` (the kept
 fingerprints, 8 bytes each), ``kept.ids`` (their ids, a JSON string a line)
-and ``checkpoint.json``, rewritten (atomically, by rename) after every
-batch with the input position and the length of every output file. A run
+and ``checkpoint.json``, rewritten (atomically, by rename) after a batch
+at most every ``CHECKPOINT_EVERY`` seconds and at the end of every file, with the input position and the length of every output file. A run
 killed at any moment and started again with the same arguments truncates
 every file to its checkpoint, rebuilds the kept set from ``kept.fp`` and
 goes on from the input position: its outputs equal an uninterrupted run's.
@@ -54,6 +54,8 @@ STATE_DIR = ".neardup"
 #: how many named bad records the summary lists (all are counted, and logged)
 MAX_NAMED = 1000
 CHECKPOINT_VERSION = 1
+#: seconds between checkpoints (and at the end of every file): a kill repeats at most this much work
+CHECKPOINT_EVERY = 1.0
 
 
 class CorpusError(Exception):
@@ -132,7 +134,7 @@ class CorpusRun:
         self._files: dict[str, IO[bytes]] = {}
         self._done_bytes = 0
         self._reader: Reader | None = None
-        self._started = time.monotonic()
+        self._started = self._checkpointed = time.monotonic()
 
     # -- the identity of a run: what a resumed one must repeat ---------------
 
@@ -408,6 +410,7 @@ class CorpusRun:
             pool = multiprocessing.get_context("fork").Pool(workers)
         bar = self._progress_bar()
         pending: deque[tuple[int, list[RawRecord], str | None, Any]] = deque()
+        failed = True
         try:
             for fi, records, error in self._batches():
                 kind = self.files[fi].kind
@@ -421,9 +424,13 @@ class CorpusRun:
                     self._finish(*pending.popleft(), bar=bar)
             while pending:
                 self._finish(*pending.popleft(), bar=bar)
+            failed = False
         finally:
             if pool is not None:
-                pool.terminate()
+                if failed:
+                    pool.terminate()
+                else:
+                    pool.close()
                 pool.join()
             if bar is not None:
                 bar.close()
@@ -441,8 +448,11 @@ class CorpusRun:
                 self.counts.file_errors.append({"file": self.files[fi].path, "error": error})
                 logger.error("%s; going on with the next file", error)
             self.position = _Position(fi + 1, 0, 0)
-        self._checkpoint()
-        self._sync_store()
+        now = time.monotonic()
+        if not records or now - self._checkpointed >= CHECKPOINT_EVERY:
+            self._checkpoint()
+            self._checkpointed = now
+            self._sync_store()  # (only what a checkpoint holds goes to the store)
         if bar is not None:
             done = min(self._done_bytes + (self._reader.raw_position if self._reader else 0), bar.total or 0)
             bar.update(done - bar.n)
