@@ -124,7 +124,7 @@ def open_text_stream(path: str, raw: IO[bytes]) -> IO[bytes]:
         return gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]
     if low.endswith(".zst"):
         zstd = _need("zstandard", f"{path} (zstd)")
-        return zstd.ZstdDecompressor().stream_reader(raw, read_across_frames=True)  # type: ignore[no-any-return]
+        return zstd.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
     return raw
 
 
@@ -187,7 +187,7 @@ class Reader:
                     left -= len(got)
             pos = start
         # (small reads from a decompressor: the lines before a fault in a truncated file are still read)
-        buffered = io.BufferedReader(stream, 1 << 13) if stream is not raw else raw  # type: ignore[arg-type]
+        buffered: IO[bytes] = io.BufferedReader(stream, 1 << 13) if stream is not raw else raw  # type: ignore[type-var]
         for line in buffered:
             pos += len(line)
             line_no += 1

@@ -74,6 +74,12 @@ def warm(min_tokens: int) -> None:
     for text in samples:
         fper.fingerprint_text(text)
     fper.fingerprint_html(("<p>" + samples[0] + "</p>").encode())
+    # every language's term weights (each built at its first page, ~5 ms and a few MB): built once here,
+    # they are shared with every worker rather than built again in each
+    from ..features.term_table import _table, term_hashes
+
+    for lang in _table()[0]:
+        term_hashes(lang, fper.params.zipf_knee, fper.seed)
 
 
 def _field(record: dict[str, Any], name: str | None) -> Any:

@@ -415,6 +415,7 @@ class CorpusRun:
             for fi, records, error in self._batches():
                 kind = self.files[fi].kind
                 payloads = [r.payload for r in records if r.skip is None]
+                job: Any
                 if pool is not None and payloads:
                     job = pool.apply_async(fingerprint_batch, (kind, fields, payloads))
                 else:
