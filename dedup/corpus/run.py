@@ -28,6 +28,7 @@ Costs: O(records x T log kept) for the decisions (T tables); memory
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import multiprocessing
@@ -407,6 +408,9 @@ class CorpusRun:
         pool = None
         if workers > 1:
             warm(fields.min_tokens)  # before the fork: the workers share what it loads
+            # (and the collector leaves the objects loaded so far alone: its passes would write to their
+            # pages, and each worker would get its own copy of them)
+            gc.freeze()
             pool = multiprocessing.get_context("fork").Pool(workers)
         bar = self._progress_bar()
         pending: deque[tuple[int, list[RawRecord], str | None, Any]] = deque()
