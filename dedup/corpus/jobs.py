@@ -64,9 +64,10 @@ def warm(min_tokens: int) -> None:
     """Load what fingerprinting loads at its first pages (the segmenter's
     dictionary, the term tables of the common languages, the compiled kernels)
     in this process, before workers are forked from it."""
-    from ..jit import warm_all
+    from .. import jit
 
-    warm_all()
+    for group in jit.GROUPS:  # in this process (not jit.warm_all's processes): the workers share the code
+        jit.warm(group)
     fper = fingerprinter(min_tokens)
     samples = ["near duplicate detection for web crawling and corpus building " * 4,
                "网页去重是搜索引擎和语料库建设中的一个重要问题，我们需要找到近似重复的文档。" * 3,
