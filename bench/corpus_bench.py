@@ -9,7 +9,8 @@ lower-cased, each CJK character a token) spread over 0.8-1.0, each a planted (co
 Each tool runs as a child process on the same file, same machine, one after the other; the whole tree's
 memory is sampled twice a second as the sum of its processes' PSS (psutil: pages a parent shares with
 forked workers count once). Reported per tool: docs/s (wall clock, start-up included), peak tree PSS,
-recall of the planted copies per J5 band, and bad drops: drops whose named twin is under J5 0.5 (for
+recall of the planted pairs per J5 band (a pair is found when the copy or its source is dropped:
+text-dedup keeps the later of two), and bad drops: drops whose named twin is under J5 0.5 (for
 ``neardup``, which names a twin), or, for tools that do not name one, drops with no kept document at
 J5 >= 0.5 among the dropped document's planted family (its source and the source's other copies).
 
@@ -181,9 +182,10 @@ def timed(cmd: list[str], log: Path, timeout: float) -> dict:
 def score(kept: set[str], named: dict[str, str] | None, texts: dict[str, str], truth: list[dict], n_docs: int) -> dict:
     """Recall per band, and bad drops (named twin under J5 0.5; or no kept family member at J5 >= 0.5)."""
     recall = {}
-    for lo, hi in BANDS:
+    for lo, hi in BANDS:  # a planted pair is found when one of the two is dropped (text-dedup keeps the later one)
         pairs = [p for p in truth if lo <= p["j5"] < hi]
-        recall[f"{lo:.2f}-{min(hi, 1):.2f}"] = (sum(p["copy"] not in kept for p in pairs) / len(pairs)) if pairs else None
+        found = sum(p["copy"] not in kept or p["source"] not in kept for p in pairs)
+        recall[f"{lo:.2f}-{min(hi, 1):.2f}"] = found / len(pairs) if pairs else None
     dropped = [i for i in texts if i not in kept]
     family: dict[str, set[str]] = {}
     for p in truth:
@@ -238,6 +240,27 @@ def run_textdedup(algo: str, corpus: Path, work: Path, peers: Path, workers: int
     return res, set(json.loads(ids_file.read_text()))
 
 
+def rescore(work: Path, out: Path) -> None:
+    """Score the outputs a finished run left in ``work`` again (into ``out``'s tools)."""
+    meta = json.loads((work / "truth.json").read_text())
+    texts = {r["id"]: r["text"] for r in map(json.loads, open(work / "corpus.jsonl", encoding="utf-8"))}
+    results = json.loads(out.read_text())
+    for name, res in results["tools"].items():
+        if res.get("rc") != 0:
+            continue
+        if name == "neardup dedup":
+            o = work / "neardup-out"
+            kept = {json.loads(line)["id"] for line in open(o / "unique.jsonl", encoding="utf-8")}
+            named = {d["id"]: d["duplicate_of"] for d in map(json.loads, open(o / "duplicates.jsonl", encoding="utf-8"))}
+            res.update(score(kept, named, texts, meta["planted"], meta["docs"]))
+        else:
+            algo = name.split()[-1]
+            res.update(score(set(json.loads((work / f"td-{algo}-kept.json").read_text())), None, texts,
+                             meta["planted"], meta["docs"]))
+        print(name, json.dumps(res), flush=True)
+    out.write_text(json.dumps(results, indent=2) + "\n")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--docs", type=int, default=100_000)
@@ -247,14 +270,19 @@ def main() -> None:
     ap.add_argument("--peer-timeout", type=float, default=1800)
     ap.add_argument("--work", default="/tmp/corpus-bench")
     ap.add_argument("--skip", default="", help="comma-separated: simhash,minhash")
+    ap.add_argument("--out", default=str(RESULTS / "corpus_bench.json"))
+    ap.add_argument("--rescore", action="store_true", help="score the outputs already in --work again")
     args = ap.parse_args()
     work = Path(args.work)
+    if args.rescore:
+        return rescore(work, Path(args.out))
     work.mkdir(parents=True, exist_ok=True)
     corpus = work / "corpus.jsonl"
     t0 = time.monotonic()
     meta = build_corpus(corpus, args.docs, args.seed)
     print(f"corpus: {meta['docs']} docs ({meta['real_pages']} real pages), {len(meta['planted'])} planted copies, "
           f"{corpus.stat().st_size / 2**20:.0f} MB, built in {time.monotonic() - t0:.0f} s", flush=True)
+    (work / "truth.json").write_text(json.dumps(meta))
     texts = {r["id"]: r["text"] for r in map(json.loads, open(corpus, encoding="utf-8"))}
     results: dict = {"docs": meta["docs"], "planted": len(meta["planted"]), "bytes": corpus.stat().st_size,
                      "planted_by_band": {f"{lo:.2f}-{min(hi, 1):.2f}": sum(lo <= p["j5"] < hi for p in meta["planted"])
@@ -278,8 +306,8 @@ def main() -> None:
             res["docs_per_s"] = meta["docs"] / res["seconds"]
         results["tools"][name] = res
         print(name, json.dumps(res), flush=True)
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    out = RESULTS / "corpus_bench.json"
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=2) + "\n")
     print(f"wrote {out}")
 
