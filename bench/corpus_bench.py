@@ -18,6 +18,8 @@ Peers run from their own virtualenvs (``--peers DIR``: DIR/textdedup, DIR/datatr
 missing is skipped and said so.
 
     .venv/bin/python bench/corpus_bench.py --docs 100000 --peers /work/peers
+    .venv/bin/python bench/corpus_bench.py --scale 1000000 --work /tmp/corpus-scale \
+        --out bench/results/corpus_scale_1m.json
 """
 
 from __future__ import annotations
@@ -143,21 +145,25 @@ class TreeSampler(threading.Thread):
         super().__init__(daemon=True)
         self.proc = psutil.Process(pid)
         self.peak = 0
+        self.peak_rss = 0
         self.stop = threading.Event()
 
     def run(self) -> None:
         while not self.stop.is_set():
-            total = 0
+            total = rss = 0
             try:
                 procs = [self.proc, *self.proc.children(recursive=True)]
             except psutil.Error:
                 break
             for p in procs:
                 try:
-                    total += p.memory_full_info().pss
+                    info = p.memory_full_info()
+                    total += info.pss
+                    rss += info.rss
                 except psutil.Error:
                     pass
             self.peak = max(self.peak, total)
+            self.peak_rss = max(self.peak_rss, rss)
             self.stop.wait(0.5)
 
 
@@ -176,7 +182,8 @@ def timed(cmd: list[str], log: Path, timeout: float) -> dict:
             rc = "timeout"
         sampler.stop.set()
         sampler.join()
-    return {"seconds": time.monotonic() - t0, "peak_tree_pss_mb": sampler.peak / 2**20, "rc": rc}
+    return {"seconds": time.monotonic() - t0, "peak_tree_pss_mb": sampler.peak / 2**20,
+            "peak_tree_rss_mb": sampler.peak_rss / 2**20, "rc": rc}
 
 
 def score(kept: set[str], named: dict[str, str] | None, texts: dict[str, str], truth: list[dict], n_docs: int) -> dict:
@@ -240,6 +247,32 @@ def run_textdedup(algo: str, corpus: Path, work: Path, peers: Path, workers: int
     return res, set(json.loads(ids_file.read_text()))
 
 
+def scale_run(n_docs: int, work: Path, out: Path, workers: int, seed: int) -> None:
+    """``n_docs`` generated documents (40-90 words of a 2,000-word vocabulary, a third of them edited
+    copies of earlier ones): docs/s and the tree's peak PSS and RSS of ``neardup dedup`` alone."""
+    rnd = random.Random(seed)
+    vocab = [f"{w}{i}" for i, w in enumerate(["word", "term", "name", "item"] * 500)]
+    corpus = work / "scale.jsonl"
+    recent: list[list[str]] = []
+    with open(corpus, "w") as fh:
+        for i in range(n_docs):
+            if recent and rnd.random() < 1 / 3:
+                words = list(rnd.choice(recent))
+                words[rnd.randrange(len(words))] = rnd.choice(vocab)
+            else:
+                words = rnd.choices(vocab, k=rnd.randint(40, 90))
+            recent.append(words)
+            if len(recent) > 1000:
+                recent.pop(0)
+            fh.write(json.dumps({"id": f"g{i}", "text": " ".join(words)}) + "\n")
+    res, kept, _ = run_neardup(corpus, work, workers)
+    res.update({"docs": n_docs, "bytes": corpus.stat().st_size, "docs_per_s": n_docs / res["seconds"],
+                "kept": len(kept)})
+    print("scale", json.dumps(res), flush=True)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(res, indent=2) + "\n")
+
+
 def rescore(work: Path, out: Path) -> None:
     """Score the outputs a finished run left in ``work`` again (into ``out``'s tools)."""
     meta = json.loads((work / "truth.json").read_text())
@@ -272,10 +305,14 @@ def main() -> None:
     ap.add_argument("--skip", default="", help="comma-separated: simhash,minhash")
     ap.add_argument("--out", default=str(RESULTS / "corpus_bench.json"))
     ap.add_argument("--rescore", action="store_true", help="score the outputs already in --work again")
+    ap.add_argument("--scale", type=int, default=0, help="a scale run of this many generated documents, neardup only")
     args = ap.parse_args()
     work = Path(args.work)
     if args.rescore:
         return rescore(work, Path(args.out))
+    if args.scale:
+        work.mkdir(parents=True, exist_ok=True)
+        return scale_run(args.scale, work, Path(args.out), args.workers, args.seed)
     work.mkdir(parents=True, exist_ok=True)
     corpus = work / "corpus.jsonl"
     t0 = time.monotonic()
