@@ -32,6 +32,11 @@ usage: neardup COMMAND [ARGS]
   neardup rules FILE|DIR|URL [--min-evidence N]
       the URL rules a crawl learned: its url_rules.sqlite3, a directory holding it (--out, the store,
       JOBDIR), or the shared store's redis:// URL
+  neardup dedup INPUT... -o OUT [--text-field F | --html-field F] [--id-field F] [--workers N] [--store S]
+      deduplicate a corpus (JSON lines .jsonl/.gz/.zst, HTML files, Parquet, WARC): OUT/unique.jsonl,
+      OUT/duplicates.jsonl, OUT/summary.json; resumable; more options: neardup dedup --help
+  neardup query STORE (FILE | --fingerprint HEX)   the stored records within k, with distances and keys
+  neardup stats STORE [--duplicates FILE]          a store's size, layout, scheme, disk and memory
   neardup report PATH [-o report.html]
       what the filter did to a crawl, as one self-contained HTML file: PATH is a crawl's --out, a store,
       a JOBDIR, a duplicates file or a neardup dedup output
@@ -68,7 +73,7 @@ def _ours(name: str) -> Callable[[list[str]], int]:
 
 COMMANDS: dict[str, Callable[[list[str]], int]] = {
     **{name: _ours(name) for name in ("crawl", "search", "rules", "report")},
-    **{name: _library(name) for name in ("warmup", "fingerprint", "distance", "scheme")},
+    **{name: _library(name) for name in ("warmup", "fingerprint", "distance", "scheme", "dedup", "query", "stats")},
 }
 
 

@@ -1,5 +1,13 @@
 """Command line: ``python -m scrapy_neardup.dedup fingerprint PATH...``,
-``distance HEX HEX``, ``scheme``, ``warmup`` (also ``neardup fingerprint ...``).
+``distance HEX HEX``, ``scheme``, ``warmup``, ``dedup INPUT... -o OUT``,
+``query STORE (FILE | --fingerprint HEX)``, ``stats STORE`` (also
+``neardup fingerprint ...``).
+
+``dedup`` deduplicates a corpus (``corpus.CorpusRun``, docs/corpus.md): exit
+0 done, 1 stopped by ``--strict`` at a bad record, 2 a bad argument or an
+OUT that holds another run. ``query`` prints the stored records within k of
+a file's or a fingerprint's (exit 1: none); ``stats`` a store's size, layout,
+scheme, disk and memory.
 
 ``fingerprint`` prints one line per file, ``<16 hex digits>\\t<PATH>``, or
 ``-\\t<PATH>\\t<reason>`` when the file gets no fingerprint (too short, empty,
@@ -17,7 +25,7 @@ import sys
 from collections.abc import Sequence
 
 from .fingerprint import DEFAULT_MIN_TOKENS, Fingerprinter, read_document
-from .simhash import from_hex, hamming
+from .simhash import from_hex, hamming, to_hex
 
 
 def _cmd_fingerprint(args: argparse.Namespace) -> int:
@@ -61,6 +69,126 @@ def _cmd_warmup(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_dedup(args: argparse.Namespace) -> int:
+    import json
+    import logging
+
+    from .corpus import CorpusError, CorpusRun, DedupOptions, FieldOptions, StrictStop
+
+    logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    fields = FieldOptions(text_field=None if args.html_field else args.text_field, html_field=args.html_field,
+                          id_field=args.id_field, title_field=args.title_field, url_field=args.url_field,
+                          language_field=args.language_field, min_tokens=args.min_tokens)
+    options = DedupOptions(inputs=args.inputs, out=args.out, fields=fields, workers=args.workers,
+                           max_distance=args.max_distance, store=args.store, strict=args.strict,
+                           progress=not args.quiet)
+    try:
+        summary = CorpusRun(options).run()
+    except CorpusError as exc:
+        print(f"{args.prog} dedup: {exc}", file=sys.stderr)
+        return 2
+    except StrictStop as exc:
+        print(f"{args.prog} dedup: stopped (--strict) at a bad record: {exc}", file=sys.stderr)
+        return 1
+    if not args.quiet:
+        print(json.dumps({k: summary[k] for k in ("records", "kept", "dropped", "bad", "seconds", "docs_per_s")}))
+    return 0
+
+
+def _open_store_readonly(location: str, prog: str):
+    from .store import SimhashStore, StoreError
+
+    try:
+        return SimhashStore.open(location, readonly=True)
+    except (StoreError, OSError, ValueError) as exc:
+        print(f"{prog}: cannot open the store {location}: {exc}", file=sys.stderr)
+        return None
+
+
+def _cmd_query(args: argparse.Namespace) -> int:
+    if (args.file is None) == (args.fingerprint is None):
+        print(f"{args.prog} query: give a FILE or --fingerprint HEX (one of them)", file=sys.stderr)
+        return 2
+    if args.fingerprint is not None:
+        try:
+            fp = from_hex(args.fingerprint)
+        except ValueError:
+            print(f"{args.prog} query: {args.fingerprint!r} is not a fingerprint (up to 16 hex digits)",
+                  file=sys.stderr)
+            return 2
+    else:
+        try:
+            data = read_document(args.file)
+        except (OSError, EOFError, ValueError) as exc:
+            print(f"{args.prog} query: cannot read {args.file}: {exc}", file=sys.stderr)
+            return 2
+        fper = Fingerprinter()
+        if args.file.lower().endswith((".txt", ".txt.gz")):
+            r = fper.fingerprint_text(data.decode("utf-8", "replace"))
+        else:
+            r = fper.fingerprint_html(data)
+        if not r.ok:
+            print(f"{args.prog} query: {args.file} has no fingerprint ({r.reason})", file=sys.stderr)
+            return 1
+        assert r.value is not None
+        fp = r.value
+    store = _open_store_readonly(args.store, f"{args.prog} query")
+    if store is None:
+        return 2
+    with store:
+        matches = store.query(fp)
+    for m in matches:
+        print(f"{m.distance}\t{to_hex(m.fingerprint)}\t{m.key}")
+    return 0 if matches else 1
+
+
+def _cmd_stats(args: argparse.Namespace) -> int:
+    import json
+    import os
+
+    store = _open_store_readonly(args.store, f"{args.prog} stats")
+    if store is None:
+        return 2
+    with store:
+        lay = store.layout
+        n = len(store)
+        disk = None
+        if os.path.isdir(args.store):
+            disk = sum(p.stat().st_size for p in __import__("pathlib").Path(args.store).rglob("*") if p.is_file())
+        info = {"records": n, "max_distance": store.max_distance, "tables": lay.n_tables,
+                "layout": lay.describe(), "scheme": store.scheme,
+                "memory_bytes": int(lay.bytes_per_fingerprint() * n), "disk_bytes": disk}
+    if args.duplicates:
+        from collections import Counter
+
+        path = args.duplicates
+        by_distance: Counter = Counter()
+        with open(path, "rb") as fh:
+            for line in fh:
+                try:
+                    d = json.loads(line).get("distance")
+                except ValueError:
+                    continue
+                if isinstance(d, int):
+                    by_distance[d] += 1
+        info["drops_by_distance"] = {str(k): v for k, v in sorted(by_distance.items())}
+        info["duplicates_file"] = os.path.normpath(path)
+    print(json.dumps(info, indent=2))
+    return 0
+
+
+def _workers(value: str) -> int:
+    """``--workers``: a whole number >= 0 (0: every core)."""
+    try:
+        number = int(value)
+    except ValueError:
+        number = -1
+    if number < 0:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 0 (0: every core), got {value!r}")
+    return number
+
+
 def _min_tokens(value: str) -> int:
     """``--min-tokens``: a whole number >= 1 (a page needs a token to have a fingerprint)."""
     try:
@@ -89,6 +217,33 @@ def main(argv: Sequence[str] | None = None, prog: str = "python -m scrapy_neardu
     p.set_defaults(func=_cmd_scheme)
     p = sub.add_parser("warmup", help="compile the numba kernels now (where the cache goes: docs/compiled-code.md)")
     p.set_defaults(func=_cmd_warmup)
+    p = sub.add_parser("dedup", help="deduplicate a corpus: JSON lines, HTML files, Parquet, WARC (docs/corpus.md)")
+    p.add_argument("inputs", nargs="+", metavar="INPUT", help="files, directories or globs, in this order")
+    p.add_argument("-o", "--out", required=True, help="the output directory (unique.jsonl, duplicates.jsonl, summary.json)")
+    p.add_argument("--text-field", default="text", help="the field holding plain text (default: text)")
+    p.add_argument("--html-field", default=None, help="the field holding HTML (instead of --text-field)")
+    p.add_argument("--id-field", default=None, help="the field holding the record's id (default: FILE:LINE)")
+    p.add_argument("--title-field", default=None, help="the field holding a title, weighed as a page's")
+    p.add_argument("--url-field", default=None, help="the field holding a URL, written beside a drop")
+    p.add_argument("--language-field", default=None, help="the field holding the language code (else detected)")
+    p.add_argument("--workers", type=_workers, default=0, help="fingerprinting processes (default 0: every core)")
+    p.add_argument("--max-distance", type=int, default=3, choices=range(0, 8), metavar="K",
+                   help="drop within K bits of a kept record (default 3)")
+    p.add_argument("--store", default=None, help="a store PATH or redis:// URL: dedup against it and add the kept")
+    p.add_argument("--strict", action="store_true", help="stop at the first bad record")
+    p.add_argument("--quiet", action="store_true", help="no progress bar, no summary line, warnings only")
+    p.add_argument("--min-tokens", type=_min_tokens, default=DEFAULT_MIN_TOKENS,
+                   help=f"fewer tokens than this: no fingerprint, kept (default {DEFAULT_MIN_TOKENS})")
+    p.set_defaults(func=_cmd_dedup)
+    p = sub.add_parser("query", help="the stored records within k of a file or a fingerprint")
+    p.add_argument("store", metavar="STORE", help="a store directory or redis:// URL")
+    p.add_argument("file", nargs="?", default=None, metavar="FILE", help="an HTML file (.txt: plain text)")
+    p.add_argument("--fingerprint", default=None, metavar="HEX")
+    p.set_defaults(func=_cmd_query)
+    p = sub.add_parser("stats", help="a store's size, layout, scheme, disk and memory, drops by distance")
+    p.add_argument("store", metavar="STORE", help="a store directory or redis:// URL")
+    p.add_argument("--duplicates", default=None, help="a duplicates file to count drops by distance from")
+    p.set_defaults(func=_cmd_stats)
     args = parser.parse_args(argv)
     args.prog = prog
     try:

@@ -1,11 +1,13 @@
 """Every drop explained: a JSON line in the duplicates file and a DEBUG log line.
 
-Three kinds of line: a page dropped as a near-duplicate (``url``,
-``duplicate_of``, ``distance``, both fingerprints, ``referer``, ``time``,
-``canonical``: the URL the dropped page declares canonical, or null),
-a request a learned URL rule left out (``avoided: true``, ``rule``), and
-one such request made after all because its rule was retired (``requeued:
-true``, ``rule``; it withdraws the URL's ``avoided`` line).
+Three kinds of line: a page dropped as a near-duplicate (``id`` and ``url``,
+both the page's URL, ``duplicate_of``, ``distance``, both fingerprints,
+``referer``, ``time``, ``canonical``: the URL the dropped page declares
+canonical, or null), a request a learned URL rule left out (``avoided:
+true``, ``rule``), and one such request made after all because its rule was
+retired (``requeued: true``, ``rule``; it withdraws the URL's ``avoided``
+line). ``neardup dedup`` writes the same schema (docs/stats.md, "The
+duplicates file"); lines written before ``id`` was added read the same.
 
 A drop is recorded once: a URL already in the file as a near-duplicate of
 the same page (dropped by an earlier run on the same store, or before a
@@ -104,6 +106,7 @@ class DuplicatesLog:
         if self._fh is not None:
             self._new.add(_pair_key(url, duplicate_of))
         self._write({
+            "id": url,
             "url": url,
             "duplicate_of": duplicate_of,
             "distance": distance,
@@ -117,8 +120,8 @@ class DuplicatesLog:
 
     def avoided(self, url: str, duplicate_of: str, rule: str, referer: str | None) -> None:
         """``url`` is not requested: URL rule ``rule`` says ``duplicate_of`` has its content."""
-        self._write({"url": url, "duplicate_of": duplicate_of, "avoided": True, "rule": rule, "referer": referer,
-                     "time": utc_now()})
+        self._write({"id": url, "url": url, "duplicate_of": duplicate_of, "avoided": True, "rule": rule,
+                     "referer": referer, "time": utc_now()})
         logger.debug("not requested: %s (rule %s: %s has its content)", url, rule, duplicate_of)
 
     def requeued(self, url: str, rule: str, retired: bool = True) -> None:

@@ -21,6 +21,7 @@ from ..features.language import page_language_code, public_code
 from ..features.term_table import table_digest
 from ..simhash import FP_BITS, simhash, to_hex
 from ..text import Page, extract
+from ..text.plain import text_page
 from ..text.binary_sniff import binary_kind
 from ..text.hostile_scan import hostile_reason
 
@@ -84,13 +85,16 @@ class Fingerprinter:
                 f"{'lang=cld2;' if self.params.language else ''}"
                 f"hash=mmh3x64s{self.seed};f={FP_BITS}")
 
-    def fingerprint_page(self, page: Page, compiled: bool | None = None) -> Fingerprint:
+    def fingerprint_page(self, page: Page, compiled: bool | None = None, *, language: str | None = None
+                         ) -> Fingerprint:
         """``compiled``: the compiled features and simhash (True) or the reference
-        path (False), which give the same fingerprint; None: as ``jit`` says."""
+        path (False), which give the same fingerprint; None: as ``jit`` says.
+        ``language``: the prose's language code (CLD2's, e.g. ``en``, ``zh``) when
+        the caller knows it; None: detected from the prose."""
         if compiled is None:
             compiled = jit.ready("fingerprint")
         # the prose's language first: it chooses the term weights, and masks the fingerprint
-        code = page_language_code(page, self.params)
+        code = language or page_language_code(page, self.params)
         hashes, weights, n_tokens = hashed_features(page, self.params, self.seed, compiled, code)
         text = page.text
         if not text.strip():
@@ -123,6 +127,16 @@ class Fingerprinter:
         except Exception as exc:  # parser/codec failures on hostile input
             return Fingerprint(None, f"unparsable: {type(exc).__name__}")
         return self.fingerprint_page(page, compiled)
+
+    def fingerprint_text(self, text: str, title: str | None = None, language: str | None = None,
+                         compiled: bool | None = None) -> Fingerprint:
+        """Plain text (a corpus record's text field) under the same scheme: the
+        same features and language mask as a page, on the blocks of
+        ``text.plain.text_page`` (one per non-blank line). A page's visible text
+        lands within a few bits of its HTML's fingerprint (docs/corpus.md gives
+        the measured distances). ``language`` as in ``fingerprint_page``.
+        O(len(text)), ~0.3 ms for a 5 kB article."""
+        return self.fingerprint_page(text_page(text, title), compiled, language=language)
 
     def fingerprint_file(self, path: str | Path) -> Fingerprint:
         return self.fingerprint_html(read_document(path))

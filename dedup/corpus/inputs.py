@@ -1,0 +1,246 @@
+"""The inputs of a corpus run, as files in order, and each file's records in order.
+
+``expand_inputs`` turns the command's arguments into ``InputFile`` s: the
+arguments in the order given, the files of a directory or a glob sorted by
+path. ``read_records(file, start)`` yields a file's ``RawRecord`` s from
+position ``start`` on (0: its beginning), each with the position after it,
+so that a run killed at any point starts again where its checkpoint says:
+
+- JSON lines (``.jsonl``, ``.jsonl.gz``, ``.jsonl.zst``; also ``.json``,
+  ``.ndjson``): one record a line; position: the byte offset after the line in
+  the (decompressed) stream, and the line number. A compressed file is read
+  again from its start and skipped up to the position (decompression is
+  sequential).
+- HTML files (``.html``, ``.htm``, ``.html.gz``, ``.htm.gz``): one record a
+  file; position 0 or 1.
+- Parquet (``.parquet``, needs pyarrow): one record a row; position: the row.
+- WARC (``.warc``, ``.warc.gz``, needs warcio): one record a response record;
+  position: the record's byte offset in the file. Other records are skipped
+  and counted (``skip``).
+
+A file that cannot be read, or ends early (a truncated ``.gz``), raises
+``InputError`` from ``read_records`` after the records read before the fault;
+the run names it and goes on with the next file.
+"""
+
+from __future__ import annotations
+
+import glob
+import gzip
+import io
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+#: file name endings of each kind, longest first where one ends another
+KINDS: tuple[tuple[str, str], ...] = (
+    (".jsonl.gz", "jsonl"), (".jsonl.zst", "jsonl"), (".ndjson.gz", "jsonl"), (".ndjson.zst", "jsonl"),
+    (".json.gz", "jsonl"), (".json.zst", "jsonl"), (".jsonl", "jsonl"), (".ndjson", "jsonl"), (".json", "jsonl"),
+    (".html.gz", "html"), (".htm.gz", "html"), (".html", "html"), (".htm", "html"), (".xhtml", "html"),
+    (".parquet", "parquet"), (".warc.gz", "warc"), (".warc", "warc"),
+)
+
+#: what a corpus file needs beyond the core dependencies: (module, extra)
+NEEDS = {".zst": ("zstandard", "corpus"), "parquet": ("pyarrow", "corpus"), "warc": ("warcio", "corpus")}
+
+
+class InputError(Exception):
+    """An input that cannot be read (its message names the file and what is wrong)."""
+
+
+def kind_of(path: str) -> str | None:
+    """The kind of file ``path`` names by its ending (``jsonl``, ``html``, ``parquet``, ``warc``), or None."""
+    low = path.lower()
+    for suffix, kind in KINDS:
+        if low.endswith(suffix):
+            return kind
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class InputFile:
+    path: str
+    kind: str
+    size: int
+
+
+@dataclass(slots=True)
+class RawRecord:
+    """One record as read, before parsing: ``payload`` is a JSON line's bytes
+    (as they came, with its newline), an HTML file's bytes, a WARC response's
+    HTTP body, or a Parquet row (a dict). ``locator``: the line number (JSON
+    lines, from 1), the row (Parquet, from 0), the byte offset (WARC), or 0
+    (an HTML file). ``end``: the file position after the record."""
+
+    payload: Any
+    locator: int
+    end: int
+    url: str | None = None
+    record_id: str | None = None
+    skip: str | None = None  # not a record: why (a non-HTML WARC record)
+
+
+def expand_inputs(args: list[str]) -> list[InputFile]:
+    """The files the arguments name, in order: a file as given, a directory's
+    files of a known kind sorted by path (recursively), a glob's matches sorted.
+    Raises ``InputError`` for an argument that names nothing, or a file of no known kind."""
+    out: list[InputFile] = []
+    for arg in args:
+        if os.path.isdir(arg):
+            found = sorted(str(p) for p in Path(arg).rglob("*") if p.is_file() and kind_of(p.name))
+            if not found:
+                raise InputError(f"{arg}: a directory with no file this reads (.jsonl, .html, .parquet, .warc...)")
+        elif os.path.exists(arg):
+            if kind_of(arg) is None:
+                raise InputError(f"{arg}: not a kind of file this reads ({', '.join(s for s, _ in KINDS)})")
+            found = [arg]
+        elif glob.has_magic(arg):
+            found = sorted(p for p in glob.glob(arg, recursive=True) if os.path.isfile(p) and kind_of(p))
+            if not found:
+                raise InputError(f"{arg}: matches no file this reads")
+        else:
+            raise InputError(f"{arg}: no such file or directory")
+        for path in found:
+            kind = kind_of(path)
+            assert kind is not None
+            out.append(InputFile(path, kind, os.path.getsize(path)))
+    return out
+
+
+def _need(module: str, what: str) -> Any:
+    try:
+        return __import__(module)
+    except ImportError:
+        raise InputError(f"{what} needs {module}: pip install 'scrapy-neardup[corpus]'") from None
+
+
+def open_text_stream(path: str, raw: IO[bytes]) -> IO[bytes]:
+    """The decompressed byte stream of a JSON lines file opened as ``raw``."""
+    low = path.lower()
+    if low.endswith(".gz"):
+        return gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]
+    if low.endswith(".zst"):
+        zstd = _need("zstandard", f"{path} (zstd)")
+        return zstd.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
+    return raw
+
+
+class Reader:
+    """Reads one file's records from a position; ``raw_position`` is how far
+    into the file on disk it has read (for a progress bar)."""
+
+    def __init__(self, file: InputFile) -> None:
+        self.file = file
+        self._raw: IO[bytes] | None = None
+
+    @property
+    def raw_position(self) -> int:
+        try:
+            return self._raw.tell() if self._raw is not None and not self._raw.closed else self.file.size
+        except (OSError, ValueError):
+            return 0
+
+    def records(self, start: int, start_line: int = 0) -> Iterator[RawRecord]:
+        """Records from file position ``start``; ``start_line``: the number of
+        lines before it (JSON lines)."""
+        kind = self.file.kind
+        try:
+            if kind == "jsonl":
+                yield from self._jsonl(start, start_line)
+            elif kind == "html":
+                if start == 0:
+                    with open(self.file.path, "rb") as fh:
+                        data = fh.read()
+                    if self.file.path.lower().endswith(".gz"):
+                        data = gzip.decompress(data)
+                    yield RawRecord(data, 0, 1)
+            elif kind == "parquet":
+                yield from self._parquet(start)
+            else:
+                yield from self._warc(start)
+        except InputError:
+            raise
+        except (OSError, EOFError, ValueError, RuntimeError) as exc:  # unreadable, truncated, corrupt
+            raise InputError(f"{self.file.path}: {_describe(exc)}") from exc
+        except Exception as exc:  # a decompressor's or a parser's own error type
+            raise InputError(f"{self.file.path}: {_describe(exc)}") from exc
+        finally:
+            if self._raw is not None:
+                self._raw.close()
+
+    def _jsonl(self, start: int, line_no: int) -> Iterator[RawRecord]:
+        self._raw = raw = open(self.file.path, "rb")  # noqa: SIM115 (closed by records())
+        stream = open_text_stream(self.file.path, raw)
+        pos = 0
+        if start:
+            if stream is raw:
+                raw.seek(start)
+            else:  # sequential: read and drop up to the position
+                left = start
+                while left:
+                    got = stream.read(min(left, 1 << 20))
+                    if not got:
+                        raise InputError(f"{self.file.path}: shorter than the position {start} a checkpoint names")
+                    left -= len(got)
+            pos = start
+        # (small reads from a decompressor: the lines before a fault in a truncated file are still read)
+        buffered: IO[bytes] = io.BufferedReader(stream, 1 << 13) if stream is not raw else raw  # type: ignore[type-var]
+        for line in buffered:
+            pos += len(line)
+            line_no += 1
+            if line.strip():
+                yield RawRecord(line, line_no, pos)
+
+    def _parquet(self, start: int) -> Iterator[RawRecord]:
+        _need("pyarrow", f"{self.file.path} (Parquet)")
+        import pyarrow.parquet as pq
+
+        pf = pq.ParquetFile(self.file.path)
+        row = 0
+        for batch in pf.iter_batches(batch_size=1024):
+            if row + batch.num_rows <= start:
+                row += batch.num_rows
+                continue
+            for rec in batch.to_pylist():
+                if row >= start:
+                    yield RawRecord(rec, row, row + 1)
+                row += 1
+
+    def _warc(self, start: int) -> Iterator[RawRecord]:
+        _need("warcio", f"{self.file.path} (WARC)")
+        from warcio.archiveiterator import ArchiveIterator
+
+        self._raw = raw = open(self.file.path, "rb")  # noqa: SIM115 (closed by records())
+        raw.seek(start)
+        it = ArchiveIterator(raw)
+        for rec in it:
+            content_type = (rec.http_headers.get_header("Content-Type") or "") if rec.http_headers else ""
+            uri = rec.rec_headers.get_header("WARC-Target-URI")
+            rid = rec.rec_headers.get_header("WARC-Record-ID")
+            # (the body first: asking the iterator for the offset reads the record to its end)
+            body = rec.content_stream().read() if rec.rec_type == "response" else b""
+            it.read_to_end()
+            offset = start + it.get_record_offset()
+            end = start + it.get_record_offset() + it.get_record_length()
+            if rec.rec_type != "response":
+                yield RawRecord(None, offset, end, uri, rid, skip=f"warc {rec.rec_type} record")
+            elif "html" not in content_type.lower() and content_type:
+                yield RawRecord(None, offset, end, uri, rid, skip="warc response not HTML")
+            else:
+                yield RawRecord(body, offset, end, uri, rid)
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, EOFError):
+        return f"ends early (truncated?): {exc}"
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"cannot be read: {exc.strerror}"
+    return f"cannot be read: {type(exc).__name__}: {exc}"
+
+
+def json_line(record: dict[str, Any]) -> bytes:
+    """One output JSON line (UTF-8, newline-terminated) of ``record``."""
+    return (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode()

@@ -1,0 +1,499 @@
+"""``CorpusRun``: deduplicate a corpus, online in input order, resumably.
+
+The rule is the crawl's: a record is dropped if and only if it is within
+``max_distance`` bits of a record kept before it in input order (or of a
+record of ``--store``). Records are fingerprinted in batches by worker
+processes (``jobs``) and decided in input order by the kept set's
+``check_and_add_many`` (a ``SimhashStore``): each record is compared with the
+kept records only, never with the dropped ones, so a template shared by
+100,000 records costs one kept record and 100,000 look-ups, not 5x10^9 pairs.
+Records that get no fingerprint (too short, empty) are kept and counted.
+
+Outputs in ``OUT``: ``unique.jsonl``, ``duplicates.jsonl``, ``summary.json``
+(docs/corpus.md). State in ``OUT/.neardup/``: ``kept.fp`` (the kept
+fingerprints, 8 bytes each), ``kept.ids`` (their ids, a JSON string a line)
+and ``checkpoint.json``, rewritten (atomically, by rename) after a batch
+at most every ``CHECKPOINT_EVERY`` seconds and at the end of every file, with the input position and the length of every output file. A run
+killed at any moment and started again with the same arguments truncates
+every file to its checkpoint, rebuilds the kept set from ``kept.fp`` and
+goes on from the input position: its outputs equal an uninterrupted run's.
+Records go to ``--store`` only after the checkpoint that holds them (and
+are added again after a kill, idempotently by id: a record the store holds
+under its id with its fingerprint is itself, never its duplicate), so the
+store never holds a record that a resumed run has still to decide.
+
+Costs: O(records x T log kept) for the decisions (T tables); memory
+``layout.bytes_per_fingerprint()`` plus the id of each kept record.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import logging
+import multiprocessing
+import os
+import sys
+import time
+from collections import Counter, deque
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+
+from ..fingerprint import Fingerprinter
+from ..simhash import to_hex
+from ..store import Match, SimhashStore
+from .inputs import InputError, InputFile, RawRecord, Reader, expand_inputs, json_line
+from .jobs import FieldOptions, Outcome, fingerprint_batch, warm
+
+logger = logging.getLogger(__name__)
+
+STATE_DIR = ".neardup"
+#: how many named bad records the summary lists (all are counted, and logged)
+MAX_NAMED = 1000
+CHECKPOINT_VERSION = 1
+#: seconds between checkpoints (and at the end of every file): a kill repeats at most this much work
+CHECKPOINT_EVERY = 1.0
+
+
+class CorpusError(Exception):
+    """The run cannot start or go on (its message says why); the command exits 2."""
+
+
+class StrictStop(Exception):
+    """``--strict``: the first bad record (its message names it); the command exits 1."""
+
+
+@dataclass
+class DedupOptions:
+    inputs: list[str]
+    out: str
+    fields: FieldOptions = field(default_factory=FieldOptions)
+    workers: int = 0  # 0: every core
+    max_distance: int = 3
+    store: str | None = None
+    strict: bool = False
+    progress: bool = False
+    batch: int = 256
+
+
+@dataclass
+class _Position:
+    file: int = 0
+    pos: int = 0
+    line: int = 0
+
+
+@dataclass
+class _Counts:
+    records: int = 0
+    kept: int = 0
+    dropped: int = 0
+    dropped_against_store: int = 0
+    unfingerprinted: Counter = field(default_factory=Counter)
+    skipped: Counter = field(default_factory=Counter)  # not records (non-HTML WARC records)
+    bad: Counter = field(default_factory=Counter)
+    distance_count: Counter = field(default_factory=Counter)
+    bad_records: list = field(default_factory=list)
+    file_errors: list = field(default_factory=list)
+
+
+def _source(file: InputFile, rec: RawRecord) -> dict[str, Any]:
+    where = {"jsonl": "line", "parquet": "row", "warc": "offset"}.get(file.kind)
+    return {"file": file.path, where: rec.locator} if where else {"file": file.path}
+
+
+def _default_id(file: InputFile, rec: RawRecord) -> str:
+    if file.kind in ("jsonl", "parquet"):
+        return f"{file.path}:{rec.locator}"
+    if file.kind == "warc":
+        return rec.record_id or f"{file.path}@{rec.locator}"
+    return file.path
+
+
+class CorpusRun:
+    """One run of ``neardup dedup`` over ``options`` (started or resumed by ``run``)."""
+
+    def __init__(self, options: DedupOptions) -> None:
+        self.options = options
+        self.out = Path(options.out)
+        self.state_dir = self.out / STATE_DIR
+        self.fingerprinter = Fingerprinter(min_tokens=options.fields.min_tokens)
+        try:
+            self.files = expand_inputs(options.inputs)
+        except InputError as exc:
+            raise CorpusError(str(exc)) from None
+        self.counts = _Counts()
+        self.position = _Position()
+        self.elapsed = 0.0
+        self.ext_synced = 0
+        self.kept_store = SimhashStore.open(None, max_distance=options.max_distance, capacity=1 << 20)
+        self.store: SimhashStore | None = None
+        self._files: dict[str, IO[bytes]] = {}
+        self._done_bytes = 0
+        self._reader: Reader | None = None
+        self._started = self._checkpointed = time.monotonic()
+
+    # -- the identity of a run: what a resumed one must repeat ---------------
+
+    def _identity(self) -> dict[str, Any]:
+        return {"inputs": [[f.path, f.size] for f in self.files], "fields": asdict(self.options.fields),
+                "max_distance": self.options.max_distance, "store": self.options.store,
+                "scheme": self.fingerprinter.scheme}
+
+    # -- state ------------------------------------------------------------------
+
+    def _checkpoint_path(self) -> Path:
+        return self.state_dir / "checkpoint.json"
+
+    def _open_outputs(self) -> dict[str, Any] | None:
+        """Open (or create) the output and state files; on a resume, truncate
+        each to the checkpoint and rebuild the kept set. Returns the checkpoint."""
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.state_dir.mkdir(exist_ok=True)
+        names = {"unique": self.out / "unique.jsonl", "duplicates": self.out / "duplicates.jsonl",
+                 "kept_fp": self.state_dir / "kept.fp", "kept_ids": self.state_dir / "kept.ids"}
+        ck = None
+        if self._checkpoint_path().exists():
+            ck = json.loads(self._checkpoint_path().read_text())
+            if ck.get("version") != CHECKPOINT_VERSION or ck.get("identity") != self._identity():
+                raise CorpusError(f"{self.out} holds a run with other inputs or options; "
+                                  "give the same arguments to resume it, or another OUT")
+        elif any(p.exists() and p.stat().st_size for p in names.values()):
+            raise CorpusError(f"{self.out} holds outputs of another run (no checkpoint): choose another OUT")
+        offsets = ck["offsets"] if ck else {}
+        for key, path in names.items():
+            fh = open(path, "r+b" if path.exists() else "w+b")  # noqa: SIM115 (closed by close())
+            fh.truncate(offsets.get(key, 0))
+            fh.seek(0, os.SEEK_END)
+            self._files[key] = fh
+        if ck:
+            self.position = _Position(**ck["position"])
+            c = ck["counts"]
+            self.counts = _Counts(c["records"], c["kept"], c["dropped"], c["dropped_against_store"],
+                                  Counter(c["unfingerprinted"]), Counter(c["skipped"]), Counter(c["bad"]),
+                                  Counter({int(k): v for k, v in c["distance_count"].items()}),
+                                  c["bad_records"], c["file_errors"])
+            self.elapsed = ck["elapsed"]
+            self.ext_synced = ck["ext_synced"]
+            self._rebuild_kept()
+        return ck
+
+    def _rebuild_kept(self) -> None:
+        fh_fp, fh_ids = self._files["kept_fp"], self._files["kept_ids"]
+        fh_fp.seek(0)
+        fps = np.frombuffer(fh_fp.read(), dtype=np.uint64)
+        fh_fp.seek(0, os.SEEK_END)
+        fh_ids.seek(0)
+        ids = [json.loads(line) for line in fh_ids]
+        fh_ids.seek(0, os.SEEK_END)
+        if len(ids) != len(fps):
+            raise CorpusError(f"{self.state_dir}: {len(fps)} kept fingerprints but {len(ids)} ids; "
+                              "the state is damaged: start again in another OUT")
+        if len(fps):
+            self.kept_store.add_many(fps, ids)
+        logger.info("resuming %s: %d records done, %d kept", self.out, self.counts.records, len(fps))
+
+    def _checkpoint(self, complete: bool = False) -> None:
+        for fh in self._files.values():
+            fh.flush()
+        c = self.counts
+        state = {
+            "version": CHECKPOINT_VERSION, "identity": self._identity(), "complete": complete,
+            "position": asdict(self.position),
+            "offsets": {key: fh.tell() for key, fh in self._files.items()},
+            "counts": {"records": c.records, "kept": c.kept, "dropped": c.dropped,
+                       "dropped_against_store": c.dropped_against_store, "unfingerprinted": c.unfingerprinted,
+                       "skipped": c.skipped, "bad": c.bad, "distance_count": c.distance_count,
+                       "bad_records": c.bad_records, "file_errors": c.file_errors},
+            "elapsed": self.elapsed + time.monotonic() - self._started,
+            "ext_synced": self.ext_synced,
+        }
+        tmp = self._checkpoint_path().with_suffix(".tmp")
+        tmp.write_text(json.dumps(state))
+        os.replace(tmp, self._checkpoint_path())
+
+    # -- the external store ------------------------------------------------------
+
+    def _open_store(self) -> None:
+        if not self.options.store:
+            return
+        from ..store import StoreError, StoreMismatchError
+
+        try:
+            self.store = SimhashStore.open(self.options.store, max_distance=self.options.max_distance,
+                                           scheme=self.fingerprinter.scheme)
+        except (StoreError, StoreMismatchError, OSError) as exc:
+            raise CorpusError(f"--store {self.options.store}: {exc}") from None
+
+    def _store_match(self, fp: int, rid: str) -> Match | None:
+        """The nearest record of ``--store`` within k, not the record itself (same id and fingerprint)."""
+        assert self.store is not None
+        for m in self.store.query(fp):
+            if not (m.key == rid and m.fingerprint == fp):
+                return m
+        return None
+
+    def _sync_store(self) -> None:
+        """Add the kept records past ``ext_synced`` to ``--store``, but those it
+        already holds under their id with their fingerprint (added by a run
+        killed before its checkpoint said so, or by an earlier run over the
+        same records): adds are idempotent by id. O(T log n) a record."""
+        if self.store is None or self.ext_synced >= len(self.kept_store):
+            return
+        fps = self.kept_store.fingerprints()[self.ext_synced:]
+        ids = self.kept_store.backend.keys(list(range(self.ext_synced, self.ext_synced + len(fps))))
+        todo = [(f, i) for f, i in zip(fps.tolist(), ids)
+                if not any(m.key == i and m.fingerprint == f for m in self.store.query(f))]
+        if todo:
+            self.store.add_many(np.array([f for f, _ in todo], dtype=np.uint64), [i for _, i in todo])
+            self.store.flush()
+        self.ext_synced = len(self.kept_store)
+
+    # -- reading -----------------------------------------------------------------
+
+    def _batches(self) -> Iterator[tuple[int, list[RawRecord], str | None]]:
+        """(file index, records, error) in input order; an empty batch with
+        error None marks the end of a file."""
+        size = self.options.batch
+        for fi in range(self.position.file, len(self.files)):
+            file = self.files[fi]
+            start, line = (self.position.pos, self.position.line) if fi == self.position.file else (0, 0)
+            reader = Reader(file)
+            self._reader = reader
+            batch: list[RawRecord] = []
+            error = None
+            try:
+                for rec in reader.records(start, line):
+                    batch.append(rec)
+                    if len(batch) >= size:
+                        yield fi, batch, None
+                        batch = []
+            except InputError as exc:
+                error = str(exc)
+            if batch:
+                yield fi, batch, None
+            yield fi, [], error
+            self._done_bytes += file.size
+
+    # -- deciding ----------------------------------------------------------------
+
+    def _decide(self, fi: int, records: list[RawRecord], outcomes: list[Outcome]) -> None:
+        file = self.files[fi]
+        c = self.counts
+        kind = file.kind
+        ids: list[str] = []
+        fps: list[int] = []
+        slots: list[int] = []
+        verdicts: list[Match | None | str] = [None] * len(records)
+        for i, (rec, oc) in enumerate(zip(records, outcomes)):
+            if rec.skip is not None:
+                c.skipped[rec.skip] += 1
+                verdicts[i] = "skip"
+                continue
+            if oc.error is not None:
+                self._bad(file, rec, oc.error)
+                verdicts[i] = "skip"
+                continue
+            c.records += 1
+            if oc.value is None:
+                c.unfingerprinted[oc.reason or "none"] += 1
+                continue
+            rid = oc.record_id or _default_id(file, rec)
+            if self.store is not None:
+                found = self._store_match(oc.value, rid)
+                if found is not None:
+                    verdicts[i] = found
+                    c.dropped_against_store += 1
+                    continue
+            ids.append(rid)
+            fps.append(oc.value)
+            slots.append(i)
+        if fps:
+            arr = np.array(fps, dtype=np.uint64)
+            first = len(self.kept_store)
+            matches = self.kept_store.check_and_add_many(arr, ids)
+            kept_fp, kept_ids = self._files["kept_fp"], self._files["kept_ids"]
+            new = [j for j, m in enumerate(matches) if m is None]
+            kept_fp.write(arr[new].tobytes())
+            kept_ids.write("".join(json.dumps(ids[j]) + "\n" for j in new).encode())
+            limit = first
+            for j, m in enumerate(matches):
+                if m is None:
+                    limit += 1
+                else:
+                    verdicts[slots[j]] = self._twin(fps[j], limit)
+        unique, dups = self._files["unique"], self._files["duplicates"]
+        for i, (rec, oc) in enumerate(zip(records, outcomes)):
+            v = verdicts[i]
+            if v == "skip":
+                continue
+            if v is None:
+                c.kept += 1
+                if kind == "jsonl":
+                    unique.write(rec.payload if rec.payload.endswith(b"\n") else rec.payload + b"\n")
+                elif kind == "parquet":
+                    unique.write(json_line(rec.payload))
+                else:
+                    unique.write(json_line({"id": oc.record_id or _default_id(file, rec),
+                                            "url": rec.url or oc.url, "title": oc.title, "text": oc.text}))
+                continue
+            assert isinstance(v, Match) and oc.value is not None
+            c.dropped += 1
+            c.distance_count[v.distance] += 1
+            line: dict[str, Any] = {"id": oc.record_id or _default_id(file, rec), "duplicate_of": v.key,
+                                    "distance": v.distance, "fingerprint": to_hex(oc.value),
+                                    "duplicate_of_fingerprint": to_hex(v.fingerprint)}
+            url = rec.url or oc.url
+            if url:
+                line["url"] = url
+            line["source"] = _source(file, rec)
+            dups.write(json_line(line))
+
+    def _twin(self, fp: int, limit: int) -> Match:
+        """The kept twin a drop names: the nearest of the records kept before
+        it (rows below ``limit``), the oldest of equally near ones, whatever
+        the state of the tables (so that a resumed run names the same twin as
+        an uninterrupted one). O(T log n + matches)."""
+        tables = self.kept_store.tables
+        best = min((bin(fp ^ v).count("1"), row, v) for v in tables.matches(fp).tolist()
+                   for row in tables.rows_of(v) if row < limit)
+        d, row, v = best
+        return Match(self.kept_store.backend.keys([row])[0], v, d)
+
+    def _bad(self, file: InputFile, rec: RawRecord, reason: str) -> None:
+        c = self.counts
+        category = reason.split(":")[0]
+        c.bad[category] += 1
+        named = {**_source(file, rec), "reason": reason}
+        where = f"{file.path}:{rec.locator}"
+        if self.options.strict:
+            raise StrictStop(f"{where}: {reason}")
+        if len(c.bad_records) < MAX_NAMED:
+            c.bad_records.append(named)
+        logger.warning("bad record %s: %s (skipped)", where, reason)
+
+    # -- the run -----------------------------------------------------------------
+
+    def run(self) -> dict[str, Any]:
+        """Run (or resume) to the end; returns the summary (also ``OUT/summary.json``)."""
+        self._started = time.monotonic()
+        ck = self._open_outputs()
+        try:
+            if ck and ck.get("complete"):
+                return json.loads((self.out / "summary.json").read_text())
+            self._open_store()
+            if self.store is not None:
+                self._sync_store()
+            self._loop()
+            self._checkpoint(complete=False)
+            summary = self._summary()
+            tmp = self.out / "summary.json.tmp"
+            tmp.write_text(json.dumps(summary, indent=2) + "\n")
+            os.replace(tmp, self.out / "summary.json")
+            self._checkpoint(complete=True)
+            return summary
+        finally:
+            self.close()
+
+    def _workers(self) -> int:
+        return self.options.workers or os.cpu_count() or 1
+
+    def _loop(self) -> None:
+        workers = self._workers()
+        fields = self.options.fields
+        pool = None
+        if workers > 1:
+            warm(fields.min_tokens)  # before the fork: the workers share what it loads
+            # (and the collector leaves the objects loaded so far alone: its passes would write to their
+            # pages, and each worker would get its own copy of them)
+            gc.freeze()
+            pool = multiprocessing.get_context("fork").Pool(workers)
+        bar = self._progress_bar()
+        pending: deque[tuple[int, list[RawRecord], str | None, Any]] = deque()
+        failed = True
+        try:
+            for fi, records, error in self._batches():
+                kind = self.files[fi].kind
+                payloads = [r.payload for r in records if r.skip is None]
+                job: Any
+                if pool is not None and payloads:
+                    job = pool.apply_async(fingerprint_batch, (kind, fields, payloads))
+                else:
+                    job = fingerprint_batch(kind, fields, payloads) if payloads else []
+                pending.append((fi, records, error, job))
+                while len(pending) > (2 * workers if pool is not None else 0):
+                    self._finish(*pending.popleft(), bar=bar)
+            while pending:
+                self._finish(*pending.popleft(), bar=bar)
+            failed = False
+        finally:
+            if pool is not None:
+                if failed:
+                    pool.terminate()
+                else:
+                    pool.close()
+                pool.join()
+            if bar is not None:
+                bar.close()
+
+    def _finish(self, fi: int, records: list[RawRecord], error: str | None, job: Any, bar: Any) -> None:
+        got: list[Outcome] = job.get() if hasattr(job, "get") else job
+        outcomes = iter(got)
+        filled = [next(outcomes) if r.skip is None else Outcome(None, None, None, None, None) for r in records]
+        self._decide(fi, records, filled)
+        if records:
+            last = records[-1]
+            self.position = _Position(fi, last.end, last.locator if self.files[fi].kind == "jsonl" else 0)
+        else:  # the end of a file (or the fault that ended it)
+            if error is not None:
+                self.counts.file_errors.append({"file": self.files[fi].path, "error": error})
+                logger.error("%s; going on with the next file", error)
+            self.position = _Position(fi + 1, 0, 0)
+        now = time.monotonic()
+        if not records or now - self._checkpointed >= CHECKPOINT_EVERY:
+            self._checkpoint()
+            self._checkpointed = now
+            self._sync_store()  # (only what a checkpoint holds goes to the store)
+        if bar is not None:
+            done = min(self._done_bytes + (self._reader.raw_position if self._reader else 0), bar.total or 0)
+            bar.update(done - bar.n)
+            rate = self.counts.records / max(1e-9, time.monotonic() - self._started)
+            bar.set_postfix_str(f"{self.counts.records} docs, {rate:,.0f} docs/s, {self.counts.dropped} dropped",
+                                refresh=False)
+
+    def _progress_bar(self) -> Any:
+        if not self.options.progress or not sys.stderr.isatty():
+            return None
+        try:
+            from tqdm import tqdm
+        except ImportError:
+            return None
+        return tqdm(total=sum(f.size for f in self.files), unit="B", unit_scale=True, desc="neardup dedup",
+                    file=sys.stderr)
+
+    def _summary(self) -> dict[str, Any]:
+        c = self.counts
+        seconds = self.elapsed + time.monotonic() - self._started
+        return {
+            "records": c.records, "kept": c.kept, "dropped": c.dropped,
+            "dropped_against_store": c.dropped_against_store,
+            "unfingerprinted": dict(c.unfingerprinted), "bad": dict(c.bad), "skipped": dict(c.skipped),
+            "distance_count": {str(k): v for k, v in sorted(c.distance_count.items())},
+            "bad_records": c.bad_records, "file_errors": c.file_errors,
+            "seconds": round(seconds, 3), "docs_per_s": round(c.records / seconds, 1) if seconds else None,
+            "inputs": [f.path for f in self.files], "max_distance": self.options.max_distance,
+            "scheme": self.fingerprinter.scheme, "store": self.options.store, "workers": self._workers(),
+        }
+
+    def close(self) -> None:
+        for fh in self._files.values():
+            fh.close()
+        self._files = {}
+        if self.store is not None:
+            self.store.close()
+            self.store = None
+        self.kept_store.close()

@@ -1,0 +1,362 @@
+"""``neardup dedup`` (``dedup.corpus``): the crawl's rule over a corpus, checked
+against a brute-force oracle; resume after a kill; bad input; every input format."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from scrapy_neardup.dedup.cli import main as dedup_main
+from scrapy_neardup.dedup.corpus import CorpusError, CorpusRun, DedupOptions, FieldOptions, StrictStop
+from scrapy_neardup.dedup.fingerprint import Fingerprinter
+from scrapy_neardup.dedup.simhash import hamming
+from scrapy_neardup.dedup.store import SimhashStore
+
+WORDS = ("time year people way day man thing woman life child world school state family student group country "
+         "problem hand part place case week company system program question work government number night point "
+         "home water room mother area money story fact month lot right study book eye job word business issue "
+         "side kind head house service friend father power hour game line end member law car city community name "
+         "president team minute idea kid body information back parent face others level office door health person "
+         "art war history party result change morning reason research girl guy moment air teacher force education "
+         "river mountain bridge garden window market letter music paper table chair light train station village").split()
+
+
+def make_corpus(n: int, seed: int, *, copies: float = 0.5) -> list[dict]:
+    """``n`` records: fresh random documents and edited copies of earlier ones (1-6 words changed)."""
+    rnd = random.Random(seed)
+    docs: list[list[str]] = []
+    out = []
+    for i in range(n):
+        if docs and rnd.random() < copies:
+            words = list(rnd.choice(docs))
+            for _ in range(rnd.randint(1, 6)):
+                words[rnd.randrange(len(words))] = rnd.choice(WORDS)
+        else:
+            words = rnd.choices(WORDS, k=rnd.randint(40, 90))
+        docs.append(words)
+        out.append({"id": f"r{seed}-{i}", "text": " ".join(words)})
+    return out
+
+
+def write_jsonl(path: Path, records: list[dict], opener=open) -> Path:
+    with opener(path, "wt", encoding="utf-8") as fh:
+        for r in records:
+            fh.write(json.dumps(r) + "\n")
+    return path
+
+
+def run(tmp_path: Path, inputs: list, out: str = "out", **kw) -> tuple[dict, Path]:
+    fields = kw.pop("fields", FieldOptions(id_field="id"))
+    options = DedupOptions(inputs=[str(p) for p in inputs], out=str(tmp_path / out), fields=fields,
+                           workers=kw.pop("workers", 1), **kw)
+    summary = CorpusRun(options).run()
+    return summary, tmp_path / out
+
+
+def read_lines(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def oracle(records: list[dict], k: int = 3) -> tuple[list[str], dict[str, tuple[str, int]]]:
+    """Brute force: kept ids in order, and each dropped id's (nearest earlier kept id, distance)."""
+    fper = Fingerprinter()
+    kept: list[tuple[str, int]] = []
+    dropped: dict[str, tuple[str, int]] = {}
+    for r in records:
+        fp = fper.fingerprint_text(r["text"]).value
+        assert fp is not None
+        best = min(((hamming(fp, v), j) for j, (_, v) in enumerate(kept)), default=(99, -1))
+        if best[0] <= k:
+            dropped[r["id"]] = (kept[best[1]][0], best[0])
+        else:
+            kept.append((r["id"], fp))
+    return [i for i, _ in kept], dropped
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_the_rule_is_the_brute_force_oracles(tmp_path, seed):
+    records = make_corpus(500, seed)
+    summary, out = run(tmp_path, [write_jsonl(tmp_path / "in.jsonl", records)])
+    kept_ids, dropped = oracle(records)
+    unique = read_lines(out / "unique.jsonl")
+    dups = read_lines(out / "duplicates.jsonl")
+    assert [u["id"] for u in unique] == kept_ids  # drop iff within k of an earlier kept record
+    assert {d["id"]: (d["duplicate_of"], d["distance"]) for d in dups} == dropped  # the nearest kept twin
+    assert dropped and summary["dropped"] == len(dropped) and summary["kept"] == len(kept_ids)
+    # no two kept records within k; every drop names a kept twin within k, with both fingerprints
+    fps = {d["id"]: d["fingerprint"] for d in dups}
+    kept_set = set(kept_ids)
+    for d in dups:
+        assert d["duplicate_of"] in kept_set and d["distance"] <= 3
+        assert hamming(int(d["fingerprint"], 16), int(d["duplicate_of_fingerprint"], 16)) == d["distance"]
+        assert d["source"]["file"].endswith("in.jsonl") and d["source"]["line"] >= 1
+    assert len(fps) == len(dups)
+    # byte for byte: the kept input lines as they came
+    lines = (tmp_path / "in.jsonl").read_bytes().splitlines(keepends=True)
+    assert (out / "unique.jsonl").read_bytes() == b"".join(
+        line for line, r in zip(lines, records) if r["id"] in kept_set)
+
+
+def test_workers_give_the_same_output_as_one_process(tmp_path):
+    records = make_corpus(1200, 7)
+    src = write_jsonl(tmp_path / "in.jsonl", records)
+    _, one = run(tmp_path, [src], out="one", batch=64)
+    _, two = run(tmp_path, [src], out="two", workers=2, batch=64)
+    for name in ("unique.jsonl", "duplicates.jsonl"):
+        assert (one / name).read_bytes() == (two / name).read_bytes()
+
+
+def _outputs(out: Path) -> tuple[bytes, bytes]:
+    return (out / "unique.jsonl").read_bytes(), (out / "duplicates.jsonl").read_bytes()
+
+
+class Crash(Exception):
+    pass
+
+
+@pytest.mark.parametrize("where", ["_checkpoint", "_sync_store"])
+def test_a_run_crashing_anywhere_resumes_to_the_uninterrupted_output(tmp_path, monkeypatch, where):
+    records = make_corpus(900, 11)
+    src = write_jsonl(tmp_path / "in.jsonl", records)
+    ref_summary, ref = run(tmp_path, [src], out="ref", store=str(tmp_path / "ref-store"), batch=50)
+    calls = {"n": 0}
+    original = getattr(CorpusRun, where)
+
+    def crashing(self, *a, **kw):
+        calls["n"] += 1
+        if where == "_checkpoint":  # the outputs of the batch are written, its checkpoint is not
+            if calls["n"] in (3, 9, 14):
+                raise Crash
+        elif calls["n"] in (4, 10):  # checkpointed, not yet in the store
+            raise Crash
+        return original(self, *a, **kw)
+
+    monkeypatch.setattr(CorpusRun, where, crashing)
+    monkeypatch.setattr("scrapy_neardup.dedup.corpus.run.CHECKPOINT_EVERY", 0.0)  # a checkpoint every batch
+    store = str(tmp_path / "store")
+    for _ in range(3):
+        try:
+            summary, out = run(tmp_path, [src], store=store, batch=50)
+            break
+        except Crash:
+            continue
+    else:
+        summary, out = run(tmp_path, [src], store=store, batch=50)
+    monkeypatch.setattr(CorpusRun, where, original)
+    summary, out = run(tmp_path, [src], store=store, batch=50)  # a finished run answers its summary again
+    assert _outputs(out) == _outputs(ref)
+    assert {k: summary[k] for k in ("records", "kept", "dropped")} == {k: ref_summary[k] for k in ("records", "kept", "dropped")}
+    with SimhashStore.open(store, readonly=True) as s:  # each kept record stored once
+        assert len(s) == summary["kept"]
+
+
+def test_a_run_killed_with_sigkill_resumes_to_the_uninterrupted_output(tmp_path):
+    records = make_corpus(4000, 5)
+    src = write_jsonl(tmp_path / "in.jsonl", records)
+    _, ref = run(tmp_path, [src], out="ref")
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "scrapy_neardup.dedup", "dedup", str(src), "-o", str(out), "--id-field", "id",
+           "--workers", "2", "--quiet"]
+    checkpoint = out / ".neardup" / "checkpoint.json"
+    kills = 0
+    for _ in range(2):
+        before = json.loads(checkpoint.read_text())["position"]["pos"] if checkpoint.exists() else -1
+        proc = subprocess.Popen(cmd)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None:
+            if checkpoint.exists() and json.loads(checkpoint.read_text())["position"]["pos"] > before:
+                time.sleep(random.Random(kills).uniform(0, 0.3))
+                break
+            time.sleep(0.02)
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGKILL)
+            kills += 1
+        proc.wait()
+    assert subprocess.run(cmd, timeout=300).returncode == 0
+    assert kills >= 1
+    assert _outputs(out) == _outputs(ref)
+
+
+def test_100000_near_identical_records_are_one_kept_record_within_memory(tmp_path):
+    import resource
+
+    template = " ".join(make_corpus(1, 3)[0]["text"].split()[:40])
+    src = tmp_path / "in.jsonl"
+    with open(src, "w") as fh:
+        for i in range(100_000):
+            fh.write(json.dumps({"text": template + (" extra" if i % 2 else "")}) + "\n")
+    summary, out = run(tmp_path, [src], fields=FieldOptions(), workers=2, batch=1024)
+    assert summary["records"] == 100_000 and summary["kept"] <= 2 and summary["dropped"] >= 99_998
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss < 500 * 1024  # KiB: the run's own peak
+
+
+def test_bad_records_are_counted_named_and_skipped_or_stop_the_strict_run(tmp_path, caplog):
+    records = make_corpus(30, 4)
+    src = tmp_path / "in.jsonl"
+    lines = [json.dumps(r) for r in records]
+    lines[5] = '{"id": "x", "text": '  # cut short
+    lines[9] = json.dumps({"id": "y"})  # no text field
+    lines[12] = "[1, 2]"
+    src.write_text("\n".join(lines) + "\n")
+    summary, out = run(tmp_path, [src])
+    assert summary["bad"] == {"malformed JSON": 1, "no text in field 'text'": 1, "not a JSON object": 1}
+    assert [(b["line"], b["file"]) for b in summary["bad_records"]] == [(6, str(src)), (10, str(src)), (13, str(src))]
+    assert summary["records"] == 27 and summary["kept"] + summary["dropped"] == 27
+    assert f"{src}:6" in caplog.text
+    assert json.loads((out / "summary.json").read_text())["bad_records"] == summary["bad_records"]
+    with pytest.raises(StrictStop, match=":6: malformed JSON"):
+        run(tmp_path, [src], out="strict", strict=True)
+    assert dedup_main(["dedup", str(src), "-o", str(tmp_path / "strict2"), "--strict", "--quiet",
+                       "--workers", "1"]) == 1
+
+
+def test_a_truncated_file_is_named_and_the_rest_goes_on(tmp_path):
+    a = make_corpus(200, 8)
+    b = make_corpus(50, 9)
+    good = write_jsonl(tmp_path / "a.jsonl.gz", a, gzip.open)
+    data = good.read_bytes()
+    cut = tmp_path / "cut.jsonl.gz"
+    cut.write_bytes(data[: len(data) // 2])
+    last = write_jsonl(tmp_path / "b.jsonl", b)
+    summary, out = run(tmp_path, [cut, last])
+    assert [e["file"] for e in summary["file_errors"]] == [str(cut)]
+    ids = [u["id"] for u in read_lines(out / "unique.jsonl")]
+    assert any(i.startswith("r9-") for i in ids) and any(i.startswith("r8-") for i in ids)
+
+
+def test_another_runs_output_directory_or_other_arguments_are_refused(tmp_path):
+    src = write_jsonl(tmp_path / "in.jsonl", make_corpus(20, 1))
+    run(tmp_path, [src])
+    with pytest.raises(CorpusError, match="other inputs or options"):
+        run(tmp_path, [src], max_distance=2)
+    assert dedup_main(["dedup", str(tmp_path / "nothing.jsonl"), "-o", str(tmp_path / "o")]) == 2
+
+
+def test_against_a_store_and_adds_idempotent_by_id(tmp_path):
+    first = make_corpus(300, 21)
+    src = write_jsonl(tmp_path / "first.jsonl", first)
+    store = str(tmp_path / "store")
+    s1, out1 = run(tmp_path, [src], out="o1", store=store)
+    # the same records again, into a new OUT: each is itself in the store, not a duplicate of itself
+    s2, out2 = run(tmp_path, [src], out="o2", store=store)
+    assert _outputs(out1)[0] == _outputs(out2)[0] and s2["kept"] == s1["kept"]
+    # (the dropped are dropped again, against the store: the nearest of its records, whatever their order)
+    assert s2["dropped_against_store"] == s2["dropped"] == s1["dropped"]
+    assert [d["id"] for d in read_lines(out1 / "duplicates.jsonl")] == [d["id"] for d in read_lines(out2 / "duplicates.jsonl")]
+    with SimhashStore.open(store, readonly=True) as s:
+        assert len(s) == s1["kept"]
+    # copies of stored records under other ids are dropped against the store, naming the stored twin
+    copies = [{"id": f"copy-{r['id']}", "text": r["text"]} for r in first[:40]]
+    s3, out3 = run(tmp_path, [write_jsonl(tmp_path / "copies.jsonl", copies)], out="o3", store=store)
+    assert s3["kept"] == 0 and s3["dropped_against_store"] == 40
+    kept1 = {u["id"] for u in read_lines(out1 / "unique.jsonl")}
+    assert all(d["duplicate_of"] in kept1 for d in read_lines(out3 / "duplicates.jsonl"))
+
+
+def test_compressed_json_lines_read_as_plain_ones(tmp_path):
+    records = make_corpus(200, 13)
+    plain = write_jsonl(tmp_path / "in.jsonl", records)
+    gz = write_jsonl(tmp_path / "in.jsonl.gz", records, gzip.open)
+    _, o1 = run(tmp_path, [plain], out="plain")
+    _, o2 = run(tmp_path, [gz], out="gz")
+    assert _outputs(o1)[0] == _outputs(o2)[0]
+    zstd = pytest.importorskip("zstandard")
+    zst = tmp_path / "in.jsonl.zst"
+    zst.write_bytes(zstd.ZstdCompressor().compress(plain.read_bytes()))
+    _, o3 = run(tmp_path, [zst], out="zst")
+    assert _outputs(o1)[0] == _outputs(o3)[0]
+
+
+def _page(title: str, text: str) -> str:
+    return f"<html><head><title>{title}</title></head><body><nav><a href='/'>Home</a></nav><p>{text}</p></body></html>"
+
+
+def test_html_files_of_a_directory_in_path_order(tmp_path):
+    records = make_corpus(60, 17, copies=0.3)
+    site = tmp_path / "site" / "sub"
+    site.mkdir(parents=True)
+    for i, r in enumerate(records):
+        (site / f"p{i:03d}.html").write_text(_page(f"page {i}", r["text"]))
+    summary, out = run(tmp_path, [tmp_path / "site"], fields=FieldOptions())
+    unique = read_lines(out / "unique.jsonl")
+    assert [u["id"] for u in unique] == sorted(u["id"] for u in unique)
+    assert all(set(u) == {"id", "url", "title", "text"} for u in unique)
+    assert summary["dropped"] and summary["kept"] + summary["dropped"] == 60
+
+
+def test_parquet_rows(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    records = make_corpus(300, 19)
+    pq.write_table(pa.Table.from_pylist(records), tmp_path / "in.parquet", row_group_size=70)
+    s1, o1 = run(tmp_path, [tmp_path / "in.parquet"])
+    s2, o2 = run(tmp_path, [write_jsonl(tmp_path / "in.jsonl", records)], out="json")
+    assert [u["id"] for u in read_lines(o1 / "unique.jsonl")] == [u["id"] for u in read_lines(o2 / "unique.jsonl")]
+    assert read_lines(o1 / "duplicates.jsonl")[0]["source"]["row"] >= 0
+
+
+def test_warc_response_records_and_skipped_others(tmp_path):
+    pytest.importorskip("warcio")
+    from io import BytesIO
+
+    from warcio.statusandheaders import StatusAndHeaders
+    from warcio.warcwriter import WARCWriter
+
+    records = make_corpus(40, 23)
+    path = tmp_path / "in.warc.gz"
+    with open(path, "wb") as fh:
+        writer = WARCWriter(fh, gzip=True)
+        for i, r in enumerate(records):
+            body = _page(f"p{i}", r["text"]).encode()
+            headers = StatusAndHeaders("200 OK", [("Content-Type", "text/html; charset=utf-8")], protocol="HTTP/1.1")
+            writer.write_record(writer.create_warc_record(f"http://example.com/{i}", "response",
+                                                          payload=BytesIO(body), http_headers=headers))
+            if i % 10 == 0:
+                writer.write_record(writer.create_warc_record(f"http://example.com/{i}", "request",
+                                                              payload=BytesIO(b"GET / HTTP/1.1\r\n\r\n")))
+    summary, out = run(tmp_path, [path], fields=FieldOptions())
+    assert summary["skipped"] == {"warc request record": 4}
+    assert summary["kept"] + summary["dropped"] == 40 and summary["dropped"]
+    unique = read_lines(out / "unique.jsonl")
+    assert unique[0]["url"] == "http://example.com/0" and unique[0]["id"].startswith("<urn:uuid:")
+    assert all(d["url"].startswith("http://example.com/") for d in read_lines(out / "duplicates.jsonl"))
+
+
+def test_query_and_stats_of_a_store(tmp_path, capsys):
+    records = make_corpus(100, 29)
+    store = str(tmp_path / "store")
+    run(tmp_path, [write_jsonl(tmp_path / "in.jsonl", records)], store=store)
+    fp = Fingerprinter().fingerprint_text(records[0]["text"]).hex
+    capsys.readouterr()
+    assert dedup_main(["query", store, "--fingerprint", fp]) == 0
+    assert capsys.readouterr().out.startswith(f"0\t{fp}\tr29-0")
+    text = tmp_path / "doc.txt"
+    text.write_text(records[0]["text"])
+    assert dedup_main(["query", store, str(text)]) == 0
+    assert "r29-0" in capsys.readouterr().out
+    assert dedup_main(["query", store, "--fingerprint", "xyz"]) == 2
+    _, out = run(tmp_path, [tmp_path / "in.jsonl"], out="o2")
+    capsys.readouterr()
+    assert dedup_main(["stats", store, "--duplicates", str(tmp_path / "out" / "duplicates.jsonl")]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["records"] > 0 and info["max_distance"] == 3 and info["drops_by_distance"]
+
+
+def test_text_lands_close_to_its_html():
+    fper = Fingerprinter()
+    text = make_corpus(1, 31)[0]["text"]
+    html = fper.fingerprint_html(_page("A title", text).encode())
+    plain = fper.fingerprint_text(html.text, html.title)
+    assert plain.ok and hamming(html.value, plain.value) <= 3
+    assert fper.fingerprint_text(text, language="en").language == "en"
+    assert fper.fingerprint_text("too short").reason == "too_short"
