@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The whole test suite. Extra arguments go to pytest.
-source "$(dirname "$0")/scripts/bootstrap.sh" "test,redis"
+source "$(dirname "$0")/scripts/bootstrap.sh" "test,redis,corpus"
 # the shared-store and shared-frontier tests start their own redis-server (and a 3-node cluster)
 command -v redis-server >/dev/null 2>&1 || apt_install redis-server || echo "test.sh: the Redis tests will skip" >&2
 # the report's browser tests drive Debian's chromium, headless, through its chromium-driver
