@@ -179,3 +179,24 @@ def test_empty_and_tiny():
         assert decide(g).kept.all()
     g = self_join(np.array([1, 1, 2], dtype=np.uint64), 0)
     assert decide(g).kept.tolist() == [True, False, True]
+
+
+def test_radix_path_equals_the_stores_join():
+    # past RADIX_MIN_SIZE the tables and the collapse are radix-sorted by prefix: same pairs as the
+    # store's all-tables join (PermutedTables.row_pairs), copies included
+    rng = np.random.default_rng(11)
+    base = rng.integers(0, 2**64 - 1, size=150_000, dtype=np.uint64, endpoint=True)
+    flips = np.zeros(40_000, dtype=np.uint64)
+    for _ in range(3):
+        flips |= np.uint64(1) << rng.integers(0, 64, size=40_000).astype(np.uint64)
+    fps = np.concatenate([base, base[:40_000] ^ flips, base[:3000]])
+    rng.shuffle(fps)
+    graph = self_join(fps, 3)
+    tables = PermutedTables(choose_layout(3, len(fps)), compiled=True)
+    tables.add_many(fps)
+    ra, rb, rd = tables.row_pairs()
+    assert expand(graph) == set(zip(ra.tolist(), rb.tolist(), rd.tolist()))
+    values, firsts, first_of_row = collapse(fps)
+    assert np.array_equal(values, np.unique(fps))
+    assert np.all(fps[firsts] == values) and np.all(fps[first_of_row] == fps)
+    assert np.all(first_of_row <= np.arange(len(fps)))

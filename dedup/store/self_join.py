@@ -10,16 +10,17 @@ join streams the tables instead, over one array:
    searched among distinct values, and a template repeated a million times
    is one value, not 5 x 10**11 pairs.
 2. **One table at a time.** For each table of the layout (Manku et al. 3.1),
-   the distinct values are permuted into a scratch array, sorted, and the
+   the distinct values are permuted into a scratch array, radix-sorted by
+   the table's prefix only (``sort_by_prefix``), and the
    compiled ``kernels.self_join_table`` compares the values within each run
    of equal prefixes. Each pair is reported by exactly one table (the first
    whose leading blocks it leaves clean), so no de-duplication is needed.
    Then the scratch array is reused by the next table.
 
 Memory: the input (8 B/fp), the distinct values (8), their first rows (8),
-each row's first row (8), one scratch table (8) and the pairs (17 B each);
-about 40 B per fingerprint at the peak, whatever the number of tables.
-Time: per table O(m log m) for the sort plus the candidates, about
+each row's first row (8), one scratch table and its radix buffer (16) and
+the pairs (17 B each); about 50 B per fingerprint at the peak, whatever the
+number of tables. Time: per table O(m) for the radix passes plus the candidates, about
 m * m / 2**p for m distinct random values and p-bit prefixes; a run of g
 values sharing a prefix costs g**2 / 2 comparisons (dense clusters of
 near-identical, not identical, values are the expensive case).
@@ -74,41 +75,110 @@ class PairGraph:
         return int(np.count_nonzero(self.first == np.arange(self.n)))
 
 
+#: beyond these, sort_by_prefix sorts fully: two passes of 2**16 buckets at most, and small arrays
+RADIX_MAX_BITS = 32
+RADIX_MIN_SIZE = 1 << 16
+
+
 @njit(cache=True)
-def _collapse(fps, order):
-    """From ``order`` (an argsort of fps): sorted distinct values, the first
-    row of each (the smallest row in its run: the argsort need not be stable),
-    and each row's first row. O(n)."""
-    n = fps.shape[0]
+def _radix_pass(keys, out, idx, out_idx, shift, bits):
+    """One stable counting-sort pass of ``keys`` by bits [shift, shift + bits)
+    into ``out`` (and ``idx`` along into ``out_idx`` when it is not empty). O(n + 2**bits)."""
+    n = keys.shape[0]
+    m = (np.uint64(1) << np.uint64(bits)) - np.uint64(1)
+    sh = np.uint64(shift)
+    counts = np.zeros((1 << bits) + 1, dtype=np.int64)
+    for i in range(n):
+        counts[np.int64((keys[i] >> sh) & m) + 1] += 1
+    for v in range(1 << bits):
+        counts[v + 1] += counts[v]
+    carry = idx.shape[0] > 0
+    for i in range(n):
+        v = np.int64((keys[i] >> sh) & m)
+        pos = counts[v]
+        counts[v] = pos + 1
+        out[pos] = keys[i]
+        if carry:
+            out_idx[pos] = idx[i]
+
+
+def sort_by_prefix(keys: np.ndarray, prefix_bits: int, idx: np.ndarray | None = None
+                   ) -> tuple[np.ndarray, np.ndarray | None]:
+    """Stable radix sort of ``keys`` by their top ``prefix_bits`` bits only (two
+    passes of about half of them; the order within a prefix is the input's),
+    carrying ``idx`` along. A few times faster than a full sort, which the
+    join does not need: it compares every pair within a run of equal prefixes."""
+    if prefix_bits > RADIX_MAX_BITS or len(keys) < RADIX_MIN_SIZE:  # (the histograms would dominate)
+        if idx is None:
+            keys.sort()
+            return keys, None
+        order = np.argsort(keys, kind="stable")
+        return keys[order], idx[order]
+    empty = np.empty(0, dtype=np.int64)
+    idx_in = empty if idx is None else idx
+    out = np.empty_like(keys)
+    out_idx = empty if idx is None else np.empty_like(idx)
+    low = prefix_bits // 2
+    _radix_pass(keys, out, idx_in, out_idx, FP_BITS - prefix_bits, low)
+    _radix_pass(out, keys, out_idx, idx_in, FP_BITS - prefix_bits + low, prefix_bits - low)
+    return keys, (None if idx is None else idx_in)
+
+
+@njit(cache=True)
+def _collapse(keys, rows, shift):
+    """``keys`` sorted by the bits above ``shift``, ``rows`` their rows: sorts
+    each run of equal prefixes fully (stably), then returns the distinct
+    values, the first row of each, and each row's first row. O(n) for short runs."""
+    n = keys.shape[0]
+    sh = np.uint64(shift)
+    i = 0
+    while i < n:  # finish the sort inside each prefix run
+        j = i + 1
+        while j < n and (keys[j] >> sh) == (keys[i] >> sh):
+            j += 1
+        if j - i > 16:
+            o = np.argsort(keys[i:j], kind="mergesort")
+            keys[i:j] = keys[i:j][o]
+            rows[i:j] = rows[i:j][o]
+        else:
+            for x in range(i + 1, j):  # insertion sort (stable)
+                kx, rx = keys[x], rows[x]
+                y = x - 1
+                while y >= i and keys[y] > kx:
+                    keys[y + 1] = keys[y]
+                    rows[y + 1] = rows[y]
+                    y -= 1
+                keys[y + 1] = kx
+                rows[y + 1] = rx
+        i = j
     values = np.empty(n, dtype=np.uint64)
     firsts = np.empty(n, dtype=np.int64)
     first_of_row = np.empty(n, dtype=np.int64)
     m = 0
     i = 0
     while i < n:
-        v = fps[order[i]]
         j = i
-        lo = order[i]
-        while j < n and fps[order[j]] == v:
-            if order[j] < lo:
-                lo = order[j]
+        lo = rows[i]  # stable all along: the smallest row of the run comes first
+        while j < n and keys[j] == keys[i]:
+            first_of_row[rows[j]] = lo
             j += 1
-        for x in range(i, j):
-            first_of_row[order[x]] = lo
-        values[m] = v
+        values[m] = keys[i]
         firsts[m] = lo
         m += 1
         i = j
     return values[:m].copy(), firsts[:m].copy(), first_of_row
 
 
+#: prefix bits of the collapse's radix sort: runs of equal prefixes are then ~n / 2**26 long
+COLLAPSE_PREFIX_BITS = 26
+
+
 def collapse(fps: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(sorted distinct values, first row of each, each row's first row); O(n log n)."""
-    fps = np.ascontiguousarray(fps, dtype=np.uint64)
-    order = np.argsort(fps)
-    out = _collapse(fps, order)
-    del order
-    return out
+    """(sorted distinct values, first row of each, each row's first row); O(n)
+    radix passes plus a sort of each run of equal 26-bit prefixes."""
+    keys, rows = sort_by_prefix(np.array(fps, dtype=np.uint64), COLLAPSE_PREFIX_BITS,
+                                np.arange(len(fps), dtype=np.int64))
+    return _collapse(keys, rows, FP_BITS - COLLAPSE_PREFIX_BITS)
 
 
 def _join_one_table(values: np.ndarray, t: int, lay: Layout, arrays: tuple, cap: int
@@ -119,8 +189,7 @@ def _join_one_table(values: np.ndarray, t: int, lay: Layout, arrays: tuple, cap:
     if t == 0:
         perm = values  # table 0 is the identity, and values are sorted already
     else:
-        perm = K.permute_all(values, t, src, dst, mask)
-        perm.sort()
+        perm, _ = sort_by_prefix(K.permute_all(values, t, src, dst, mask), lay.prefix_bits(t))
     while True:
         out_a = np.empty(cap, dtype=np.uint64)
         out_b = np.empty(cap, dtype=np.uint64)
