@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite. Extra arguments go to pytest.
-source "$(dirname "$0")/scripts/bootstrap.sh" "test,redis"
+source "$(dirname "$0")/scripts/bootstrap.sh" "test,redis,spark"
 # the shared-store and shared-frontier tests start their own redis-server (and a 3-node cluster)
 command -v redis-server >/dev/null 2>&1 || apt_install redis-server || echo "test.sh: the Redis tests will skip" >&2
+# the Spark job's tests run Spark local[2], which needs Java 17
+command -v java >/dev/null 2>&1 || apt_install openjdk-17-jre-headless || echo "test.sh: the Spark tests will skip" >&2
 cd "$ROOT"
 exec "$VENV/bin/python" -m pytest -W error::DeprecationWarning "$@"
