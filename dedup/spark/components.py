@@ -28,21 +28,23 @@ logger = logging.getLogger(__name__)
 MAX_ROUNDS = 200
 
 
-def component_labels(edges: Any, max_rounds: int = MAX_ROUNDS) -> tuple[Any, int]:
+def component_labels(edges: Any, partitions: int, max_rounds: int = MAX_ROUNDS) -> tuple[Any, int]:
     """RDD of (node, smallest node of its component) for the nodes of ``edges``
-    (an RDD of (a, b, ...)); and the rounds it took."""
+    (an RDD of (a, b, ...)); and the rounds it took. Every shuffle has
+    ``partitions`` partitions (a union's would add up, round after round)."""
+    n = partitions
     links = edges.flatMap(lambda e: ((e[0], e[1]), (e[1], e[0]))).persist()
-    labels = links.reduceByKey(min).map(lambda kv: (kv[0], min(kv[0], kv[1]))).persist()
+    labels = links.reduceByKey(min, n).map(lambda kv: (kv[0], min(kv[0], kv[1]))).persist()
     for rounds in range(1, max_rounds + 1):
         # a neighbour's label ...
-        spread = links.join(labels).map(lambda kv: (kv[1][0], kv[1][1]))
-        step = labels.union(spread).reduceByKey(min)
+        spread = links.join(labels, n).map(lambda kv: (kv[1][0], kv[1][1]))
+        step = labels.union(spread).reduceByKey(min, n)
         # ... then the label's label (pointer jumping: halves the paths)
-        jumped = (step.map(lambda kv: (kv[1], kv[0])).join(step)
+        jumped = (step.map(lambda kv: (kv[1], kv[0])).join(step, n)
                   .map(lambda kv: (kv[1][0], min(kv[0], kv[1][1]))))
-        new = step.union(jumped).reduceByKey(min).persist()
+        new = step.union(jumped).reduceByKey(min, n).persist()
         new.localCheckpoint()
-        changed = new.join(labels).filter(lambda kv: kv[1][0] != kv[1][1]).count()
+        changed = new.join(labels, n).filter(lambda kv: kv[1][0] != kv[1][1]).count()
         labels.unpersist()
         labels = new
         if not changed:
@@ -63,15 +65,15 @@ def decide_component(edges: Iterable[tuple[int, int, int]]) -> Iterator[tuple[in
         yield int(nodes[i]), (int(nodes[dec.twin[i]]), int(dec.distance[i]))
 
 
-def decide_pairs(pairs: Any) -> tuple[Any, dict]:
+def decide_pairs(pairs: Any, partitions: int) -> tuple[Any, dict]:
     """RDD of (pos, (twin pos, distance)) for every dropped distinct record,
     from the pair RDD (pos_a, pos_b, distance); and statistics."""
     pairs = pairs.persist()
-    labels, rounds = component_labels(pairs)
-    by_component = (pairs.map(lambda e: (e[0], e)).join(labels)
+    labels, rounds = component_labels(pairs, partitions)
+    by_component = (pairs.map(lambda e: (e[0], e)).join(labels, partitions)
                     .map(lambda kv: (kv[1][1], kv[1][0])))
-    sizes = labels.map(lambda kv: (kv[1], 1)).reduceByKey(lambda x, y: x + y).values()
+    sizes = labels.map(lambda kv: (kv[1], 1)).reduceByKey(lambda x, y: x + y, partitions).values()
     stats = {"components": sizes.count(), "largest_component": sizes.max() if not sizes.isEmpty() else 0,
              "component_rounds": rounds}
-    dropped = by_component.groupByKey().flatMap(lambda kv: decide_component(kv[1]))
+    dropped = by_component.groupByKey(partitions).flatMap(lambda kv: decide_component(kv[1]))
     return dropped, stats

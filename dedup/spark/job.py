@@ -102,13 +102,14 @@ def _write_text(sc: Any, path: str, text: str) -> None:
 
 def run(inputs: Sequence[str], out: str, *, spark: Any = None, master: str | None = None, k: int = 3,
         text_field: str = "text", id_field: str | None = "id", max_group: int | None = None,
-        blocks: int | None = None) -> dict:
+        blocks: int | None = None, partitions: int | None = None) -> dict:
     """Deduplicate JSON lines ``inputs`` into ``out`` on Spark; returns the summary.
 
     ``spark``: a SparkSession to use (else one is made, with ``master``);
     ``blocks``: the layout's block count (default: ``store.self_join.join_layout``
     for the number of distinct fingerprints); ``max_group``: the largest
-    prefix group compared in one task before it is split."""
+    prefix group compared in one task before it is split; ``partitions``: of
+    every shuffle (default: Spark's default parallelism)."""
     from scrapy_neardup.dedup.fingerprint import Fingerprinter
     from scrapy_neardup.dedup.spark import components, pairs as pairs_mod, reader
     from scrapy_neardup.dedup.store.layout import make_layout
@@ -122,6 +123,9 @@ def run(inputs: Sequence[str], out: str, *, spark: Any = None, master: str | Non
         scheme = Fingerprinter().scheme
         files = reader.list_inputs(sc, inputs)
         lines = reader.read_lines(sc, files)
+        # every shuffle gets this many partitions (Spark's default parallelism: the cores), since
+        # what is shuffled is small beside the text: positions, fingerprints, pairs
+        parts = partitions or sc.defaultParallelism
         from pyspark import StorageLevel
 
         # (pos, (id, fp, reason)): small beside the text, kept (spilled if need be) rather than fingerprinted twice
@@ -129,24 +133,24 @@ def run(inputs: Sequence[str], out: str, *, spark: Any = None, master: str | Non
                 .persist(StorageLevel.MEMORY_AND_DISK))
         # (fp, pos) of every fingerprinted record; each fingerprint's first record stands for it
         with_fp = recs.filter(lambda r: r[1][1] is not None).map(lambda r: (r[1][1], r[0])).persist()
-        firsts = with_fp.reduceByKey(min).persist()
-        copies = with_fp.join(firsts).filter(lambda kv: kv[1][0] != kv[1][1]).map(lambda kv: (kv[1][1], kv[1][0]))
+        firsts = with_fp.reduceByKey(min, parts).persist()
+        copies = with_fp.join(firsts, parts).filter(lambda kv: kv[1][0] != kv[1][1]).map(lambda kv: (kv[1][1], kv[1][0]))
         n_distinct = firsts.count()
         lay = make_layout(k, blocks) if blocks else join_layout(k, n_distinct)
         found, pair_stats = pairs_mod.near_pairs(firsts, lay,
-                                                 max_group or pairs_mod.DEFAULT_MAX_GROUP)
+                                                 max_group or pairs_mod.DEFAULT_MAX_GROUP, parts)
         found = found.persist()
         n_pairs = found.count()
-        dropped, comp_stats = components.decide_pairs(found) if n_pairs else (sc.emptyRDD(), {})
+        dropped, comp_stats = components.decide_pairs(found, parts) if n_pairs else (sc.emptyRDD(), {})
         dropped = dropped.persist()
         # copies: (first pos, copy pos) -> the copy's twin is the first if kept, else the first's twin
-        copy_drops = copies.leftOuterJoin(dropped).map(
+        copy_drops = copies.leftOuterJoin(dropped, parts).map(
             lambda kv: (kv[1][0], (kv[0], 0) if kv[1][1] is None else kv[1][1]))
         all_dropped = dropped.union(copy_drops).persist()
         # outputs: the kept lines as they came, in input order (the text is read again, not held);
         # the drops with their twins
         skips = recs.filter(lambda r: r[1][2] in SKIP_REASONS).map(lambda r: (r[0], None))
-        (lines.subtractByKey(all_dropped.union(skips)).sortByKey().values()
+        (lines.subtractByKey(all_dropped.union(skips), parts).sortByKey(numPartitions=parts).values()
          .saveAsTextFile(os.path.join(out, "unique")))
         meta = recs.mapValues(lambda v: (v[0], v[1]))  # pos -> (id, fp)
 
@@ -160,10 +164,10 @@ def run(inputs: Sequence[str], out: str, *, spark: Any = None, master: str | Non
                 "twin_offset": reader.split_position(twin_pos)[1], "twin_fingerprint": f"{twin_fp:016x}",
                 "distance": dist}, ensure_ascii=False)
 
-        (all_dropped.join(meta).map(lambda kv: (kv[1][0][0], (kv[0], kv[1][0][1], kv[1][1][0], kv[1][1][1])))
-         .join(meta).map(dup_line).sortByKey().values().saveAsTextFile(os.path.join(out, "duplicates")))
+        (all_dropped.join(meta, parts).map(lambda kv: (kv[1][0][0], (kv[0], kv[1][0][1], kv[1][1][0], kv[1][1][1])))
+         .join(meta, parts).map(dup_line).sortByKey(numPartitions=parts).values().saveAsTextFile(os.path.join(out, "duplicates")))
         reasons = dict(recs.filter(lambda r: r[1][1] is None).map(lambda r: (r[1][2], 1))
-                       .reduceByKey(lambda a, b: a + b).collect())
+                       .reduceByKey(lambda a, b: a + b, parts).collect())
         n_dropped = all_dropped.count()
         n_records = recs.count()
         skipped = sum(v for r, v in reasons.items() if r in SKIP_REASONS)

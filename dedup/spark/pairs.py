@@ -78,7 +78,8 @@ def compare(t: int, left: list[tuple[int, int]], right: list[tuple[int, int]] | 
         yield (a, b, dd) if a < b else (b, a, dd)
 
 
-def near_pairs(reps: Any, layout: Layout, max_group: int = DEFAULT_MAX_GROUP) -> tuple[Any, dict]:
+def near_pairs(reps: Any, layout: Layout, max_group: int = DEFAULT_MAX_GROUP, partitions: int | None = None
+               ) -> tuple[Any, dict]:
     """RDD of (pos_a, pos_b, distance), pos_a < pos_b, every pair of ``reps``
     (an RDD of distinct (fingerprint, pos)) within ``layout.k``, each once;
     and statistics (rows, oversized groups, largest group)."""
@@ -89,7 +90,8 @@ def near_pairs(reps: Any, layout: Layout, max_group: int = DEFAULT_MAX_GROUP) ->
     first_clean = layout.first_clean_table()
     keyed = reps.mapPartitions(lambda it: table_rows(it, layout))
     keyed.persist()
-    big = dict(keyed.mapValues(lambda _: 1).reduceByKey(lambda a, b: a + b)
+    n = partitions or reps.getNumPartitions()
+    big = dict(keyed.mapValues(lambda _: 1).reduceByKey(lambda a, b: a + b, n)
                .filter(lambda kv: kv[1] > max_group).collect())
     buckets = {key: math.ceil(g / max_group) for key, g in big.items()}
     sc = reps.context
@@ -116,6 +118,6 @@ def near_pairs(reps: Any, layout: Layout, max_group: int = DEFAULT_MAX_GROUP) ->
             if left and right:
                 yield from compare(t, left, right, k, block_masks, first_clean)
 
-    pairs = keyed.flatMap(deal).groupByKey().flatMap(group_pairs)
+    pairs = keyed.flatMap(deal).groupByKey(n).flatMap(group_pairs)
     stats = {"oversized_groups": len(big), "largest_group": max(big.values(), default=0)}
     return pairs, stats
