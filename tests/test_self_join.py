@@ -1,0 +1,202 @@
+"""The streaming self-join and the greedy decision, against brute force."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from scrapy_neardup.dedup.store.greedy import decide, greedy_keep
+from scrapy_neardup.dedup.store.layout import choose_layout, make_layout
+from scrapy_neardup.dedup.store.self_join import collapse, self_join
+from scrapy_neardup.dedup.store.tables import PermutedTables
+
+
+def flip(x: int, rng, d: int) -> int:
+    for bit in rng.choice(64, size=d, replace=False):
+        x ^= 1 << int(bit)
+    return x
+
+
+def corpus(seed: int, n: int, k: int = 3) -> np.ndarray:
+    """Random fingerprints with planted near-copies (0..k+1 bits), exact
+    copies, chains A-B-C and a dense cluster, shuffled into input order."""
+    rng = np.random.default_rng(seed)
+    out = rng.integers(0, 2**64 - 1, size=n, dtype=np.uint64, endpoint=True).tolist()
+    for i in range(n // 3):  # near-copies of earlier or later records
+        out.append(flip(out[int(rng.integers(len(out)))], rng, int(rng.integers(0, k + 2))))
+    for _ in range(n // 20):  # chains: each link within k of the one before
+        x = out[int(rng.integers(n))]
+        for _ in range(int(rng.integers(2, 5))):
+            x = flip(x, rng, int(rng.integers(max(1, k - 1), k + 1)))
+            out.append(x)
+    centre = int(rng.integers(0, 2**63))
+    out.extend(flip(centre, rng, int(rng.integers(0, k + 1))) for _ in range(n // 10))  # dense cluster
+    out.extend([out[3]] * 5)  # exact copies
+    arr = np.array(out, dtype=np.uint64)
+    rng.shuffle(arr)
+    return arr
+
+
+def brute_pairs(fps: np.ndarray, k: int) -> set[tuple[int, int, int]]:
+    d = np.bitwise_count(fps[:, None] ^ fps[None, :])
+    a, b = np.nonzero(np.triu(d <= k, 1))
+    return {(int(x), int(y), int(d[x, y])) for x, y in zip(a, b)}
+
+
+def brute_greedy(fps: np.ndarray, k: int) -> list[bool]:
+    kept: list[int] = []
+    out = []
+    for x in fps.tolist():
+        ok = all((x ^ fps[j].item()).bit_count() > k for j in kept)
+        if ok:
+            kept.append(len(out))
+        out.append(ok)
+    return out
+
+
+def expand(graph) -> set[tuple[int, int, int]]:
+    """The graph's pairs over every row (copies included), for comparing with brute force."""
+    rows_of: dict[int, list[int]] = {}
+    for r, f in enumerate(graph.first.tolist()):
+        rows_of.setdefault(f, []).append(r)
+    out = set()
+    for rows in rows_of.values():
+        out.update((x, y, 0) for i, x in enumerate(rows) for y in rows[i + 1:])
+    for a, b, d in zip(graph.a.tolist(), graph.b.tolist(), graph.distance.tolist()):
+        for x in rows_of[a]:
+            for y in rows_of[b]:
+                out.add((min(x, y), max(x, y), d))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("k", [1, 3, 4])
+def test_pairs_equal_brute_force(seed, k):
+    fps = corpus(seed, 300, k)
+    graph = self_join(fps, k)
+    assert len(set(zip(graph.a.tolist(), graph.b.tolist()))) == len(graph.a)  # each pair once
+    assert np.all(graph.a < graph.b)
+    assert expand(graph) == brute_pairs(fps, k)
+
+
+@pytest.mark.parametrize("blocks", [4, 5, 6])
+def test_any_layout_gives_the_same_pairs(blocks):
+    fps = corpus(7, 400)
+    base = self_join(fps, 3)
+    other = self_join(fps, 3, make_layout(3, blocks))
+    key = lambda g: sorted(zip(g.a.tolist(), g.b.tolist(), g.distance.tolist()))  # noqa: E731
+    assert key(base) == key(other)
+
+
+def test_layout_must_match_k():
+    with pytest.raises(ValueError, match="k=3"):
+        self_join(np.zeros(3, dtype=np.uint64), 2, make_layout(3, 4))
+
+
+def test_collapse_names_first_rows():
+    values, firsts, first_of_row = collapse(np.array([5, 1, 5, 5, 1, 9], dtype=np.uint64))
+    assert values.tolist() == [1, 5, 9]
+    assert firsts.tolist() == [1, 0, 5]
+    assert first_of_row.tolist() == [0, 1, 0, 0, 1, 5]
+
+
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("k", [2, 3])
+def test_greedy_equals_sequential_brute_force(seed, k):
+    fps = corpus(100 + seed, 250, k)
+    graph = self_join(fps, k)
+    dec = decide(graph)
+    assert dec.kept.tolist() == brute_greedy(fps, k)
+    # the oracle property: no kept pair within k, every drop's twin kept, earlier and within k
+    kept = np.flatnonzero(dec.kept)
+    kf = fps[kept]
+    dk = np.bitwise_count(kf[:, None] ^ kf[None, :])
+    assert not np.any(np.triu(dk <= k, 1))
+    for r in np.flatnonzero(~dec.kept).tolist():
+        t = int(dec.twin[r])
+        assert 0 <= t < r and dec.kept[t]
+        assert int(dec.distance[r]) == (int(fps[r]) ^ int(fps[t])).bit_count() <= k
+        # the nearest kept neighbour before the first copy of its fingerprint (itself, if kept)
+        earlier = kept[kept <= graph.first[r]]
+        assert dec.distance[r] == np.bitwise_count(fps[earlier] ^ fps[r]).min()
+
+
+def test_greedy_equals_the_stores_sequential_check():
+    fps = corpus(42, 3000)
+    graph = self_join(fps, 3)
+    dec = decide(graph)
+    tables = PermutedTables(choose_layout(3, len(fps)), compiled=True)
+    d, _ = tables.check_and_add_many(fps)
+    assert dec.kept.tolist() == (d < 0).tolist()
+    single = np.bincount(graph.first, minlength=len(fps))[graph.first] == 1  # (no copy named another twin)
+    assert dec.distance[single & ~dec.kept].tolist() == d[single & (d >= 0)].tolist()
+
+
+def test_chain_keeps_both_ends():
+    a = 0
+    b = a ^ 0b111           # 3 from a
+    c = b ^ 0b111000        # 3 from b, 6 from a
+    d = c ^ 0b1000000       # 1 from c
+    dec = decide(self_join(np.array([a, b, c, d, b], dtype=np.uint64), 3))
+    assert dec.kept.tolist() == [True, False, True, False, False]
+    assert dec.twin.tolist() == [-1, 0, -1, 2, 0]
+    assert dec.distance.tolist() == [-1, 3, -1, 1, 3]
+
+
+def test_copies_of_a_dropped_row_take_its_twin():
+    a, b = 0, 0b11
+    dec = decide(self_join(np.array([a, b, b, a, b], dtype=np.uint64), 3))
+    assert dec.kept.tolist() == [True, False, False, False, False]
+    assert dec.twin.tolist() == [-1, 0, 0, 0, 0]
+    assert dec.distance.tolist() == [-1, 2, 2, 0, 2]
+
+
+def test_dense_copies_do_not_enumerate_pairs():
+    # 200,000 copies of one record and 2,000 within 1-2 bits of it: the pairs are between distinct
+    # values only (a few million), not the 2 * 10**10 pairs of rows
+    rng = np.random.default_rng(3)
+    centre = int(rng.integers(0, 2**63))
+    near = [centre ^ (1 << i) ^ (1 << j) for i in range(64) for j in range(i, 64)][:2000]
+    fps = np.array([centre] * 200_000 + near, dtype=np.uint64)
+    rng.shuffle(fps)
+    graph = self_join(fps, 3)
+    assert graph.n_distinct == len(set(near) | {centre})
+    dec = decide(graph)
+    assert dec.n_kept == 1 and dec.kept[0]
+
+
+def test_greedy_rejects_bad_pairs():
+    with pytest.raises(ValueError, match="a < b"):
+        greedy_keep(3, np.array([1]), np.array([1]), np.array([0]))
+    with pytest.raises(ValueError, match="a < b"):
+        greedy_keep(3, np.array([1]), np.array([3]), np.array([0]))
+
+
+def test_empty_and_tiny():
+    for fps in (np.empty(0, dtype=np.uint64), np.array([7], dtype=np.uint64)):
+        g = self_join(fps, 3)
+        assert len(g.a) == 0
+        assert decide(g).kept.all()
+    g = self_join(np.array([1, 1, 2], dtype=np.uint64), 0)
+    assert decide(g).kept.tolist() == [True, False, True]
+
+
+def test_radix_path_equals_the_stores_join():
+    # past RADIX_MIN_SIZE the tables and the collapse are radix-sorted by prefix: same pairs as the
+    # store's all-tables join (PermutedTables.row_pairs), copies included
+    rng = np.random.default_rng(11)
+    base = rng.integers(0, 2**64 - 1, size=150_000, dtype=np.uint64, endpoint=True)
+    flips = np.zeros(40_000, dtype=np.uint64)
+    for _ in range(3):
+        flips |= np.uint64(1) << rng.integers(0, 64, size=40_000).astype(np.uint64)
+    fps = np.concatenate([base, base[:40_000] ^ flips, base[:3000]])
+    rng.shuffle(fps)
+    graph = self_join(fps, 3)
+    tables = PermutedTables(choose_layout(3, len(fps)), compiled=True)
+    tables.add_many(fps)
+    ra, rb, rd = tables.row_pairs()
+    assert expand(graph) == set(zip(ra.tolist(), rb.tolist(), rd.tolist()))
+    values, firsts, first_of_row = collapse(fps)
+    assert np.array_equal(values, np.unique(fps))
+    assert np.all(fps[firsts] == values) and np.all(fps[first_of_row] == fps)
+    assert np.all(first_of_row <= np.arange(len(fps)))

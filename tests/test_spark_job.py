@@ -1,0 +1,176 @@
+"""The Spark job (local[2]) against the one-machine decision on the same fingerprints."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pyspark", reason="the Spark job needs the [spark] extra")
+if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+    pytest.skip("the Spark job needs Java (openjdk-17-jre-headless; test.sh installs it)", allow_module_level=True)
+
+from scrapy_neardup.dedup.fingerprint import Fingerprinter  # noqa: E402
+from scrapy_neardup.dedup.spark import job  # noqa: E402
+from scrapy_neardup.dedup.spark.reader import position  # noqa: E402
+from scrapy_neardup.dedup.store.greedy import decide  # noqa: E402
+from scrapy_neardup.dedup.store.self_join import self_join  # noqa: E402
+
+K = 3
+
+
+@pytest.fixture(scope="module")
+def spark():
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    from pyspark.sql import SparkSession
+
+    session = (SparkSession.builder.master("local[2]").appName("neardup-test")
+               .config("spark.ui.enabled", "false")
+               .config("spark.sql.shuffle.partitions", "4")
+               # small splits: the big file is read by several tasks, out of input order
+               .config("spark.hadoop.mapreduce.input.fileinputformat.split.maxsize", str(64 * 1024))
+               .getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+def make_docs(seed: int, n: int) -> list[str]:
+    """Random texts, near-copies (a word or two changed), chains of edits and exact copies."""
+    rng = np.random.default_rng(seed)
+    vocab = [f"w{i}x{rng.integers(1000)}" for i in range(3000)]
+    docs = [" ".join(rng.choice(vocab, size=120)) for _ in range(n)]
+    for _ in range(n // 3):
+        words = docs[int(rng.integers(len(docs)))].split()
+        for _ in range(int(rng.integers(1, 3))):
+            words[int(rng.integers(len(words)))] = str(rng.choice(vocab))
+        docs.append(" ".join(words))
+    for _ in range(n // 10):  # chains: each an edit of the one before
+        words = docs[int(rng.integers(n))].split()
+        for _ in range(3):
+            words[int(rng.integers(len(words)))] = str(rng.choice(vocab))
+            docs.append(" ".join(words))
+    docs.extend(docs[int(i)] for i in rng.integers(0, len(docs), size=n // 5))
+    docs.append("too short")
+    order = rng.permutation(len(docs))
+    return [docs[i] for i in order]
+
+
+def write_corpus(root: Path, docs: list[str], sizes: list[float]) -> list[Path]:
+    """Files of very unequal sizes (shares ``sizes``), named so that the sorted order is not the size order."""
+    files, start = [], 0
+    counts = [int(s * len(docs)) for s in sizes[:-1]]
+    counts.append(len(docs) - sum(counts))
+    for i, c in enumerate(counts):
+        path = root / f"part-{len(counts) - i:02d}.jsonl"
+        with open(path, "w") as f:
+            for j, text in enumerate(docs[start : start + c]):
+                f.write(json.dumps({"id": f"{path.stem}-{j}", "text": text}) + "\n")
+            if i == 1:
+                f.write("{not json\n")
+                f.write(json.dumps({"id": "nofield"}) + "\n")
+        files.append(path)
+        start += c
+    return sorted(files)
+
+
+def one_machine(files: list[Path]) -> tuple[list[int], dict[int, int]]:
+    """Input positions and fingerprints of the fingerprinted records, and the kept set, on one machine."""
+    fper = Fingerprinter()
+    positions, fps = [], []
+    for no, path in enumerate(files):
+        with open(path, "rb") as f:
+            offset = 0
+            for raw in f:
+                try:
+                    rec = json.loads(raw)
+                except ValueError:
+                    rec = {}
+                if isinstance(rec.get("text"), str):
+                    fp = job.fingerprint_text(fper, rec["text"])
+                    if fp.ok:
+                        positions.append(position(no, offset))
+                        fps.append(fp.value)
+                offset += len(raw)
+    dec = decide(self_join(np.array(fps, dtype=np.uint64), K))
+    kept = [p for p, k in zip(positions, dec.kept.tolist()) if k]
+    return kept, dict(zip(positions, fps))
+
+
+def spark_output(out: Path) -> tuple[list[dict], list[dict], dict]:
+    def rows(name: str) -> list[dict]:
+        lines = []
+        for part in sorted((out / name).glob("part-*")):
+            lines.extend(json.loads(x) for x in part.read_text().splitlines() if x.strip())
+        return lines
+    return rows("unique"), rows("duplicates"), json.loads((out / "summary.json").read_text())
+
+
+def check(spark, tmp_path: Path, docs: list[str], sizes: list[float], **kw) -> dict:
+    files = write_corpus(tmp_path, docs, sizes)
+    summary = job.run([str(tmp_path / "*.jsonl")], str(tmp_path / "out"), spark=spark, k=K, **kw)
+    unique, dups, summary2 = spark_output(tmp_path / "out")
+    assert summary2 == summary
+    kept_pos, fp_of = one_machine(files)
+    # the same kept set as the one-machine decision, in input order
+    ids_by_pos = {}
+    for no, path in enumerate(files):
+        offset = 0
+        with open(path, "rb") as f:
+            for raw in f:
+                try:
+                    ids_by_pos[position(no, offset)] = json.loads(raw).get("id")
+                except ValueError:
+                    pass
+                offset += len(raw)
+    unchecked = [r["id"] for r in unique if r.get("text") == "too short"]
+    kept_ids = [r["id"] for r in unique if r.get("text") != "too short"]
+    assert kept_ids == [ids_by_pos[p] for p in kept_pos]
+    assert len(unchecked) == 1
+    # the oracle property: no kept pair within k, every drop's twin kept, before it and within k
+    kept = np.array([fp_of[p] for p in kept_pos], dtype=np.uint64)
+    dk = np.bitwise_count(kept[:, None] ^ kept[None, :])
+    assert not np.any(np.triu(dk <= K, 1))
+    kept_set = set(kept_ids)
+    pos_of = {v: p for p, v in ids_by_pos.items()}
+    for d in dups:
+        assert d["twin_id"] in kept_set
+        assert pos_of[d["twin_id"]] < pos_of[d["id"]]
+        assert d["distance"] == (int(d["fingerprint"], 16) ^ int(d["twin_fingerprint"], 16)).bit_count() <= K
+    assert len(dups) == summary["dropped"] == len(fp_of) - len(kept_pos)
+    assert summary["reasons"] == {"too_short": 1, "malformed_json": 1, "no_text_field": 1}
+    assert summary["skipped"] == 2 and summary["unique"] == len(unique)
+    assert any(d["distance"] > 0 for d in dups) and any(d["distance"] == 0 for d in dups)
+    return summary
+
+
+def test_same_kept_set_as_one_machine_with_unequal_files(spark, tmp_path):
+    # one file holds 85% of the records and is read in several splits, out of input order
+    summary = check(spark, tmp_path, make_docs(2, 300), [0.85, 0.01, 0.04, 0.1])
+    assert summary["records"] == summary["fingerprinted"] + 3
+
+
+def test_oversized_groups_are_split(spark, tmp_path):
+    # a dense corpus: many copies of one record and near-identical ones; groups of more than 8 split
+    rng = np.random.default_rng(5)
+    docs = make_docs(3, 100)
+    base = docs[0].split()
+    near = []
+    for _ in range(100):
+        w = list(base)
+        w[int(rng.integers(len(w)))] = f"edit{rng.integers(100000)}"
+        near.append(" ".join(w))
+    dense = docs + [docs[0]] * 300 + near
+    rng.shuffle(dense)
+    summary = check(spark, tmp_path, dense, [0.5, 0.2, 0.3], max_group=8)
+    assert summary["oversized_groups"] > 0
+
+
+def test_scheme_mismatch_is_refused():
+    with pytest.raises(job.SchemeMismatch, match="executor scheme"):
+        list(job.fingerprint_partition([(0, '{"text": "x"}')], "another-scheme", "text", "id"))
