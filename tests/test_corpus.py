@@ -159,21 +159,31 @@ def test_a_run_crashing_anywhere_resumes_to_the_uninterrupted_output(tmp_path, m
         assert len(s) == summary["kept"]
 
 
+def _position(checkpoint: Path) -> tuple[int, int]:
+    """(file, byte) where a run's checkpoint says it is; (-1, -1) before its first."""
+    if not checkpoint.exists():
+        return (-1, -1)
+    p = json.loads(checkpoint.read_text())["position"]
+    return (p["file"], p["pos"])
+
+
 def test_a_run_killed_with_sigkill_resumes_to_the_uninterrupted_output(tmp_path):
-    records = make_corpus(4000, 5)
-    src = write_jsonl(tmp_path / "in.jsonl", records)
-    _, ref = run(tmp_path, [src], out="ref")
+    # 8 files: a checkpoint at the end of each (and at most every second), so that a kill always finds
+    # the run between two checkpoints, however fast the machine runs it
+    records = make_corpus(12000, 5)
+    srcs = [write_jsonl(tmp_path / f"in{i}.jsonl", records[i::8]) for i in range(8)]
+    _, ref = run(tmp_path, srcs, out="ref")
     out = tmp_path / "out"
-    cmd = [sys.executable, "-m", "scrapy_neardup.dedup", "dedup", str(src), "-o", str(out), "--id-field", "id",
-           "--workers", "2", "--quiet"]
+    cmd = [sys.executable, "-m", "scrapy_neardup.dedup", "dedup", *map(str, srcs), "-o", str(out),
+           "--id-field", "id", "--workers", "2", "--quiet"]
     checkpoint = out / ".neardup" / "checkpoint.json"
     kills = 0
     for _ in range(2):
-        before = json.loads(checkpoint.read_text())["position"]["pos"] if checkpoint.exists() else -1
+        before = _position(checkpoint)
         proc = subprocess.Popen(cmd)
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and proc.poll() is None:
-            if checkpoint.exists() and json.loads(checkpoint.read_text())["position"]["pos"] > before:
+            if _position(checkpoint) > before:
                 time.sleep(random.Random(kills).uniform(0, 0.3))
                 break
             time.sleep(0.02)
