@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import pytest
 
@@ -250,10 +251,10 @@ def test_the_rules_command_reads_a_file_a_directory_or_a_redis_url(tmp_path, red
     assert out.returncode == 2 and "no URL rules" in out.stderr
 
 
-def test_a_counter_example_retires_only_the_rules_whose_transformation_it_contradicts():
-    """``/p/9.html?sid=77`` != ``/p/9.html`` differs in ``sid`` alone: it retires
-    the ``sid`` rule and leaves the ``/p/`` -> ``/m/`` prefix rule (whose form also
-    makes the pair one URL once ``sid`` is stripped) with its evidence."""
+def _sid_and_prefix_rules() -> tuple[RuleBook, Any, Any]:
+    """A book whose five pages ``/p/N.html`` have copies under ``?sid=N`` and
+    ``/m/N.html``: it holds a ``sid`` parameter rule and a ``/p/`` -> ``/m/``
+    prefix rule (returned with the book, in that order)."""
     book = RuleBook(None, min_evidence=3, explore=0.0)
     for i in range(5):
         fp = 1_000_003 * (i + 1)
@@ -261,7 +262,14 @@ def test_a_counter_example_retires_only_the_rules_whose_transformation_it_contra
         book.observe(f"{H}/p/{i}.html?sid={i}", fp ^ 1, duplicate_of=f"{H}/p/{i}.html")
         book.observe(f"{H}/m/{i}.html", fp ^ 2, duplicate_of=f"{H}/p/{i}.html")
     states = {st.rule.spec: st for st in book.rules()}
-    sid, prefix = states["param h.test sid"], states["prefix h.test /p/ /m/"]
+    return book, states["param h.test sid"], states["prefix h.test /p/ /m/"]
+
+
+def test_a_counter_example_retires_only_the_rules_whose_transformation_it_contradicts():
+    """``/p/9.html?sid=77`` != ``/p/9.html`` differs in ``sid`` alone: it retires
+    the ``sid`` rule and leaves the ``/p/`` -> ``/m/`` prefix rule (whose form also
+    makes the pair one URL once ``sid`` is stripped) with its evidence."""
+    book, sid, prefix = _sid_and_prefix_rules()
     assert sid.state == prefix.state == ACTIVE
     evidence = prefix.evidence
     book.observe(f"{H}/p/9.html", 123)
@@ -316,14 +324,7 @@ def test_a_parameter_rules_retirement_releases_what_path_rules_avoided_with_its_
     """``/p/9.html?sid=7`` avoided under ``prefix /p/ /m/`` (its form ``/m/9.html``
     once ``sid`` is stripped) depends on the ``sid`` rule too: retiring that rule
     makes it after all; the prefix rule's own avoided requests stay."""
-    book = RuleBook(None, min_evidence=3, explore=0.0)
-    for i in range(5):
-        fp = 1_000_003 * (i + 1)
-        book.observe(f"{H}/p/{i}.html", fp)
-        book.observe(f"{H}/p/{i}.html?sid={i}", fp ^ 1, duplicate_of=f"{H}/p/{i}.html")
-        book.observe(f"{H}/m/{i}.html", fp ^ 2, duplicate_of=f"{H}/p/{i}.html")
-    states = {st.rule.spec: st for st in book.rules()}
-    sid, prefix = states["param h.test sid"], states["prefix h.test /p/ /m/"]
+    book, sid, prefix = _sid_and_prefix_rules()
     assert book.avoid(f"{H}/p/1.html?sid=x") == (sid.rule.spec, f"{H}/p/1.html", False)
     assert book.record_avoided(f"{H}/m/3.html?sid=y", prefix.rule.spec, f"{H}/p/3.html", "R1")
     assert book.record_avoided(f"{H}/m/4.html", prefix.rule.spec, f"{H}/p/4.html", "R2")
