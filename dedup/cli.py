@@ -69,18 +69,82 @@ def _cmd_warmup(args: argparse.Namespace) -> int:
     return 0
 
 
+#: ``dedup`` options the Spark job does not take (``--engine spark`` refuses them), by destination
+_NOT_ON_SPARK = {"html_field": "--html-field", "title_field": "--title-field", "url_field": "--url-field",
+                 "language_field": "--language-field", "workers": "--workers", "store": "--store",
+                 "strict": "--strict"}
+
+
+def _spark_refusal(args: argparse.Namespace) -> str | None:
+    """Why ``--engine spark`` cannot run these arguments (an option or an
+    input it does not take), or None."""
+    import glob
+    import os
+
+    from .spark.reader import JSONL_SUFFIXES
+
+    for dest, option in _NOT_ON_SPARK.items():
+        if getattr(args, dest) not in (None, False):
+            return f"{option} does not apply with --engine spark"
+    for arg in args.inputs:
+        if "://" in arg and not arg.startswith("file://"):
+            continue  # a cluster file system: listed by Spark
+        local = arg.removeprefix("file://")
+        for path in sorted(glob.glob(local)) or [local]:
+            if os.path.isfile(path) and not path.endswith(JSONL_SUFFIXES):
+                return f"input {path}: --engine spark reads JSON lines only ({', '.join(JSONL_SUFFIXES)})"
+    out = args.out.removeprefix("file://")
+    if "://" not in out and os.path.isdir(out) and os.listdir(out):
+        return f"-o {args.out}: --engine spark writes into an empty or new directory (no resume)"
+    return None
+
+
+def _cmd_dedup_spark(args: argparse.Namespace) -> int:
+    """``dedup --engine spark``: the Spark job (``spark.job.run``, docs/spark.md)."""
+    import json
+    import os
+
+    refusal = _spark_refusal(args)
+    if refusal:
+        print(f"{args.prog} dedup: {refusal}", file=sys.stderr)
+        return 2
+    # the Python workers must run this interpreter, which has this package (unless the user chose one)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    try:
+        from .spark.job import run
+    except ImportError as exc:
+        print(f"{args.prog} dedup: --engine spark needs the [spark] extra: {exc}", file=sys.stderr)
+        return 2
+    try:
+        summary = run(args.inputs, args.out, master=args.spark_master, k=args.max_distance,
+                      text_field=args.text_field, id_field=args.id_field, min_tokens=args.min_tokens)
+    except FileNotFoundError as exc:  # an input that matches nothing
+        print(f"{args.prog} dedup: {exc}", file=sys.stderr)
+        return 2
+    if not args.quiet:
+        print(json.dumps({k: summary[k] for k in ("records", "kept", "dropped", "bad", "seconds", "docs_per_s")}))
+    return 0
+
+
 def _cmd_dedup(args: argparse.Namespace) -> int:
     import json
     import logging
 
-    from .corpus import CorpusError, CorpusRun, DedupOptions, FieldOptions, StrictStop
-
     logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    if args.engine == "spark":
+        return _cmd_dedup_spark(args)
+    if args.spark_master is not None:
+        print(f"{args.prog} dedup: --spark-master applies only with --engine spark", file=sys.stderr)
+        return 2
+
+    from .corpus import CorpusError, CorpusRun, DedupOptions, FieldOptions, StrictStop
+
     fields = FieldOptions(text_field=None if args.html_field else args.text_field, html_field=args.html_field,
                           id_field=args.id_field, title_field=args.title_field, url_field=args.url_field,
                           language_field=args.language_field, min_tokens=args.min_tokens)
-    options = DedupOptions(inputs=args.inputs, out=args.out, fields=fields, workers=args.workers,
+    options = DedupOptions(inputs=args.inputs, out=args.out, fields=fields,
+                           workers=0 if args.workers is None else args.workers,
                            max_distance=args.max_distance, store=args.store, strict=args.strict,
                            progress=not args.quiet)
     try:
@@ -226,7 +290,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "python -m scrapy_neardu
     p.add_argument("--title-field", default=None, help="the field holding a title, weighed as a page's")
     p.add_argument("--url-field", default=None, help="the field holding a URL, written beside a drop")
     p.add_argument("--language-field", default=None, help="the field holding the language code (else detected)")
-    p.add_argument("--workers", type=_workers, default=0, help="fingerprinting processes (default 0: every core)")
+    p.add_argument("--workers", type=_workers, default=None, help="fingerprinting processes (default 0: every core)")
     p.add_argument("--max-distance", type=int, default=3, choices=range(0, 8), metavar="K",
                    help="drop within K bits of a kept record (default 3)")
     p.add_argument("--store", default=None, help="a store PATH or redis:// URL: dedup against it and add the kept")
@@ -234,6 +298,10 @@ def main(argv: Sequence[str] | None = None, prog: str = "python -m scrapy_neardu
     p.add_argument("--quiet", action="store_true", help="no progress bar, no summary line, warnings only")
     p.add_argument("--min-tokens", type=_min_tokens, default=DEFAULT_MIN_TOKENS,
                    help=f"fewer tokens than this: no fingerprint, kept (default {DEFAULT_MIN_TOKENS})")
+    p.add_argument("--engine", choices=("local", "spark"), default="local",
+                   help="local (default: this machine, resumable) or spark (the Spark job, docs/spark.md)")
+    p.add_argument("--spark-master", default=None, metavar="URL",
+                   help="with --engine spark: the Spark master (default: local[*], or spark-submit's)")
     p.set_defaults(func=_cmd_dedup)
     p = sub.add_parser("query", help="the stored records within k of a file or a fingerprint")
     p.add_argument("store", metavar="STORE", help="a store directory or redis:// URL")

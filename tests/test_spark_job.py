@@ -139,12 +139,15 @@ def check(spark, tmp_path: Path, docs: list[str], sizes: list[float], **kw) -> d
     kept_set = set(kept_ids)
     pos_of = {v: p for p, v in ids_by_pos.items()}
     for d in dups:
-        assert d["twin_id"] in kept_set
-        assert pos_of[d["twin_id"]] < pos_of[d["id"]]
-        assert d["distance"] == (int(d["fingerprint"], 16) ^ int(d["twin_fingerprint"], 16)).bit_count() <= K
+        assert d["duplicate_of"] in kept_set
+        assert pos_of[d["duplicate_of"]] < pos_of[d["id"]]
+        assert d["distance"] == (int(d["fingerprint"], 16) ^ int(d["duplicate_of_fingerprint"], 16)).bit_count() <= K
+        assert position(files.index(Path(d["source"]["file"])), d["source"]["offset"]) == pos_of[d["id"]]
     assert len(dups) == summary["dropped"] == len(fp_of) - len(kept_pos)
-    assert summary["reasons"] == {"too_short": 1, "malformed_json": 1, "no_text_field": 1}
-    assert summary["skipped"] == 2 and summary["unique"] == len(unique)
+    assert summary["unfingerprinted"] == {"too_short": 1}
+    assert summary["bad"] == {"malformed_json": 1, "no_text_field": 1}
+    assert summary["kept"] == len(unique) and summary["records"] == summary["kept"] + summary["dropped"]
+    assert sum(summary["distance_count"].values()) == summary["dropped"]
     assert any(d["distance"] > 0 for d in dups) and any(d["distance"] == 0 for d in dups)
     return summary
 
@@ -152,7 +155,7 @@ def check(spark, tmp_path: Path, docs: list[str], sizes: list[float], **kw) -> d
 def test_same_kept_set_as_one_machine_with_unequal_files(spark, tmp_path):
     # one file holds 85% of the records and is read in several splits, out of input order
     summary = check(spark, tmp_path, make_docs(2, 300), [0.85, 0.01, 0.04, 0.1])
-    assert summary["records"] == summary["fingerprinted"] + 3
+    assert summary["records"] == summary["fingerprinted"] + 1
 
 
 def test_oversized_groups_are_split(spark, tmp_path):
@@ -174,3 +177,55 @@ def test_oversized_groups_are_split(spark, tmp_path):
 def test_scheme_mismatch_is_refused():
     with pytest.raises(job.SchemeMismatch, match="executor scheme"):
         list(job.fingerprint_partition([(0, '{"text": "x"}')], "another-scheme", "text", "id"))
+
+
+def test_command_with_engine_spark_keeps_what_the_one_machine_command_keeps(spark, tmp_path, capsys):
+    from scrapy_neardup.dedup.cli import main
+
+    files = write_corpus(tmp_path, make_docs(7, 60), [0.6, 0.1, 0.3])
+    local, on_spark = tmp_path / "local", tmp_path / "spark"
+    common = ["--id-field", "id", "--quiet"]
+    assert main(["dedup", *map(str, files), "-o", str(local), "--workers", "1", *common]) == 0
+    assert main(["dedup", str(tmp_path / "*.jsonl"), "-o", str(on_spark), "--engine", "spark", *common]) == 0
+    assert spark.sparkContext._jsc is not None  # the command used the running session and left it running
+
+    def lines(paths) -> list[dict]:
+        return [json.loads(x) for p in paths for x in p.read_text().splitlines() if x.strip()]
+
+    kept_local = [r["id"] for r in lines([local / "unique.jsonl"])]
+    kept_spark = [r["id"] for r in lines(sorted((on_spark / "unique").glob("part-*")))]
+    assert kept_spark == kept_local
+    dups_local = lines([local / "duplicates.jsonl"])
+    dups_spark = lines(sorted((on_spark / "duplicates").glob("part-*")))
+    assert dups_spark and len(dups_spark) == len(dups_local)
+    # the one schema of the duplicates file (docs/stats.md), and the same twins
+    for d in dups_spark:
+        assert set(d) == {"id", "duplicate_of", "distance", "fingerprint", "duplicate_of_fingerprint", "source"}
+        assert set(d["source"]) == {"file", "offset"} and Path(d["source"]["file"]) in files
+    keys = ("id", "duplicate_of", "distance", "fingerprint", "duplicate_of_fingerprint")
+    assert sorted(tuple(d[k] for k in keys) for d in dups_spark) == sorted(tuple(d[k] for k in keys) for d in dups_local)
+    summary_local = json.loads((local / "summary.json").read_text())
+    summary_spark = json.loads((on_spark / "summary.json").read_text())
+    for key in ("records", "kept", "dropped", "unfingerprinted", "distance_count", "max_distance", "scheme"):
+        assert summary_spark[key] == summary_local[key], key
+    assert sum(summary_spark["bad"].values()) == sum(summary_local["bad"].values()) == 2
+
+
+@pytest.mark.parametrize("extra, named", [(["--store", "s"], "--store"), (["--workers", "2"], "--workers"),
+                                          (["--html-field", "html"], "--html-field"), (["--strict"], "--strict")])
+def test_command_with_engine_spark_refuses_what_does_not_apply(tmp_path, capsys, extra, named):
+    from scrapy_neardup.dedup.cli import main
+
+    (tmp_path / "a.jsonl").write_text('{"text": "x"}\n')
+    assert main(["dedup", str(tmp_path / "a.jsonl"), "-o", str(tmp_path / "out"), "--engine", "spark", *extra]) == 2
+    err = capsys.readouterr().err
+    assert named in err and len(err.strip().splitlines()) == 1
+
+
+def test_command_with_engine_spark_refuses_other_inputs(tmp_path, capsys):
+    from scrapy_neardup.dedup.cli import main
+
+    (tmp_path / "page.html").write_text("<p>x</p>")
+    assert main(["dedup", str(tmp_path / "page.html"), "-o", str(tmp_path / "out"), "--engine", "spark"]) == 2
+    assert "page.html" in capsys.readouterr().err
+    assert main(["dedup", str(tmp_path / "page.html"), "-o", str(tmp_path / "out"), "--spark-master", "local[1]"]) == 2

@@ -56,17 +56,35 @@ def fingerprint_text(fingerprinter: Any, text: str) -> Any:
 SKIP_REASONS = ("malformed_json", "no_text_field")
 
 
+def display_path(name: str) -> str:
+    """A listed input as the output names it: a local file's path without
+    Hadoop's ``file:`` scheme; any other file system's URI as it is."""
+    if name.startswith("file://"):
+        return name.removeprefix("file://")
+    return name.removeprefix("file:")
+
+
+def default_id(files: Sequence[str], pos: int) -> str:
+    """The id of a record without ``id_field``: ``FILE@OFFSET`` (its byte offset;
+    the one-machine command's ``FILE:LINE`` would need every line counted)."""
+    from scrapy_neardup.dedup.spark.reader import split_position
+
+    file_no, offset = split_position(pos)
+    return f"{display_path(files[file_no])}@{offset}"
+
+
 class SchemeMismatch(RuntimeError):
     """An executor's fingerprint scheme differs from the driver's."""
 
 
-def fingerprint_partition(rows: Iterable[tuple[int, str]], scheme: str, text_field: str, id_field: str | None
+def fingerprint_partition(rows: Iterable[tuple[int, str]], scheme: str, text_field: str, id_field: str | None,
+                          min_tokens: int | None = None
                           ) -> Iterator[tuple[int, tuple[str | None, int | None, str | None]]]:
     """(pos, (id, fingerprint or None, reason)) per line of one partition."""
     from scrapy_neardup.dedup.fingerprint import Fingerprinter
     from scrapy_neardup.dedup.spark.reader import parse_records
 
-    fper = Fingerprinter()
+    fper = Fingerprinter() if min_tokens is None else Fingerprinter(min_tokens=min_tokens)
     if fper.scheme != scheme:
         raise SchemeMismatch(f"executor scheme {fper.scheme!r} != driver scheme {scheme!r}: "
                              "install the same scrapy-neardup on every executor")
@@ -78,16 +96,21 @@ def fingerprint_partition(rows: Iterable[tuple[int, str]], scheme: str, text_fie
         yield pos, (rid, fp.value, fp.reason)
 
 
-def _session(master: str | None, app: str = "neardup-dedup") -> Any:
+def _session(master: str | None, app: str = "neardup-dedup") -> tuple[Any, bool]:
+    """A session, and whether it was made here (and is to be stopped here):
+    a session already active in this process is used as it is, and left running."""
     # the Python workers must run this interpreter (with this package), not the system's python
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active, False
     builder = SparkSession.builder.appName(app)
     if master:
         builder = builder.master(master)
-    return builder.getOrCreate()
+    return builder.getOrCreate(), True
 
 
 def _write_text(sc: Any, path: str, text: str) -> None:
@@ -102,22 +125,25 @@ def _write_text(sc: Any, path: str, text: str) -> None:
 
 def run(inputs: Sequence[str], out: str, *, spark: Any = None, master: str | None = None, k: int = 3,
         text_field: str = "text", id_field: str | None = "id", max_group: int | None = None,
-        blocks: int | None = None, partitions: int | None = None) -> dict:
+        blocks: int | None = None, partitions: int | None = None, min_tokens: int | None = None) -> dict:
     """Deduplicate JSON lines ``inputs`` into ``out`` on Spark; returns the summary.
 
     ``spark``: a SparkSession to use (else one is made, with ``master``);
     ``blocks``: the layout's block count (default: ``store.self_join.join_layout``
     for the number of distinct fingerprints); ``max_group``: the largest
     prefix group compared in one task before it is split; ``partitions``: of
-    every shuffle (default: Spark's default parallelism)."""
+    every shuffle (default: Spark's default parallelism); ``min_tokens``: the
+    fingerprinter's (default: its own). ``id_field`` None, or a record without
+    it: the id is ``FILE@OFFSET``."""
     from scrapy_neardup.dedup.fingerprint import Fingerprinter
     from scrapy_neardup.dedup.spark import components, pairs as pairs_mod, reader
     from scrapy_neardup.dedup.store.layout import make_layout
     from scrapy_neardup.dedup.store.self_join import join_layout
 
     started = time.time()
-    own = spark is None
-    spark = spark or _session(master)
+    own = False
+    if spark is None:
+        spark, own = _session(master)
     sc = spark.sparkContext
     try:
         scheme = Fingerprinter().scheme
@@ -129,7 +155,7 @@ def run(inputs: Sequence[str], out: str, *, spark: Any = None, master: str | Non
         from pyspark import StorageLevel
 
         # (pos, (id, fp, reason)): small beside the text, kept (spilled if need be) rather than fingerprinted twice
-        recs = (lines.mapPartitions(lambda it: fingerprint_partition(it, scheme, text_field, id_field))
+        recs = (lines.mapPartitions(lambda it: fingerprint_partition(it, scheme, text_field, id_field, min_tokens))
                 .persist(StorageLevel.MEMORY_AND_DISK))
         # (fp, pos) of every fingerprinted record; each fingerprint's first record stands for it
         with_fp = recs.filter(lambda r: r[1][1] is not None).map(lambda r: (r[1][1], r[0])).persist()
@@ -155,28 +181,35 @@ def run(inputs: Sequence[str], out: str, *, spark: Any = None, master: str | Non
         meta = recs.mapValues(lambda v: (v[0], v[1]))  # pos -> (id, fp)
 
         def dup_line(kv: tuple[int, Any]) -> tuple[int, str]:
+            # the one schema of docs/stats.md ("The duplicates file"), as the one-machine command writes it
             twin_pos, (pos, dist, rid, fp) = kv[0], kv[1][0]
             twin_id, twin_fp = kv[1][1]
+            file_no, offset = reader.split_position(pos)
             return pos, json.dumps({
-                "id": rid, "file": files[reader.split_position(pos)[0]], "offset": reader.split_position(pos)[1],
-                "fingerprint": f"{fp:016x}", "twin_id": twin_id,
-                "twin_file": files[reader.split_position(twin_pos)[0]],
-                "twin_offset": reader.split_position(twin_pos)[1], "twin_fingerprint": f"{twin_fp:016x}",
-                "distance": dist}, ensure_ascii=False)
+                "id": rid if rid is not None else default_id(files, pos),
+                "duplicate_of": twin_id if twin_id is not None else default_id(files, twin_pos),
+                "distance": dist, "fingerprint": f"{fp:016x}", "duplicate_of_fingerprint": f"{twin_fp:016x}",
+                "source": {"file": display_path(files[file_no]), "offset": offset}}, ensure_ascii=False)
 
         (all_dropped.join(meta, parts).map(lambda kv: (kv[1][0][0], (kv[0], kv[1][0][1], kv[1][1][0], kv[1][1][1])))
          .join(meta, parts).map(dup_line).sortByKey(numPartitions=parts).values().saveAsTextFile(os.path.join(out, "duplicates")))
-        reasons = dict(recs.filter(lambda r: r[1][1] is None).map(lambda r: (r[1][2], 1))
+        distance_count = dict(all_dropped.map(lambda kv: (kv[1][1], 1)).reduceByKey(lambda a, b: a + b, parts).collect())
+        reasons = dict(recs.filter(lambda r: r[1][1] is None).map(lambda r: (r[1][2] or "none", 1))
                        .reduceByKey(lambda a, b: a + b, parts).collect())
         n_dropped = all_dropped.count()
-        n_records = recs.count()
-        skipped = sum(v for r, v in reasons.items() if r in SKIP_REASONS)
-        summary = {"engine": "spark", "master": sc.master, "scheme": scheme, "max_distance": k,
-                   "layout": lay.describe(), "files": len(files), "records": n_records,
+        n_lines = recs.count()
+        bad = {r: v for r, v in reasons.items() if r in SKIP_REASONS}
+        n_records = n_lines - sum(bad.values())
+        seconds = time.time() - started
+        # the one-machine summary's keys where they mean the same (docs/corpus.md), then the job's own
+        summary = {"records": n_records, "kept": n_records - n_dropped, "dropped": n_dropped,
+                   "unfingerprinted": {r: v for r, v in reasons.items() if r not in SKIP_REASONS},
+                   "bad": bad, "distance_count": {str(d): distance_count[d] for d in sorted(distance_count)},
+                   "seconds": round(seconds, 3), "docs_per_s": round(n_records / seconds, 1) if seconds else None,
+                   "inputs": [display_path(f) for f in files], "max_distance": k, "scheme": scheme,
+                   "engine": "spark", "master": sc.master, "layout": lay.describe(),
                    "fingerprinted": with_fp.count(), "distinct": n_distinct, "pairs": n_pairs,
-                   "dropped": n_dropped, "unique": n_records - n_dropped - skipped,
-                   "skipped": skipped, "reasons": reasons, **pair_stats, **comp_stats,
-                   "seconds": round(time.time() - started, 3)}
+                   **pair_stats, **comp_stats}
         _write_text(sc, os.path.join(out, "summary.json"), json.dumps(summary, indent=1) + "\n")
         logger.info("spark dedup: %d records, %d dropped, %d pairs", n_records, n_dropped, n_pairs)
         return summary
