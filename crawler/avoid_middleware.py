@@ -4,7 +4,8 @@ The filter (``crawler.middleware``) already leaves out a kept page's outlinks
 that an active rule maps onto a page already fetched. Requests queued before
 the rule was learned are still in the frontier; this middleware asks the
 filter's rule book again just before each download and drops those
-(``IgnoreRequest``: the frontier acknowledges them as done), with the same
+(``IgnoreRequest``: the durable frontier acknowledges them as done once the
+rule book has committed them, ``AckTracker.left_out``), with the same
 stat and the same line in the duplicates file. Off with the filter or with
 ``NEARDUP_URL_RULES = False``.
 """
@@ -18,6 +19,7 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 
 from .config import NearDupConfig
+from .frontier.acks import AckTracker, request_id
 from .middleware import NearDupMiddleware
 
 logger = logging.getLogger(__name__)
@@ -40,4 +42,6 @@ class AvoidMiddleware:
             return
         referer = request.headers.get("Referer")
         if neardup.avoided([request], referer.decode("latin-1") if referer else None, scheduled=True):
+            # (noted in the rule book behind its gate: the frontier acknowledges it once that is committed)
+            AckTracker.of(self.crawler).left_out(request_id(request), request.errback is not None)
             raise IgnoreRequest(f"a learned URL rule says a fetched page has the content of {request.url}")

@@ -16,7 +16,10 @@ retires gives back the requests it avoided, and they are made after all
   rule book until the frontier has committed them, each queued under a mark
   in the same frontier transaction (``FrontierDB.mark_once``): a kill between
   the retirement and the queueing loses none, and a resume that queues them
-  again (``unreleased``, at ``spider_opened``) queues none twice.
+  again (``unreleased``, at ``spider_opened``) queues none twice. A request
+  left out just before its download whose frontier row is not acknowledged
+  yet (or was redelivered by a kill) is acknowledged in that same
+  transaction (``_supersede``): the copy replaces it, never both.
 
 ``neardup/requests_avoided`` counts the URLs left out and never downloaded:
 a requeued URL is taken off it again (``neardup/url_rules/requeued``), and
@@ -118,7 +121,8 @@ class LearnedRules:
             except UnserializableRequest:
                 data = None  # (it cannot be requeued should the rule be retired; the URL is in the duplicates file)
             try:
-                first = self.book.record_avoided(url, spec, target, data, scheduled)
+                first = self.book.record_avoided(url, spec, target, data, scheduled,
+                                                 request.meta.get(ID_KEY) if scheduled else None)
             except FILE_ERRORS as exc:
                 self._unavailable(exc)
                 continue
@@ -217,6 +221,8 @@ class LearnedRules:
             if durable is not None and not durable.db.mark_once(f"url-rule-requeue {spec} {row.url}"):
                 skipped += 1  # (queued before a kill, in a transaction the frontier committed)
                 continue
+            if durable is not None and row.scheduled and row.frontier_id is not None:
+                self._supersede(durable, row.frontier_id, row.url)
             # (one that passed the dupe filter already would be refused by it: made once, unfiltered)
             engine.crawl(request.replace(dont_filter=True) if row.scheduled else request)
             made += 1
@@ -228,6 +234,23 @@ class LearnedRules:
         logger.info("URL rule %s retired: %d request(s) it avoided are made after all%s%s", spec, made,
                     f" ({lost} could not be)" if lost else "",
                     f" ({skipped} queued before the last stop)" if skipped else "")
+
+    def _supersede(self, durable: DurableScheduler, rid: int, url: str) -> None:
+        """The request left out as frontier row ``rid`` is queued again: if the row
+        is still there (not acknowledged yet: in flight, or redelivered after a kill),
+        acknowledge it in the transaction that queues its copy, so that a kill never
+        leaves both to be fetched. The row must still be that URL's (ids of
+        acknowledged rows can be reused)."""
+        data = durable.db.data_of(rid)
+        if data is None:
+            return
+        try:
+            same = urldefrag(decode_request(data, self.crawler.spider).url)[0] == url
+        except CorruptRequest:
+            return
+        if same:
+            durable.db.ack([rid])
+            AckTracker.of(self.crawler).superseded(rid)
 
     def _unavailable(self, exc: BaseException) -> None:
         """The rule book cannot be read or written: nothing is learned or

@@ -11,7 +11,15 @@ frontier row id in ``request.meta[ID_KEY]``) until one of:
   saw the new request, which carries the id, arrive before any response;
 * its download failed for good (the outermost downloader middleware saw the
   exception): done one checkpoint later, so that an errback's requests are
-  queued first.
+  queued first;
+* a component left it out on purpose before its download, having noted it
+  through a gate (``left_out``: a learned URL rule, noted in the rule book):
+  done at once, so it is acknowledged as soon as that note is committed.
+
+A request queued again in place of one that is not acknowledged yet (a
+retired URL rule's avoided request) takes its place in one frontier
+transaction: the caller acknowledges the old row itself and the tracker
+forgets it (``superseded``), so that a kill never leaves both.
 
 Then the outputs' commits are *gated*: each ``Gate`` (the index writer, the
 duplicates file, the feed files) is marked, and the acknowledgement is
@@ -109,6 +117,24 @@ class AckTracker:
     def failed(self, rid: int | None) -> None:
         if rid is not None and (e := self._entry(rid)) is not None and not e.responded:
             self._failed.append(rid)
+
+    def left_out(self, rid: int | None, has_errback: bool) -> None:
+        """A downloader middleware left ``rid`` out before its download (it raises
+        ``IgnoreRequest``), after noting it through a gate: done now, acknowledged
+        once the gates pass, not two checkpoints later as a failure. One with an
+        errback takes the failure path (the errback's requests are queued first)."""
+        if rid is not None and rid in self._inflight and not has_errback:
+            self.finish(rid)
+
+    def superseded(self, rid: int) -> None:
+        """The caller acknowledged ``rid`` in the frontier transaction that queued
+        its replacement: never acknowledge it again (its row id may be reused)."""
+        self._inflight.pop(rid, None)
+        self._failed = [r for r in self._failed if r != rid]
+        self._failed_waiting = [r for r in self._failed_waiting if r != rid]
+        if any(r == rid for r, _ in self._ready):
+            self._ready = deque(e for e in self._ready if e[0] != rid)
+        self._taken = [e for e in self._taken if e[0] != rid]
 
     def keep_for_resume(self, rid: int | None) -> None:
         """Never acknowledge ``rid`` in this run: a resume fetches it again (its

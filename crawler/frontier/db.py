@@ -194,6 +194,11 @@ class FrontierDB:
         except sqlite3.Error as exc:
             raise _explain(self.path, exc) from exc
 
+    def data_of(self, rid: int) -> str | None:
+        """The stored request of row ``rid`` (None: acknowledged, or never queued)."""
+        row = self._run("SELECT data FROM requests WHERE id = ?", (rid,)).fetchone()
+        return None if row is None else row[0]
+
     def commit(self) -> None:
         try:
             self.db.execute("COMMIT")

@@ -38,11 +38,15 @@ COUNTERS = ("evidence", "counter", "avoided")
 class Avoided(NamedTuple):
     """A request a rule avoided: its URL, the request as the caller can make it
     again (None: it could not be stored), and whether it had passed the dupe
-    filter already (``scheduled``: made again with ``dont_filter``, once)."""
+    filter already (``scheduled``: made again with ``dont_filter``, once), with
+    the durable frontier's id of the request left out (``frontier_id``: that
+    request, if not acknowledged yet, is acknowledged in the transaction that
+    queues it again, so that a kill never leaves both)."""
 
     url: str
     request: str | None
     scheduled: bool
+    frontier_id: int | None = None
 COMMIT_EVERY = 1.0  # seconds (SQLite; Redis commits every call)
 
 
@@ -77,10 +81,11 @@ class Storage(Protocol):
     def drop_forms(self, spec: str) -> None: ...
 
     def avoid_once(self, spec: str, url: str, target: str, request: str | None, scheduled: bool = False,
-                   params: tuple[str, ...] = ()) -> bool:
+                   params: tuple[str, ...] = (), frontier_id: int | None = None) -> bool:
         """Note an avoided request; False if the URL was avoided before.
         ``scheduled``: it had passed the dupe filter (left out just before its
-        download), kept on the URL's note even when it was avoided before.
+        download), kept on the URL's note even when it was avoided before, with
+        its ``frontier_id`` (the durable frontier's row, if it came from one).
         ``params``: the parameters parameter rules stripped to make it the form
         of a path rule (it depends on those rules too)."""
 
@@ -148,7 +153,7 @@ CREATE INDEX IF NOT EXISTS pages_by_host ON pages (host, seq);
 CREATE TABLE IF NOT EXISTS forms (rule INTEGER, form TEXT, url TEXT NOT NULL, fp INTEGER NOT NULL,
     PRIMARY KEY (rule, form)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS avoided (url TEXT PRIMARY KEY, rule INTEGER, target TEXT, request TEXT,
-    scheduled INTEGER NOT NULL DEFAULT 0, params TEXT NOT NULL DEFAULT '') WITHOUT ROWID;
+    scheduled INTEGER NOT NULL DEFAULT 0, params TEXT NOT NULL DEFAULT '', frontier_id INTEGER) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS settings (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 
@@ -177,6 +182,8 @@ class SqliteStorage:
             self.db.execute("ALTER TABLE avoided ADD COLUMN scheduled INTEGER NOT NULL DEFAULT 0")
         if "params" not in columns:
             self.db.execute("ALTER TABLE avoided ADD COLUMN params TEXT NOT NULL DEFAULT ''")
+        if "frontier_id" not in columns:
+            self.db.execute("ALTER TABLE avoided ADD COLUMN frontier_id INTEGER")
         self.db.execute("BEGIN")
         self._committed = time.monotonic()
         self._seq = self.db.execute("SELECT COALESCE(MAX(seq), 0) FROM pages").fetchone()[0]
@@ -240,18 +247,20 @@ class SqliteStorage:
         self.db.execute("DELETE FROM forms WHERE rule = ?", (self._ids[spec],))
 
     def avoid_once(self, spec: str, url: str, target: str, request: str | None, scheduled: bool = False,
-                   params: tuple[str, ...] = ()) -> bool:
-        cur = self.db.execute("INSERT OR IGNORE INTO avoided VALUES (?, ?, ?, ?, ?, ?)",
-                              (url, self._ids[spec], target, request, int(scheduled), ",".join(params)))
+                   params: tuple[str, ...] = (), frontier_id: int | None = None) -> bool:
+        cur = self.db.execute("INSERT OR IGNORE INTO avoided VALUES (?, ?, ?, ?, ?, ?, ?)",
+                              (url, self._ids[spec], target, request, int(scheduled), ",".join(params),
+                               frontier_id))
         if not cur.rowcount and scheduled:
-            self.db.execute("UPDATE avoided SET scheduled = 1 WHERE url = ?", (url,))
+            self.db.execute("UPDATE avoided SET scheduled = 1, frontier_id = COALESCE(?, frontier_id) WHERE url = ?",
+                            (frontier_id, url))
         return bool(cur.rowcount)
 
     def release(self, spec: str, names: tuple[str, ...] = (), claim: bool = True) -> list[Avoided]:
         # (O(rows noted with stripped parameters) for a parameter rule: a retirement is rare)
-        rows = self.db.execute("SELECT url, request, scheduled, rule, params FROM avoided WHERE rule = ?"
+        rows = self.db.execute("SELECT url, request, scheduled, rule, params, frontier_id FROM avoided WHERE rule = ?"
                                + (" OR params != ''" if names else ""), (self._ids[spec],)).fetchall()
-        out = [Avoided(url, request, bool(scheduled)) for url, request, scheduled, rule, params in rows
+        out = [Avoided(url, request, bool(scheduled), fid) for url, request, scheduled, rule, params, fid in rows
                if rule == self._ids[spec] or set(params.split(",")) & set(names)]
         if claim:
             self.forget([a.url for a in out])
@@ -397,16 +406,18 @@ class RedisStorage:
         self.client.delete(f"{self._rule(spec)}:f")
 
     def avoid_once(self, spec: str, url: str, target: str, request: str | None, scheduled: bool = False,
-                   params: tuple[str, ...] = ()) -> bool:
+                   params: tuple[str, ...] = (), frontier_id: int | None = None) -> bool:
         # (one hash for every rule: a URL is counted once, whichever rule each process avoided it by)
         key = f"{self.name}:a"
-        entry = {"rule": spec, "target": target, "request": request, "scheduled": scheduled, "params": list(params)}
+        entry = {"rule": spec, "target": target, "request": request, "scheduled": scheduled, "params": list(params),
+                 "frontier_id": frontier_id}
         if self.client.hsetnx(key, url, json.dumps(entry)):
             return True
         if scheduled and (raw := self.client.hget(key, url)) is not None:
             old = json.loads(raw)
-            if not old.get("scheduled"):
-                self.client.hset(key, url, json.dumps({**old, "scheduled": True}))
+            if not old.get("scheduled") or (frontier_id is not None and old.get("frontier_id") != frontier_id):
+                self.client.hset(key, url, json.dumps({**old, "scheduled": True,
+                                                       "frontier_id": frontier_id or old.get("frontier_id")}))
         return False
 
     def _mine(self, spec: str, names: tuple[str, ...]) -> list[tuple[bytes, dict]]:
@@ -417,7 +428,8 @@ class RedisStorage:
         mine = self._mine(spec, names)
         if not mine:
             return []
-        out = [Avoided(url.decode(), entry["request"], bool(entry.get("scheduled"))) for url, entry in mine]
+        out = [Avoided(url.decode(), entry["request"], bool(entry.get("scheduled")), entry.get("frontier_id"))
+               for url, entry in mine]
         if not claim:
             return out
         pipe = self.client.pipeline(transaction=False)
