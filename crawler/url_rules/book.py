@@ -13,7 +13,10 @@ nothing of ``prefix /p/ /m/``, so it retires exactly the rules it contradicts. A
 the URL it duplicated suggest new rules (``rules.derive``); a new rule is
 first tried on the host's pages already seen, so that a counter-example from
 the past (a translated page under a mirrored language prefix, say) retires it
-at once. A rule with ``min_evidence`` agreeing pairs and no counter-example
+at once. A pair whose prefix rule is retired suggests the rule one directory
+deeper instead (``rules.narrower``: ``/de/mod/`` -> ``/en/mod/`` when ``/de/`` ->
+``/en/`` met a translated page), learned and retired on its own evidence, so
+the untranslated sub-trees of a partly translated mirror are still learned. A rule with ``min_evidence`` agreeing pairs and no counter-example
 is *active*: ``avoid`` then tells the crawl not to request a URL whose form
 under it already has a fetched page (that page's outlinks stand for it),
 except a share ``explore`` of them, fetched to keep testing the rule. When a
@@ -50,14 +53,14 @@ from pathlib import Path
 
 import mmh3
 
-from .rules import Parts, UrlRule, derive, host_of, parts_of, url_of
+from .rules import Parts, UrlRule, derive, host_of, narrower, parts_of, touches, url_of
 from .storage import Avoided, Storage, open_storage, read_book
 
 logger = logging.getLogger(__name__)
 
 CANDIDATE, ACTIVE, RETIRED, PINNED = "candidate", "active", "retired", "pinned"
 PIN, FORBID = "pin", "forbid"  # the book's settings that name rules (JSON lists of rule lines)
-MAX_RULES_PER_HOST = 64
+MAX_RULES_PER_HOST = 256  # (a site of 12 language trees of a few sections each: ~200 prefix rules)
 BACKFILL = 20_000  # a new rule is tried on at most this many of the host's latest pages
 REFRESH_EVERY = 5.0  # seconds: rules another process learned or retired (a shared book)
 
@@ -168,15 +171,22 @@ class RuleBook:
         dropped, the URL it duplicated."""
         host = host_of(url)
         self.store.add_page(host, url, fp)
-        live = [st for st in self._rules_for(host) if st.live]
+        path = parts_of(url)[2]
+        # (a prefix rule that cannot map this URL or onto it: no pair to judge, no form to keep)
+        live = [st for st in self._rules_for(host) if st.live and touches(st.rule, path)]
         if live:
             firsts = self.store.set_forms([(st.rule.spec, self._form(st, url), url, fp) for st in live])
             strip = self._stripper(host)  # (as the forms were made: a rule retired meanwhile changes it)
             for st, first in zip(live, firsts):
                 self._judge(st, url, fp, first, strip)
         if duplicate_of and duplicate_of != url:
-            for rule in derive(url_of(self._strip(parts_of(url))), url_of(self._strip(parts_of(duplicate_of)))):
-                if self._state_of(rule) is None and not self._forbidden(rule) \
+            dup = url_of(self._strip(parts_of(url)))
+            for rule in derive(dup, url_of(self._strip(parts_of(duplicate_of)))):
+                # A prefix rule retired (a translated page under a mirrored language tree, say):
+                # the pair may still be evidence of the sub-tree it is in (/de/mod/ -> /en/mod/).
+                while rule is not None and (was := self._state_of(rule)) is not None and was.state == RETIRED:
+                    rule = narrower(rule, dup)
+                if rule is not None and self._state_of(rule) is None and not self._forbidden(rule) \
                         and len(self.by_host.get(rule.host, ())) < MAX_RULES_PER_HOST:
                     st = RuleState(rule, CANDIDATE)
                     self.by_host.setdefault(rule.host, []).append(st)
@@ -241,6 +251,7 @@ class RuleBook:
         pages = self.store.pages(st.rule.host, BACKFILL)
         for start in range(0, len(pages), 1000):  # (a round per thousand pages on a shared book)
             chunk = pages[start : start + 1000]
+            chunk = [(url, fp) for url, fp in chunk if touches(st.rule, parts_of(url)[2])]
             firsts = self.store.set_forms([(st.rule.spec, self._form(st, url), url, fp) for url, fp in chunk])
             strip = self._stripper(st.rule.host)
             for (url, fp), first in zip(chunk, firsts):
@@ -261,7 +272,7 @@ class RuleBook:
         """``avoid`` for each URL, with one look-up round for all (``Storage.forms``),
         and one more for those it would avoid (``Storage.fetched``)."""
         asks = [(j, st, self._form(st, url)) for j, url in enumerate(urls)
-                for st in self._acting_for(host_of(url))]
+                for st in self._acting_for(host_of(url)) if touches(st.rule, parts_of(url)[2])]
         firsts = self.store.forms([(st.rule.spec, form) for _, st, form in asks]) if asks else []
         out: list[tuple[str, str, bool] | None] = [None] * len(urls)
         for (j, st, _), first in zip(asks, firsts):
@@ -281,17 +292,18 @@ class RuleBook:
         return out
 
     def record_avoided(self, url: str, spec: str, target: str, request: str | None = None,
-                       scheduled: bool = False) -> bool:
+                       scheduled: bool = False, frontier_id: int | None = None) -> bool:
         """Note an avoided request (``request``: as the caller can make it again,
-        should the rule be retired; ``scheduled``: it had passed the dupe filter);
-        False if it was avoided before (count it once)."""
+        should the rule be retired; ``scheduled``: it had passed the dupe filter,
+        ``frontier_id``: as the durable frontier's row); False if it was avoided
+        before (count it once)."""
         st = next(s for s in self._rules_for(host_of(url)) if s.rule.spec == spec)
         params: tuple[str, ...] = ()
         if st.rule.kind != "param" and (strip := self._stripper(host_of(url))) is not None:
             # (the form also stripped these: the avoidance depends on their rules too)
             names = set(strip.a.split(","))
             params = tuple(sorted({k for u in (url, target) for k, _ in parts_of(u)[3] if k in names}))
-        if not self.store.avoid_once(spec, url, target, request, scheduled, params):
+        if not self.store.avoid_once(spec, url, target, request, scheduled, params, frontier_id):
             return False
         self._update(st, self.store.bump(spec, avoided=1))
         self.store.maybe_commit()

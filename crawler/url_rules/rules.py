@@ -125,6 +125,40 @@ class UrlRule:
         return scheme, host, path, query
 
 
+MAX_NARROW_SEGMENTS = 4  # a narrower prefix rule has at most this many segments on a side
+
+
+def narrower(rule: UrlRule, url: str) -> UrlRule | None:
+    """The prefix rule one directory deeper than ``rule``, as ``url`` (a URL of the
+    pair that suggested ``rule``) goes on: ``prefix h /de/ /en/`` and ``/de/mod/x.html``
+    give ``prefix h /de/mod/ /en/mod/``. None for another kind of rule, a URL under
+    neither side, one with no directory left below the prefix, or a prefix that
+    would be deeper than ``MAX_NARROW_SEGMENTS``. For a mirror whose prefix rule a
+    translated page retired: its untranslated sub-trees may still mirror.
+
+    >>> narrower(UrlRule("prefix", "h", "/fr/", "/en/"), "http://h/en/mod/x.html").spec
+    'prefix h /fr/mod/ /en/mod/'
+    >>> narrower(UrlRule("prefix", "h", "/fr/", "/en/"), "http://h/en/x.html") is None
+    True
+    """
+    if rule.kind != "prefix":
+        return None
+    path = parts_of(url)[2]
+    side = rule.a if path.startswith(rule.a) else rule.b if path.startswith(rule.b) else None
+    if side is None:
+        return None
+    rest = path[len(side):].split("/")
+    if len(rest) < 2 or not rest[0] or max(rule.a.count("/"), rule.b.count("/")) > MAX_NARROW_SEGMENTS:
+        return None
+    return UrlRule("prefix", rule.host, rule.a + rest[0] + "/", rule.b + rest[0] + "/")
+
+
+def touches(rule: UrlRule, path: str) -> bool:
+    """Whether a URL of this path can share a form with another URL under ``rule``
+    (a prefix rule touches only paths under one of its sides; other kinds, any)."""
+    return rule.kind != "prefix" or path.startswith(rule.a) or path.startswith(rule.b)
+
+
 def _ordered(kind: str, host: str, x: str, y: str) -> UrlRule:
     """The rule mapping the longer of two sides onto the shorter (ties: the
     greater onto the smaller), so a pair suggests one rule whichever came first."""
