@@ -46,6 +46,7 @@ from scrapy_neardup.crawler.demo_site import DemoSite  # noqa: E402
 from tests.fixtures.trap_site import CopiesSite, TrapSite  # noqa: E402
 
 MODES = {"plain": ["NEARDUP_ENABLED=False"], "no rules": ["NEARDUP_URL_RULES=False"], "rules": []}
+CONFIRM = 256  # bytes of a ranged GET confirming a predicted copy (the mirror site's fourth mode)
 
 
 def run_crawl(url: str, out: Path, settings: list[str]) -> str:
@@ -173,6 +174,53 @@ def static_site(data: str, name: str, starts: list[str], work: Path) -> dict:
     return compare(name, results)
 
 
+def mirror_site(work: Path, modes: dict[str, list[str]]) -> dict:
+    """The generated language-mirror site (``tests/fixtures/mirror_site.py``: 10
+    language folders, 80-95% of each the default language's file under a symlink,
+    planted distinct pages of the same size and mtime at predicted-copy URLs),
+    served by nginx, crawled from five language front pages. Besides the
+    common figures: bodies transferred (a 200's file size; a ranged 206 its
+    range), ranged GETs, and the planted traps not fetched whole (``traps_lost``)."""
+    from tests.fixtures.mirror_site import MirrorSite
+
+    site = MirrorSite()
+    root = work / "mirror-site"
+    site.build(root)
+    results = {}
+    for mode, settings in modes.items():
+        port = free_port()
+        slug = "".join(c if c.isalnum() else "-" for c in mode)
+        log = work / f"mirror-{slug}.log"
+        nginx = start_nginx(root, port, _fresh(work / f"mirror-nginx-{slug}"), log)
+        base = f"http://127.0.0.1:{port}"
+        try:
+            run_crawl(",".join(base + s for s in site.starts()), work / f"mirror-{slug}", settings)
+        finally:
+            nginx.terminate()
+            nginx.wait(10)
+        lines = [line.split(" ", 2) for line in log.read_text().splitlines()]
+        full = [t for _, status, t in lines if status == "200"]
+        ranged = [t for _, status, t in lines if status == "206"]
+        r = summarize(full, work / f"mirror-{slug}", site.truth)
+        r["ranged_gets"] = len(ranged)
+        r["requests_all"] = len(lines)
+        r["bytes"] = sum((root / t.split("?")[0].lstrip("/")).stat().st_size for t in full
+                         if (root / t.split("?")[0].lstrip("/")).is_file())
+        r["bytes_ranged"] = len(ranged) * CONFIRM  # (every page of the site is longer than a range)
+        r["false_confirmations"] = r["wrong"] if ranged else None  # (an avoided URL whose file differs)
+        r["traps"] = len(site.traps)
+        r["traps_lost"] = sorted(set(site.traps) - set(full))
+        results[mode] = r
+        print("mirror", mode, {k: v for k, v in r.items() if k != "content_set"}, flush=True)
+    row = compare("mirror", results)
+    for mode in results:
+        if mode != "plain":
+            row[mode]["bytes_vs_plain"] = round((results[mode]["bytes"] + results[mode]["bytes_ranged"])
+                                                / results["plain"]["bytes"], 3)
+            row[mode]["requests_vs_plain"] = round(results[mode]["requests_all"] / results["plain"]["requests_all"], 3)
+    return row
+
+
 def _fresh(path: Path) -> Path:
     shutil.rmtree(path, ignore_errors=True)
     path.mkdir(parents=True)
@@ -216,6 +264,10 @@ def main() -> None:
                 return status, {"Content-Type": ctype}, body
 
             rows.append(local_site("demo", respond, lambda t: dropped.get(t, t), work, "/"))
+        if "mirror" in sites:  # language folders of symlinks, partly translated, with validator traps
+            confirm = f"NEARDUP_URL_RULES_CONFIRM_BYTES={CONFIRM}"
+            rows.append(mirror_site(work, {**MODES, "rules+range": [confirm],
+                                           "rules+range, evidence 3": [confirm, "NEARDUP_URL_RULES_MIN_EVIDENCE=3"]}))
         if "sqlite3-doc" in sites:
             rows.append(static_site(a.data, "sqlite3-doc", ["/index.html"], work))
         if "developers-reference" in sites:  # mirrored language trees, partly translated

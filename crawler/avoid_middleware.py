@@ -15,10 +15,12 @@ from __future__ import annotations
 import logging
 
 from scrapy import Request
+from scrapy.http import Response
 from scrapy.crawler import Crawler
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 
 from .config import NearDupConfig
+from .filter.learned_rules import CONFIRM_KEY
 from .frontier.acks import AckTracker, request_id
 from .middleware import NearDupMiddleware
 
@@ -45,3 +47,18 @@ class AvoidMiddleware:
             # (noted in the rule book behind its gate: the frontier acknowledges it once that is committed)
             AckTracker.of(self.crawler).left_out(request_id(request), request.errback is not None)
             raise IgnoreRequest(f"a learned URL rule says a fetched page has the content of {request.url}")
+
+    def process_response(self, request: Request, response: Response) -> Request | Response:
+        """A ranged GET confirming a predicted copy (``NEARDUP_URL_RULES_CONFIRM_BYTES``):
+        confirmed, it goes no further; else the request is made whole."""
+        if CONFIRM_KEY not in request.meta:
+            return response
+        neardup = NearDupMiddleware.of(self.crawler)
+        rules = neardup.rules if neardup is not None else None
+        if rules is None:
+            return response
+        out = rules.confirmation(request, response)
+        if out is None:
+            AckTracker.of(self.crawler).left_out(request_id(request), request.errback is not None)
+            raise IgnoreRequest(f"a ranged GET confirmed {request.url} is a copy of a fetched page")
+        return out

@@ -332,3 +332,71 @@ def test_a_parameter_rules_retirement_releases_what_path_rules_avoided_with_its_
     assert sid.state == RETIRED and prefix.state == ACTIVE
     assert [a.request for a in book.release(sid)] == ["R1"]
     assert [a.request for a in book.release(prefix, claim=False)] == ["R2"]
+
+
+def test_a_retired_language_prefix_gives_way_to_the_sub_trees_that_still_mirror():
+    """A partly translated mirror: /de/ -> /en/ meets translated front and intro pages
+    and is retired; the pairs under /de/api/ still teach /de/api/ -> /en/api/, which
+    acts there, and a translated page under /de/guide/ retires only its own sub-tree's rule."""
+    book = RuleBook(None, max_distance=3, min_evidence=3, explore=0.0)
+    book.observe(f"{H}/en/index.html", 1 << 40)
+    book.observe(f"{H}/de/index.html", (1 << 40) ^ 0xFFFF)  # translated
+    for sec in ("api", "guide"):
+        for i in range(5):
+            fp = hash((sec, i)) & ((1 << 63) - 1)
+            book.observe(f"{H}/en/{sec}/p{i}.html", fp)
+            book.observe(f"{H}/de/{sec}/p{i}.html", fp, duplicate_of=f"{H}/en/{sec}/p{i}.html")
+    states = {st.rule.spec: st.state for st in book.rules()}
+    assert states["prefix h.test /en/ /de/"] == RETIRED
+    assert states["prefix h.test /en/api/ /de/api/"] == ACTIVE
+    assert states["prefix h.test /en/guide/ /de/guide/"] == ACTIVE
+    book.observe(f"{H}/en/api/p9.html", 77)
+    assert book.avoid(f"{H}/de/api/p9.html") == ("prefix h.test /en/api/ /de/api/", f"{H}/en/api/p9.html", False)
+    book.observe(f"{H}/en/guide/p7.html", 5)
+    book.observe(f"{H}/de/guide/p7.html", 5 ^ 0xFFFF)  # a translated guide page: a counter-example there only
+    states = {st.rule.spec: st.state for st in book.rules()}
+    assert states["prefix h.test /en/guide/ /de/guide/"] == RETIRED
+    assert states["prefix h.test /en/api/ /de/api/"] == ACTIVE
+    assert book.avoid(f"{H}/de/api/p9.html") is not None
+
+
+def test_an_avoided_request_keeps_its_frontier_row_for_the_copy_that_replaces_it(tmp_path):
+    book = RuleBook(tmp_path / "b.sqlite3", max_distance=3, min_evidence=2, explore=0.0)
+    for i in range(3):
+        book.observe(f"{H}/a{i}.html", 1000 + i)
+        book.observe(f"{H}/a{i}.html?sid={i}", 1000 + i, duplicate_of=f"{H}/a{i}.html")
+    spec = "param h.test sid"
+    assert book.record_avoided(f"{H}/a1.html?sid=z", spec, f"{H}/a1.html", "R1")
+    assert not book.record_avoided(f"{H}/a1.html?sid=z", spec, f"{H}/a1.html", "R1", True, 42)
+    st = next(s for s in book.rules() if s.rule.spec == spec)
+    assert book.release(st, claim=False) == [Avoided(f"{H}/a1.html?sid=z", "R1", True, 42)]
+
+
+def test_a_request_left_out_before_its_download_is_acknowledged_behind_the_gate_not_as_a_failure():
+    from scrapy_neardup.crawler.frontier.acks import AckTracker
+
+    class Gate:
+        done = 0
+
+        def mark(self) -> int:
+            return 1
+
+        def settled(self, token: int) -> bool:
+            return self.done >= token
+
+    gate = Gate()
+    t = AckTracker()
+    t.add_gate(gate)
+    for rid in (1, 2, 3):
+        t.started(rid)
+    t.left_out(1, has_errback=False)
+    t.left_out(2, has_errback=True)  # (an errback's requests are queued first: the failure path)
+    t.failed(2)
+    assert t.acknowledgeable() == []  # the rule book has not committed the note yet
+    gate.done = 1
+    assert t.acknowledgeable() == [1]
+    t.left_out(3, has_errback=False)
+    t.superseded(3)  # acknowledged by the caller, with the copy that replaces it
+    t.tick()
+    t.tick()
+    assert t.acknowledgeable() == [2]

@@ -39,8 +39,10 @@ import time
 from typing import Any, cast
 from urllib.parse import urldefrag
 
+import mmh3
 from scrapy import Request, signals
 from scrapy.crawler import Crawler
+from scrapy.http import Response
 
 from ..config import NearDupConfig
 from ..counts import REQUESTS_AVOIDED
@@ -56,6 +58,19 @@ logger = logging.getLogger(__name__)
 
 #: Seconds between two warnings that the rule book is unavailable
 WARN_EVERY = 60.0
+#: request.meta key of a ranged GET confirming a predicted copy: (rule, target URL, its length, window offset, hash)
+CONFIRM_KEY = "neardup_confirm"
+#: predicted copies confirmed by a ranged GET (their bodies never downloaded)
+RANGE_CONFIRMED = "neardup/url_rules/range_confirmed"
+
+
+def _content_range(response: Response) -> tuple[int | None, int | None]:
+    """(first byte, complete length) of a 206 response's ``Content-Range``
+    (``bytes 100-199/4000``); None for what it lacks."""
+    raw = (response.headers.get(b"Content-Range") or b"").decode("latin-1").strip()
+    span, _, total = raw.removeprefix("bytes ").partition("/")
+    first = span.split("-", 1)[0]
+    return (int(first) if first.isdigit() else None), (int(total) if total.isdigit() else None)
 
 
 class LearnedRules:
@@ -72,6 +87,9 @@ class LearnedRules:
         self._warned = 0.0
         self._avoided_here: dict[str, str] = {}  # URL -> rule: what this run counts in neardup/requests_avoided
         self._written = self._synced = 0  # avoided requests noted / committed (the gate)
+        self.confirm_bytes = config.url_rules_confirm_bytes
+        # fetched URL -> (body length, window offset, hash of its window): what a ranged GET is checked against
+        self._heads: dict[str, tuple[int, int, int]] = {}
         AckTracker.of(crawler).add_gate(self)
         crawler.signals.connect(self._resume, signal=signals.spider_opened)
         crawler.signals.connect(self._downloaded, signal=signals.response_received)
@@ -98,7 +116,10 @@ class LearnedRules:
         Explained in the duplicates file, once per URL. One look-up round for
         all (a shared rule book is a Redis round trip). ``scheduled``: they have
         passed the dupe filter (``AvoidMiddleware``)."""
-        todo = [r for r in requests if not r.dont_filter and not r.meta.get(self.skip_meta_key)]
+        if self.confirm_bytes and not scheduled:
+            return set()  # (outlinks are queued: each predicted copy is confirmed before its download)
+        todo = [r for r in requests if not r.dont_filter and not r.meta.get(self.skip_meta_key)
+                and CONFIRM_KEY not in r.meta]
         if not todo:
             return set()
         # (urldefrag parses the whole URL: only for the few outlinks that have a #fragment)
@@ -115,6 +136,9 @@ class LearnedRules:
             spec, target, explored = verdict
             if explored:
                 self.stats.inc_value("neardup/url_rules/explored")
+                continue
+            if self.confirm_bytes:
+                self._to_confirm(request, spec, target)
                 continue
             try:
                 data: str | None = encode_request(self._as_made_again(request, referer), self.crawler.spider)
@@ -137,6 +161,49 @@ class LearnedRules:
     def close(self) -> None:
         self.book.close()
 
+    # -- confirmation by content before the body (NEARDUP_URL_RULES_CONFIRM_BYTES)
+
+    def _to_confirm(self, request: Request, spec: str, target: str) -> None:
+        """Make ``request`` a ranged GET of ``confirm_bytes`` bytes from the middle of
+        ``target``'s body (the fetched page a rule says it copies: pages of one template
+        share their first and last bytes, their middle is their text), to be compared
+        with those; made whole when ``target``'s bytes are not known (fetched before a resume)."""
+        head = self._heads.get(target)
+        if head is None:
+            self.stats.inc_value("neardup/url_rules/unconfirmable")
+            return
+        length, offset, _ = head
+        request.headers[b"Range"] = f"bytes={offset}-{offset + self.confirm_bytes - 1}"
+        request.meta[CONFIRM_KEY] = (spec, target, *head)
+
+    def confirmation(self, request: Request, response: Response) -> Response | Request | None:
+        """The answer to a ranged GET of ``_to_confirm``: None when its bytes and
+        total length are the target's (a copy confirmed: noted as avoided, its body
+        never downloaded); the request made whole (``dont_filter``: the dupe filter
+        has seen it) when they differ; ``response`` itself when the server sent the
+        whole body (it ignored the range). Validators (ETag, Last-Modified) are not
+        looked at: files installed together share mtime and size."""
+        spec, target, length, offset, digest = request.meta[CONFIRM_KEY]
+        if response.status == 200:
+            return response
+        start, total = _content_range(response)
+        url = urldefrag(request.url)[0] if "#" in request.url else request.url
+        self.stats.inc_value("neardup/url_rules/ranged_gets")
+        self.stats.inc_value("neardup/url_rules/ranged_bytes", len(response.body))
+        if response.status == 206 and (start, total) == (offset, length) \
+                and mmh3.hash(response.body, signed=False) == digest:
+            self.stats.inc_value(RANGE_CONFIRMED)
+            self.stats.inc_value("neardup/url_rules/bytes_saved_estimate", max(0, length - len(response.body)))
+            referer = request.headers.get("Referer")
+            self.duplicates.avoided(url, target, spec, referer.decode("latin-1") if referer else None)
+            return None
+        self.stats.inc_value("neardup/url_rules/range_mismatch")
+        logger.info("ranged GET of %s does not match %s (rule %s): fetched whole", url, target, spec)
+        whole = request.replace(dont_filter=True)
+        whole.headers.pop(b"Range", None)
+        whole.meta.pop(CONFIRM_KEY, None)
+        return whole
+
     @staticmethod
     def _as_made_again(request: Request, referer: str | None) -> Request:
         """``request`` as a retirement would make it: with the linking page as its
@@ -158,10 +225,16 @@ class LearnedRules:
             self.stats.inc_value(REQUESTS_AVOIDED, -1)
         self.duplicates.requeued(url, spec, retired)
 
-    def _downloaded(self, response: object, request: Request) -> None:
+    def _downloaded(self, response: Response, request: Request) -> None:
         """A response came: if its URL was counted as avoided (a request for it
-        was in flight when an outlink to it was left out), it is not. O(1)."""
+        was in flight when an outlink to it was left out), it is not. O(1).
+        Confirming by content: its length and first bytes are kept."""
         url = urldefrag(request.url)[0] if "#" in request.url else request.url
+        if self.confirm_bytes and response.status == 200:
+            body = response.body
+            offset = max(0, len(body) // 2 - self.confirm_bytes // 2)
+            self._heads[url] = (len(body), offset,
+                                mmh3.hash(body[offset : offset + self.confirm_bytes], signed=False))
         spec = self._avoided_here.get(url)
         if spec is not None:
             self._withdraw(url, spec)

@@ -181,7 +181,8 @@ class RuleBook:
                 self._judge(st, url, fp, first, strip)
         if duplicate_of and duplicate_of != url:
             dup = url_of(self._strip(parts_of(url)))
-            for rule in derive(dup, url_of(self._strip(parts_of(duplicate_of)))):
+            for suggested in derive(dup, url_of(self._strip(parts_of(duplicate_of)))):
+                rule: UrlRule | None = suggested
                 # A prefix rule retired (a translated page under a mirrored language tree, say):
                 # the pair may still be evidence of the sub-tree it is in (/de/mod/ -> /en/mod/).
                 while rule is not None and (was := self._state_of(rule)) is not None and was.state == RETIRED:

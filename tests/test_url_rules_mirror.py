@@ -1,0 +1,77 @@
+"""Learned URL rules on a language mirror (issue 28, section 2): the generated
+site of ``tests.fixtures.mirror_site`` served by a real nginx (so ``ETag`` and
+``Last-Modified`` are nginx's: mtime and size), crawled from three language
+front pages with rules confirmed by a ranged GET (``NEARDUP_URL_RULES_CONFIRM_BYTES``).
+
+The ``/de/`` -> ``/en/`` prefix rules meet translated front pages and are
+retired; the sub-tree rules (``/de/api/`` -> ``/en/api/``) are learned and
+predict copies, each confirmed by the bytes of a ranged GET before its body
+would be downloaded. Every distinct page is downloaded whole, the planted
+traps (distinct pages with the same size and mtime as the page they would
+copy) among them; every confirmed copy has the bytes of the page it was
+mapped to; no URL is downloaded whole twice.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+from tests.fixtures.mirror_site import MirrorSite
+from tests.test_crawl import read_jsonl, scrapy_crawl, stat
+
+sys.path.insert(0, str(ROOT / "bench"))
+
+pytestmark = pytest.mark.skipif(not (shutil.which("nginx") or Path("/usr/sbin/nginx").exists()),
+                                reason="nginx is not installed (apt-get install nginx-light)")
+
+
+def test_sub_tree_rules_confirmed_by_ranged_gets_lose_no_page_and_no_trap(tmp_path):
+    from crawl_bench import free_port, start_nginx
+
+    site = MirrorSite(langs=4, sizes={"intro": 2, "guide": 8, "api": 30}, traps=2, scattered=1)
+    served = Path(tempfile.mkdtemp(prefix="neardup-mirror-"))  # (pytest's are private: nginx's workers
+    served.chmod(0o755)                                         # run unprivileged)
+    root = served / "site"
+    site.build(root)
+    port = free_port()
+    log = tmp_path / "access.log"
+    (tmp_path / "nginx").mkdir()
+    nginx = start_nginx(root, port, tmp_path / "nginx", log)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        r = scrapy_crawl(",".join(base + s for s in site.starts(3)), tmp_path, f"NEARDUP_STORE={tmp_path / 'store'}",
+                         "NEARDUP_INDEX=", "LOG_LEVEL=INFO", "ROBOTSTXT_OBEY=False",
+                         "NEARDUP_URL_RULES_MIN_EVIDENCE=3", "NEARDUP_URL_RULES_CONFIRM_BYTES=256")
+    finally:
+        nginx.terminate()
+        nginx.wait(10)
+    try:
+        check(site, r, tmp_path, log, base)
+    finally:
+        shutil.rmtree(served, ignore_errors=True)
+
+
+def check(site: MirrorSite, r, tmp_path: Path, log: Path, base: str) -> None:
+    assert r.returncode == 0, r.stderr[-3000:]
+    lines = [line.split(" ", 2) for line in log.read_text().splitlines()]
+    whole = [t for _, status, t in lines if status == "200"]
+    ranged = [t for _, status, t in lines if status == "206"]
+    twice = sorted({t for t in whole if whole.count(t) > 1})
+    assert not twice, f"downloaded whole twice: {twice[:10]}"
+    every = {site.truth(f"/{lang}/{p}") for lang in site.langs for p in site.pages()}
+    assert every <= {site.truth(t) for t in whole}, "a distinct page was never downloaded"
+    assert set(site.traps) <= set(whole), "a planted trap was confirmed as a copy"
+    assert ranged, "no copy was confirmed by a ranged GET"
+    confirmed = [d for d in read_jsonl(tmp_path / "store" / "duplicates.jsonl") if d.get("avoided")]
+    assert len(confirmed) == stat(r.stderr, "neardup/url_rules/range_confirmed")
+    for d in confirmed:  # (every confirmation checked against the file it would have served)
+        assert site.truth(d["url"][len(base):]) == site.truth(d["duplicate_of"][len(base):]), d
+    assert "URL rule retired: prefix" in r.stderr
+    assert re.search(r"URL rule learned: prefix \S+ /\w+/api/ /\w+/api/", r.stderr)  # (a sub-tree's)
