@@ -46,6 +46,7 @@ KEPT_AGAIN = "neardup/kept_again"
 DROPPED_AGAIN = "neardup/dropped_again"
 OUTLINKS_DROPPED = "neardup/outlinks_dropped"
 REQUESTS_AVOIDED = "neardup/requests_avoided"
+COPIES_CONFIRMED = "neardup/url_rules/range_confirmed"  # (bodies not downloaded: a ranged GET confirmed the copy)
 BYTES_DOWNLOADED = "downloader/response_bytes"  # (Scrapy's: every response, robots.txt too)
 
 
@@ -74,6 +75,7 @@ class CrawlCounts:
     kept_again: int = 0
     outlinks_not_requested: int = 0
     requests_avoided: int = 0
+    copies_confirmed: int = 0
     bytes_downloaded: int = 0
 
     @classmethod
@@ -93,7 +95,7 @@ STATS = {
     "fetched": FETCHED, "kept": KEPT, "dropped": DROPPED, "dropped_again": DROPPED_AGAIN, "unchanged": UNCHANGED,
     "unchecked": UNCHECKED,
     "kept_again": KEPT_AGAIN, "outlinks_not_requested": OUTLINKS_DROPPED, "requests_avoided": REQUESTS_AVOIDED,
-    "bytes_downloaded": BYTES_DOWNLOADED,
+    "copies_confirmed": COPIES_CONFIRMED, "bytes_downloaded": BYTES_DOWNLOADED,
 }
 #: Each count's words, in the order they are said
 WORDS = {
@@ -101,7 +103,8 @@ WORDS = {
     "dropped_again": "dropped again as known near-duplicates", "unchanged": "unchanged",
     "unchecked": "passed through unchecked", "kept_again": "kept again after a restart",
     "outlinks_not_requested": "outlinks not requested",
-    "requests_avoided": "requests avoided by learned URL rules", "bytes_downloaded": "bytes downloaded",
+    "requests_avoided": "requests avoided by learned URL rules",
+    "copies_confirmed": "copies confirmed by ranged GETs (bodies not downloaded)", "bytes_downloaded": "bytes downloaded",
 }
 #: The counts said only when not zero (most crawls have none)
-SAID_WHEN_NOT_ZERO = frozenset({"kept_again", "dropped_again"})
+SAID_WHEN_NOT_ZERO = frozenset({"kept_again", "dropped_again", "copies_confirmed"})

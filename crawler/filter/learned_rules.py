@@ -45,7 +45,7 @@ from scrapy.crawler import Crawler
 from scrapy.http import Response
 
 from ..config import NearDupConfig
-from ..counts import REQUESTS_AVOIDED
+from ..counts import COPIES_CONFIRMED, REQUESTS_AVOIDED
 from ..frontier.acks import ID_KEY, REDELIVERED_KEY, AckTracker
 from ..frontier.codec import CorruptRequest, UnserializableRequest, decode_request, encode_request
 from ..frontier.scheduler import DurableScheduler
@@ -60,8 +60,6 @@ logger = logging.getLogger(__name__)
 WARN_EVERY = 60.0
 #: request.meta key of a ranged GET confirming a predicted copy: (rule, target URL, its length, window offset, hash)
 CONFIRM_KEY = "neardup_confirm"
-#: predicted copies confirmed by a ranged GET (their bodies never downloaded)
-RANGE_CONFIRMED = "neardup/url_rules/range_confirmed"
 
 
 def _content_range(response: Response) -> tuple[int | None, int | None]:
@@ -192,7 +190,7 @@ class LearnedRules:
         self.stats.inc_value("neardup/url_rules/ranged_bytes", len(response.body))
         if response.status == 206 and (start, total) == (offset, length) \
                 and mmh3.hash(response.body, signed=False) == digest:
-            self.stats.inc_value(RANGE_CONFIRMED)
+            self.stats.inc_value(COPIES_CONFIRMED)
             self.stats.inc_value("neardup/url_rules/bytes_saved_estimate", max(0, length - len(response.body)))
             referer = request.headers.get("Referer")
             self.duplicates.avoided(url, target, spec, referer.decode("latin-1") if referer else None)
