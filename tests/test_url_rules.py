@@ -338,7 +338,7 @@ def test_a_retired_language_prefix_gives_way_to_the_sub_trees_that_still_mirror(
     """A partly translated mirror: /de/ -> /en/ meets translated front and intro pages
     and is retired; the pairs under /de/api/ still teach /de/api/ -> /en/api/, which
     acts there, and a translated page under /de/guide/ retires only its own sub-tree's rule."""
-    book = RuleBook(None, max_distance=3, min_evidence=3, explore=0.0)
+    book = RuleBook(None, max_distance=3, min_evidence=3, explore=0.0, narrow=True)
     book.observe(f"{H}/en/index.html", 1 << 40)
     book.observe(f"{H}/de/index.html", (1 << 40) ^ 0xFFFF)  # translated
     for sec in ("api", "guide"):
@@ -358,6 +358,14 @@ def test_a_retired_language_prefix_gives_way_to_the_sub_trees_that_still_mirror(
     assert states["prefix h.test /en/guide/ /de/guide/"] == RETIRED
     assert states["prefix h.test /en/api/ /de/api/"] == ACTIVE
     assert book.avoid(f"{H}/de/api/p9.html") is not None
+    # (without confirmation by content, no sub-tree rule: it would leave out translated pages unseen)
+    plain = RuleBook(None, max_distance=3, min_evidence=3, explore=0.0)
+    plain.observe(f"{H}/en/index.html", 1 << 40)
+    plain.observe(f"{H}/de/index.html", (1 << 40) ^ 0xFFFF)
+    for i in range(5):
+        plain.observe(f"{H}/en/api/p{i}.html", 1000 + i)
+        plain.observe(f"{H}/de/api/p{i}.html", 1000 + i, duplicate_of=f"{H}/en/api/p{i}.html")
+    assert [st.rule.spec for st in plain.rules()] == ["prefix h.test /en/ /de/"]
 
 
 def test_an_avoided_request_keeps_its_frontier_row_for_the_copy_that_replaces_it(tmp_path):

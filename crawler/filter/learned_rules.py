@@ -81,7 +81,8 @@ class LearnedRules:
         self.duplicates = duplicates
         self.book = RuleBook(config.url_rules_file, max_distance=config.max_distance,
                              min_evidence=config.url_rules_min_evidence, explore=config.url_rules_explore,
-                             pin=config.url_rules_pin, forbid=config.url_rules_forbid)
+                             pin=config.url_rules_pin, forbid=config.url_rules_forbid,
+                             narrow=config.url_rules_confirm_bytes > 0)
         self._warned = 0.0
         self._avoided_here: dict[str, str] = {}  # URL -> rule: what this run counts in neardup/requests_avoided
         self._written = self._synced = 0  # avoided requests noted / committed (the gate)

@@ -13,8 +13,8 @@ nothing of ``prefix /p/ /m/``, so it retires exactly the rules it contradicts. A
 the URL it duplicated suggest new rules (``rules.derive``); a new rule is
 first tried on the host's pages already seen, so that a counter-example from
 the past (a translated page under a mirrored language prefix, say) retires it
-at once. A pair whose prefix rule is retired suggests the rule one directory
-deeper instead (``rules.narrower``: ``/de/mod/`` -> ``/en/mod/`` when ``/de/`` ->
+at once. With ``narrow`` (the crawl confirms predicted copies by content), a
+pair whose prefix rule is retired suggests the rule one directory deeper instead (``rules.narrower``: ``/de/mod/`` -> ``/en/mod/`` when ``/de/`` ->
 ``/en/`` met a translated page), learned and retired on its own evidence, so
 the untranslated sub-trees of a partly translated mirror are still learned. A rule with ``min_evidence`` agreeing pairs and no counter-example
 is *active*: ``avoid`` then tells the crawl not to request a URL whose form
@@ -104,11 +104,16 @@ class RuleState:
 class RuleBook:
     """See the module docstring. ``location``: a SQLite file, a ``redis://``
     URL (``storage``), or None (in memory). ``pin``/``forbid``: rule lines the
-    user fixed (``UrlRule.parse``)."""
+    user fixed (``UrlRule.parse``). ``narrow``: a pair whose prefix rule is retired
+    suggests the rule one directory deeper (only when each prediction is confirmed
+    by content before it counts: a sub-tree rule cannot foresee a translated page
+    it has not seen)."""
 
     def __init__(self, location: str | Path | None, *, max_distance: int = 3, min_evidence: int = 10,
-                 explore: float = 0.05, pin: Iterable[str] = (), forbid: Iterable[str] = ()) -> None:
+                 explore: float = 0.05, pin: Iterable[str] = (), forbid: Iterable[str] = (),
+                 narrow: bool = False) -> None:
         self.k = max_distance
+        self.narrow = narrow
         self.min_evidence = min_evidence
         self.explore = explore
         self.forbid = [UrlRule.parse(line) for line in forbid]
@@ -186,7 +191,7 @@ class RuleBook:
                 # A prefix rule retired (a translated page under a mirrored language tree, say):
                 # the pair may still be evidence of the sub-tree it is in (/de/mod/ -> /en/mod/).
                 while rule is not None and (was := self._state_of(rule)) is not None and was.state == RETIRED:
-                    rule = narrower(rule, dup)
+                    rule = narrower(rule, dup) if self.narrow else None
                 if rule is not None and self._state_of(rule) is None and not self._forbidden(rule) \
                         and len(self.by_host.get(rule.host, ())) < MAX_RULES_PER_HOST:
                     st = RuleState(rule, CANDIDATE)
