@@ -227,7 +227,7 @@ class LearnedRules:
     def _downloaded(self, response: Response, request: Request) -> None:
         """A response came: if its URL was counted as avoided (a request for it
         was in flight when an outlink to it was left out), it is not. O(1).
-        Confirming by content: its length and first bytes are kept."""
+        Confirming by content: its length and the hash of its middle bytes are kept."""
         url = urldefrag(request.url)[0] if "#" in request.url else request.url
         if self.confirm_bytes and response.status == 200:
             body = response.body
