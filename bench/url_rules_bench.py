@@ -237,6 +237,8 @@ def main() -> None:
     ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data"))
     ap.add_argument("--out", default="bench/results/url_rules.json")
     ap.add_argument("--sites", default="trap,changing,copies,demo,sqlite3-doc,developers-reference,debian-reference")
+    ap.add_argument("--mirror-modes", default="", help="the mirror site's crawls besides plain Scrapy "
+                    "(of: no rules, rules, rules+range, rules+range+3pairs; default all)")
     a = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="neardup-rules-bench-"))
     work.chmod(0o755)  # nginx's workers run unprivileged and must read the sites
@@ -266,8 +268,11 @@ def main() -> None:
             rows.append(local_site("demo", respond, lambda t: dropped.get(t, t), work, "/"))
         if "mirror" in sites:  # language folders of symlinks, partly translated, with validator traps
             confirm = f"NEARDUP_URL_RULES_CONFIRM_BYTES={CONFIRM}"
-            rows.append(mirror_site(work, {**MODES, "rules+range": [confirm],
-                                           "rules+range, evidence 3": [confirm, "NEARDUP_URL_RULES_MIN_EVIDENCE=3"]}))
+            modes = {**MODES, "rules+range": [confirm],
+                     "rules+range+3pairs": [confirm, "NEARDUP_URL_RULES_MIN_EVIDENCE=3"]}
+            if a.mirror_modes:
+                modes = {m: modes[m] for m in ["plain", *a.mirror_modes.split(",")]}
+            rows.append(mirror_site(work, modes))
         if "sqlite3-doc" in sites:
             rows.append(static_site(a.data, "sqlite3-doc", ["/index.html"], work))
         if "developers-reference" in sites:  # mirrored language trees, partly translated
