@@ -4,7 +4,7 @@ The rule is the crawl's: a record is dropped if and only if it is within
 ``max_distance`` bits of a record kept before it in input order (or of a
 record of ``--store``). Records are fingerprinted in batches by worker
 processes (``jobs``) and decided in input order by the kept set's
-``check_and_add_many`` (a ``SimhashStore``): each record is compared with the
+``check_and_add`` (``kept.KeptSet``, the permuted tables): each record is compared with the
 kept records only, never with the dropped ones, so a template shared by
 100,000 records costs one kept record and 100,000 look-ups, not 5x10^9 pairs.
 Records that get no fingerprint (too short, empty) are kept and counted.
@@ -23,7 +23,8 @@ under its id with its fingerprint is itself, never its duplicate), so the
 store never holds a record that a resumed run has still to decide.
 
 Costs: O(records x T log kept) for the decisions (T tables); memory
-``layout.bytes_per_fingerprint()`` plus the id of each kept record.
+``layout.bytes_per_fingerprint()`` plus 8 bytes a kept record (its id stays on disk,
+in ``kept.ids``), and the batches in flight: ``2 x workers`` batches of ``DedupOptions.batch`` records.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ from ..simhash import to_hex
 from ..store import Match, SimhashStore
 from .inputs import InputError, InputFile, RawRecord, Reader, expand_inputs, json_line
 from .jobs import FieldOptions, Outcome, fingerprint_batch, warm
+from .kept import KeptSet
 
 logger = logging.getLogger(__name__)
 
@@ -130,7 +132,7 @@ class CorpusRun:
         self.position = _Position()
         self.elapsed = 0.0
         self.ext_synced = 0
-        self.kept_store = SimhashStore.open(None, max_distance=options.max_distance, capacity=1 << 20)
+        self.kept: KeptSet | None = None  # (opened with the state files)
         self.store: SimhashStore | None = None
         self._files: dict[str, IO[bytes]] = {}
         self._done_bytes = 0
@@ -179,23 +181,17 @@ class CorpusRun:
                                   c["bad_records"], c["file_errors"])
             self.elapsed = ck["elapsed"]
             self.ext_synced = ck["ext_synced"]
-            self._rebuild_kept()
+        self._open_kept()
         return ck
 
-    def _rebuild_kept(self) -> None:
-        fh_fp, fh_ids = self._files["kept_fp"], self._files["kept_ids"]
-        fh_fp.seek(0)
-        fps = np.frombuffer(fh_fp.read(), dtype=np.uint64)
-        fh_fp.seek(0, os.SEEK_END)
-        fh_ids.seek(0)
-        ids = [json.loads(line) for line in fh_ids]
-        fh_ids.seek(0, os.SEEK_END)
-        if len(ids) != len(fps):
-            raise CorpusError(f"{self.state_dir}: {len(fps)} kept fingerprints but {len(ids)} ids; "
-                              "the state is damaged: start again in another OUT")
-        if len(fps):
-            self.kept_store.add_many(fps, ids)
-        logger.info("resuming %s: %d records done, %d kept", self.out, self.counts.records, len(fps))
+    def _open_kept(self) -> None:
+        """The kept set, from ``kept.fp`` and ``kept.ids`` (as truncated to the checkpoint)."""
+        try:
+            self.kept = KeptSet(self.options.max_distance, self._files["kept_fp"], self._files["kept_ids"])
+        except ValueError as exc:
+            raise CorpusError(f"{self.state_dir}: {exc}; the state is damaged: start again in another OUT") from None
+        if len(self.kept):
+            logger.info("resuming %s: %d records done, %d kept", self.out, self.counts.records, len(self.kept))
 
     def _checkpoint(self, complete: bool = False) -> None:
         for fh in self._files.values():
@@ -242,16 +238,17 @@ class CorpusRun:
         already holds under their id with their fingerprint (added by a run
         killed before its checkpoint said so, or by an earlier run over the
         same records): adds are idempotent by id. O(T log n) a record."""
-        if self.store is None or self.ext_synced >= len(self.kept_store):
+        assert self.kept is not None
+        if self.store is None or self.ext_synced >= len(self.kept):
             return
-        fps = self.kept_store.fingerprints()[self.ext_synced:]
-        ids = self.kept_store.backend.keys(list(range(self.ext_synced, self.ext_synced + len(fps))))
+        fps = self.kept.fingerprints(self.ext_synced, len(self.kept))
+        ids = self.kept.keys(self.ext_synced, len(self.kept))
         todo = [(f, i) for f, i in zip(fps.tolist(), ids)
                 if not any(m.key == i and m.fingerprint == f for m in self.store.query(f))]
         if todo:
             self.store.add_many(np.array([f for f, _ in todo], dtype=np.uint64), [i for _, i in todo])
             self.store.flush()
-        self.ext_synced = len(self.kept_store)
+        self.ext_synced = len(self.kept)
 
     # -- reading -----------------------------------------------------------------
 
@@ -313,19 +310,13 @@ class CorpusRun:
             fps.append(oc.value)
             slots.append(i)
         if fps:
-            arr = np.array(fps, dtype=np.uint64)
-            first = len(self.kept_store)
-            matches = self.kept_store.check_and_add_many(arr, ids)
-            kept_fp, kept_ids = self._files["kept_fp"], self._files["kept_ids"]
-            new = [j for j, m in enumerate(matches) if m is None]
-            kept_fp.write(arr[new].tobytes())
-            kept_ids.write("".join(json.dumps(ids[j]) + "\n" for j in new).encode())
-            limit = first
-            for j, m in enumerate(matches):
-                if m is None:
-                    limit += 1
-                else:
-                    verdicts[slots[j]] = self._twin(fps[j], limit)
+            assert self.kept is not None
+            first = len(self.kept)
+            was_kept = self.kept.check_and_add(np.array(fps, dtype=np.uint64), ids)
+            # the twin of a drop: among the records kept before it (those of this batch before it too)
+            limits = first + np.cumsum(was_kept)
+            for j in np.flatnonzero(~was_kept).tolist():
+                verdicts[slots[j]] = self.kept.twin(fps[j], int(limits[j]))
         unique, dups = self._files["unique"], self._files["duplicates"]
         for i, (rec, oc) in enumerate(zip(records, outcomes)):
             v = verdicts[i]
@@ -352,17 +343,6 @@ class CorpusRun:
                 line["url"] = url
             line["source"] = _source(file, rec)
             dups.write(json_line(line))
-
-    def _twin(self, fp: int, limit: int) -> Match:
-        """The kept twin a drop names: the nearest of the records kept before
-        it (rows below ``limit``), the oldest of equally near ones, whatever
-        the state of the tables (so that a resumed run names the same twin as
-        an uninterrupted one). O(T log n + matches)."""
-        tables = self.kept_store.tables
-        best = min((bin(fp ^ v).count("1"), row, v) for v in tables.matches(fp).tolist()
-                   for row in tables.rows_of(v) if row < limit)
-        d, row, v = best
-        return Match(self.kept_store.backend.keys([row])[0], v, d)
 
     def _bad(self, file: InputFile, rec: RawRecord, reason: str) -> None:
         c = self.counts
@@ -496,4 +476,3 @@ class CorpusRun:
         if self.store is not None:
             self.store.close()
             self.store = None
-        self.kept_store.close()
