@@ -258,6 +258,60 @@ def run_textdedup(algo: str, corpus: Path, work: Path, peers: Path, workers: int
     return res, set(json.loads(ids_file.read_text()))
 
 
+_DATATROVE = """
+import sys
+from datatrove.executor import LocalPipelineExecutor
+from datatrove.pipeline.dedup import MinhashDedupSignature
+from datatrove.pipeline.dedup.minhash import (MinhashConfig, MinhashDedupBuckets, MinhashDedupCluster,
+                                              MinhashDedupFilter)
+from datatrove.pipeline.readers import JsonlReader
+from datatrove.pipeline.writers.jsonl import JsonlWriter
+
+if __name__ == "__main__":
+    shards, work, workers = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    tasks = workers  # one input shard a task
+    cfg = MinhashConfig()  # the defaults: 5-grams, 14 buckets of 8 hashes
+    s1 = LocalPipelineExecutor(pipeline=[JsonlReader(shards), MinhashDedupSignature(output_folder=f"{work}/signatures",
+                               config=cfg)], tasks=tasks, workers=workers, logging_dir=f"{work}/logs/signatures")
+    s2 = LocalPipelineExecutor(pipeline=[MinhashDedupBuckets(input_folder=f"{work}/signatures",
+                               output_folder=f"{work}/buckets", config=cfg)], tasks=cfg.num_buckets,
+                               workers=workers, logging_dir=f"{work}/logs/buckets", depends=s1)
+    s3 = LocalPipelineExecutor(pipeline=[MinhashDedupCluster(input_folder=f"{work}/buckets",
+                               output_folder=f"{work}/remove_ids", config=cfg)], tasks=1,
+                               logging_dir=f"{work}/logs/clusters", depends=s2)
+    s4 = LocalPipelineExecutor(pipeline=[JsonlReader(shards), MinhashDedupFilter(input_folder=f"{work}/remove_ids"),
+                               JsonlWriter(f"{work}/output", compression=None)], tasks=tasks, workers=workers,
+                               logging_dir=f"{work}/logs/filter", depends=s3)
+    s4.run()
+"""
+
+
+def run_datatrove(corpus: Path, work: Path, peers: Path, workers: int, timeout: float) -> tuple[dict, set[str]] | None:
+    """datatrove's MinHash deduplication (its four stages, ``MinhashConfig()`` defaults, the local
+    executor) over the corpus cut into ``workers`` shards of consecutive lines (its reader gives a task
+    a file, so one file would leave a core idle); the shards are written before the clock starts."""
+    py = peers / "datatrove" / "bin" / "python"
+    if not py.exists():
+        return None
+    dt = work / "datatrove"
+    subprocess.run(["rm", "-rf", str(dt)], check=True)
+    shards = dt / "input"
+    shards.mkdir(parents=True)
+    lines = corpus.read_bytes().splitlines(keepends=True)
+    per = -(-len(lines) // workers)
+    for i in range(workers):
+        (shards / f"part{i:02d}.jsonl").write_bytes(b"".join(lines[i * per:(i + 1) * per]))
+    del lines
+    script = dt / "run_datatrove.py"
+    script.write_text(_DATATROVE)
+    res = timed([str(py), str(script), str(shards), str(dt), str(workers)], work / "datatrove.log", timeout)
+    if res["rc"] != 0:
+        return res, set()
+    kept = {json.loads(line)["id"] for f in sorted((dt / "output").glob("*.jsonl")) for line in open(f, encoding="utf-8")}
+    res["settings"] = f"MinhashConfig() defaults (5-grams, 14x8 hashes), local executor, {workers} tasks/workers"
+    return res, kept
+
+
 def scale_run(n_docs: int, work: Path, out: Path, workers: int, seed: int) -> None:
     """``n_docs`` generated documents (40-90 words of a 2,000-word vocabulary, a third of them edited
     copies of earlier ones): docs/s and the tree's peak PSS and RSS of ``neardup dedup`` alone."""
@@ -298,6 +352,10 @@ def rescore(work: Path, out: Path) -> None:
             kept = {json.loads(line)["id"] for line in open(o / "unique.jsonl", encoding="utf-8")}
             named = {d["id"]: d["duplicate_of"] for d in map(json.loads, open(o / "duplicates.jsonl", encoding="utf-8"))}
             res.update(score(kept, named, texts, meta["planted"], meta["docs"]))
+        elif name.startswith("datatrove"):
+            kept = {json.loads(line)["id"] for f in sorted((work / "datatrove" / "output").glob("*.jsonl"))
+                    for line in open(f, encoding="utf-8")}
+            res.update(score(kept, None, texts, meta["planted"], meta["docs"]))
         else:
             algo = name.split()[-1]
             res.update(score(set(json.loads((work / f"td-{algo}-kept.json").read_text())), None, texts,
@@ -314,7 +372,7 @@ def main() -> None:
     ap.add_argument("--peers", default="/work/peers")
     ap.add_argument("--peer-timeout", type=float, default=1800)
     ap.add_argument("--work", default="/tmp/corpus-bench")
-    ap.add_argument("--skip", default="", help="comma-separated: simhash,minhash")
+    ap.add_argument("--skip", default="", help="comma-separated: simhash,minhash,datatrove")
     ap.add_argument("--out", default=str(RESULTS / "corpus_bench.json"))
     ap.add_argument("--rescore", action="store_true", help="score the outputs already in --work again")
     ap.add_argument("--scale", type=int, default=0, help="a scale run of this many generated documents, neardup only")
@@ -357,6 +415,19 @@ def main() -> None:
             res["cpu_ms_per_doc"] = res["cpu_seconds"] / meta["docs"] * 1e3
         results["tools"][name] = res
         print(name, json.dumps(res), flush=True)
+    if "datatrove" not in args.skip.split(","):
+        name = "datatrove MinHash"
+        got = run_datatrove(corpus, work, Path(args.peers), args.workers, args.peer_timeout)
+        if got is None:
+            results["tools"][name] = {"skipped": "not installed"}
+        else:
+            res, kept = got
+            if res["rc"] == 0:
+                res.update(score(kept, None, texts, meta["planted"], meta["docs"]))
+                res["docs_per_s"] = meta["docs"] / res["seconds"]
+                res["cpu_ms_per_doc"] = res["cpu_seconds"] / meta["docs"] * 1e3
+            results["tools"][name] = res
+            print(name, json.dumps(res), flush=True)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=2) + "\n")
