@@ -399,3 +399,58 @@ def test_text_lands_close_to_its_html():
     assert plain.ok and hamming(html.value, plain.value) <= 3
     assert fper.fingerprint_text(text, language="en").language == "en"
     assert fper.fingerprint_text("too short").reason == "too_short"
+
+
+def test_parquet_format_keeps_a_parquet_inputs_columns_and_writes_the_shared_duplicates_schema(tmp_path, monkeypatch):
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    records = [{**r, "n": i, "score": i / 7} for i, r in enumerate(make_corpus(400, 37))]
+    table = pa.Table.from_pylist(records)
+    pq.write_table(table.slice(0, 250), tmp_path / "a.parquet", row_group_size=60)
+    pq.write_table(table.slice(250), tmp_path / "b.parquet", row_group_size=60)
+    inputs = [tmp_path / "a.parquet", tmp_path / "b.parquet"]
+    s1, o1 = run(tmp_path, inputs, out="json")
+    # a crash while converting: the run started again converts again
+    from scrapy_neardup.dedup.corpus import parquet_out
+
+    original = parquet_out.write_duplicates
+    monkeypatch.setattr(parquet_out, "write_duplicates", lambda *a: (_ for _ in ()).throw(Crash()))
+    with pytest.raises(Crash):
+        run(tmp_path, inputs, out="pq", format="parquet")
+    monkeypatch.setattr(parquet_out, "write_duplicates", original)
+    s2, o2 = run(tmp_path, inputs, out="pq", format="parquet")
+    assert not (o2 / "unique.jsonl").exists() and sorted(p.name for p in o2.iterdir()) == [
+        ".neardup", "duplicates.parquet", "summary.json", "unique.parquet"]
+    unique = pq.read_table(o2 / "unique.parquet")
+    assert unique.schema.equals(table.schema)  # the input's own columns and types
+    kept = [u["id"] for u in read_lines(o1 / "unique.jsonl")]
+    assert unique.column("id").to_pylist() == kept and s2["kept"] == len(kept) == s1["kept"]
+    assert unique.to_pylist() == [r for r in records if r["id"] in set(kept)]
+    dups = pq.read_table(o2 / "duplicates.parquet").to_pylist()
+    expected = read_lines(o1 / "duplicates.jsonl")
+    assert len(dups) == len(expected) == s1["dropped"] > 0
+    for got, want in zip(dups, expected):
+        assert {k: got[k] for k in want if k != "source"} == {k: want[k] for k in want if k != "source"}
+        assert got["source"]["file"] == want["source"]["file"] and got["source"]["row"] == want["source"]["row"]
+
+
+def test_parquet_format_of_json_lines_is_id_url_title_text(tmp_path):
+    pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    records = [{**r, "title": f"t{i}", "link": f"http://example.com/{i}"} for i, r in enumerate(make_corpus(300, 41))]
+    src = write_jsonl(tmp_path / "in.jsonl", records)
+    fields = FieldOptions(id_field="id", title_field="title", url_field="link")
+    _, o1 = run(tmp_path, [src], out="json", fields=fields)
+    assert dedup_main(["dedup", str(src), "-o", str(tmp_path / "pq"), "--id-field", "id", "--title-field", "title",
+                       "--url-field", "link", "--format", "parquet", "--workers", "2", "--quiet"]) == 0
+    unique = pq.read_table(tmp_path / "pq" / "unique.parquet")
+    assert unique.column_names == ["id", "url", "title", "text"]
+    by_id = {r["id"]: r for r in records}
+    assert [u["id"] for u in unique.to_pylist()] == [u["id"] for u in read_lines(o1 / "unique.jsonl")]
+    assert all(u["text"] == by_id[u["id"]]["text"] and u["url"] == by_id[u["id"]]["link"]
+               and u["title"] == by_id[u["id"]]["title"] for u in unique.to_pylist())
+    dups = pq.read_table(tmp_path / "pq" / "duplicates.parquet").to_pylist()
+    assert [d["id"] for d in dups] == [d["id"] for d in read_lines(o1 / "duplicates.jsonl")]
+    assert all(d["source"]["line"] >= 1 and d["url"].startswith("http://example.com/") for d in dups)

@@ -80,6 +80,8 @@ class DedupOptions:
     strict: bool = False
     progress: bool = False
     batch: int = 256
+    #: ``jsonl`` (``unique.jsonl``, ``duplicates.jsonl``) or ``parquet`` (``unique.parquet``, ``duplicates.parquet``)
+    format: str = "jsonl"
 
 
 @dataclass
@@ -138,13 +140,21 @@ class CorpusRun:
         self._done_bytes = 0
         self._reader: Reader | None = None
         self._started = self._checkpointed = time.monotonic()
+        if options.format not in ("jsonl", "parquet"):
+            raise CorpusError(f"--format {options.format}: jsonl or parquet")
+        self.parquet = options.format == "parquet"
+        # --format parquet: the kept rows with their own columns when every input is Parquet
+        self.rows_of_inputs = self.parquet and all(f.kind == "parquet" for f in self.files)
 
     # -- the identity of a run: what a resumed one must repeat ---------------
 
     def _identity(self) -> dict[str, Any]:
-        return {"inputs": [[f.path, f.size] for f in self.files], "fields": asdict(self.options.fields),
-                "max_distance": self.options.max_distance, "store": self.options.store,
-                "scheme": self.fingerprinter.scheme}
+        identity = {"inputs": [[f.path, f.size] for f in self.files], "fields": asdict(self.options.fields),
+                    "max_distance": self.options.max_distance, "store": self.options.store,
+                    "scheme": self.fingerprinter.scheme}
+        if self.parquet:
+            identity["format"] = self.options.format
+        return identity
 
     # -- state ------------------------------------------------------------------
 
@@ -156,7 +166,10 @@ class CorpusRun:
         each to the checkpoint and rebuild the kept set. Returns the checkpoint."""
         self.out.mkdir(parents=True, exist_ok=True)
         self.state_dir.mkdir(exist_ok=True)
-        names = {"unique": self.out / "unique.jsonl", "duplicates": self.out / "duplicates.jsonl",
+        # (--format parquet: the JSON lines are the run's own, converted when it is done)
+        lines = self.state_dir if self.parquet else self.out
+        names = {"unique": lines / ("unique.part.jsonl" if self.parquet else "unique.jsonl"),
+                 "duplicates": lines / "duplicates.jsonl",
                  "kept_fp": self.state_dir / "kept.fp", "kept_ids": self.state_dir / "kept.ids"}
         ck = None
         if self._checkpoint_path().exists():
@@ -324,7 +337,13 @@ class CorpusRun:
                 continue
             if v is None:
                 c.kept += 1
-                if kind == "jsonl":
+                if self.parquet:
+                    if self.rows_of_inputs:
+                        unique.write(json_line({"f": fi, "r": rec.locator}))
+                    else:
+                        unique.write(json_line({"id": oc.record_id or _default_id(file, rec), "url": rec.url or oc.url,
+                                                "title": oc.title, "text": oc.text}))
+                elif kind == "jsonl":
                     unique.write(rec.payload if rec.payload.endswith(b"\n") else rec.payload + b"\n")
                 elif kind == "parquet":
                     unique.write(json_line(rec.payload))
@@ -370,6 +389,8 @@ class CorpusRun:
                 self._sync_store()
             self._loop()
             self._checkpoint(complete=False)
+            if self.parquet:
+                self._write_parquet()
             summary = self._summary()
             tmp = self.out / "summary.json.tmp"
             tmp.write_text(json.dumps(summary, indent=2) + "\n")
@@ -378,6 +399,18 @@ class CorpusRun:
             return summary
         finally:
             self.close()
+
+    def _write_parquet(self) -> None:
+        from .parquet_out import write_duplicates, write_unique
+
+        for fh in self._files.values():
+            fh.flush()
+        try:
+            write_unique(self.state_dir / "unique.part.jsonl", self.files, self.out / "unique.parquet",
+                         self.rows_of_inputs)
+            write_duplicates(self.state_dir / "duplicates.jsonl", self.out / "duplicates.parquet")
+        except InputError as exc:
+            raise CorpusError(str(exc)) from None
 
     def _workers(self) -> int:
         return self.options.workers or os.cpu_count() or 1
@@ -401,9 +434,9 @@ class CorpusRun:
                 payloads = [r.payload for r in records if r.skip is None]
                 job: Any
                 if pool is not None and payloads:
-                    job = pool.apply_async(fingerprint_batch, (kind, fields, payloads))
+                    job = pool.apply_async(fingerprint_batch, (kind, fields, payloads, self.parquet))
                 else:
-                    job = fingerprint_batch(kind, fields, payloads) if payloads else []
+                    job = fingerprint_batch(kind, fields, payloads, self.parquet) if payloads else []
                 pending.append((fi, records, error, job))
                 while len(pending) > (2 * workers if pool is not None else 0):
                     self._finish(*pending.popleft(), bar=bar)
