@@ -30,6 +30,7 @@ in ``kept.ids``), and the batches in flight: ``2 x workers`` batches of ``DedupO
 from __future__ import annotations
 
 import gc
+import hashlib
 import json
 import logging
 import multiprocessing
@@ -56,7 +57,7 @@ logger = logging.getLogger(__name__)
 STATE_DIR = ".neardup"
 #: how many named bad records the summary lists (all are counted, and logged)
 MAX_NAMED = 1000
-CHECKPOINT_VERSION = 1
+CHECKPOINT_VERSION = 2  # 2: the identity as its digest
 #: seconds between checkpoints (and at the end of every file): a kill repeats at most this much work
 CHECKPOINT_EVERY = 1.0
 
@@ -80,6 +81,9 @@ class DedupOptions:
     strict: bool = False
     progress: bool = False
     batch: int = 256
+    #: and at most this many bytes of payload a batch (HTML pages are ~40 KB: 256 of them in each of the
+    #: 2 x workers batches in flight, and their copies on the way to and in the workers, were ~100 MB)
+    batch_bytes: int = 1 << 21
     #: ``jsonl`` (``unique.jsonl``, ``duplicates.jsonl``) or ``parquet`` (``unique.parquet``, ``duplicates.parquet``)
     format: str = "jsonl"
 
@@ -143,6 +147,7 @@ class CorpusRun:
         if options.format not in ("jsonl", "parquet"):
             raise CorpusError(f"--format {options.format}: jsonl or parquet")
         self.parquet = options.format == "parquet"
+        self._digest: str | None = None
         # --format parquet: the kept rows with their own columns when every input is Parquet
         self.rows_of_inputs = self.parquet and all(f.kind == "parquet" for f in self.files)
 
@@ -155,6 +160,14 @@ class CorpusRun:
         if self.parquet:
             identity["format"] = self.options.format
         return identity
+
+    def _identity_digest(self) -> str:
+        """The identity's SHA-256, computed once: a checkpoint holds this rather than the identity, whose
+        list of inputs made a run over a directory of n HTML files write O(n) bytes at each of its n
+        checkpoints (one at the end of every file)."""
+        if self._digest is None:
+            self._digest = hashlib.sha256(json.dumps(self._identity(), sort_keys=True).encode()).hexdigest()
+        return self._digest
 
     # -- state ------------------------------------------------------------------
 
@@ -174,7 +187,7 @@ class CorpusRun:
         ck = None
         if self._checkpoint_path().exists():
             ck = json.loads(self._checkpoint_path().read_text())
-            if ck.get("version") != CHECKPOINT_VERSION or ck.get("identity") != self._identity():
+            if ck.get("version") != CHECKPOINT_VERSION or ck.get("identity") != self._identity_digest():
                 raise CorpusError(f"{self.out} holds a run with other inputs or options; "
                                   "give the same arguments to resume it, or another OUT")
         elif any(p.exists() and p.stat().st_size for p in names.values()):
@@ -211,7 +224,7 @@ class CorpusRun:
             fh.flush()
         c = self.counts
         state = {
-            "version": CHECKPOINT_VERSION, "identity": self._identity(), "complete": complete,
+            "version": CHECKPOINT_VERSION, "identity": self._identity_digest(), "complete": complete,
             "position": asdict(self.position),
             "offsets": {key: fh.tell() for key, fh in self._files.items()},
             "counts": {"records": c.records, "kept": c.kept, "dropped": c.dropped,
@@ -277,11 +290,14 @@ class CorpusRun:
             batch: list[RawRecord] = []
             error = None
             try:
+                nbytes = 0
                 for rec in reader.records(start, line):
                     batch.append(rec)
-                    if len(batch) >= size:
+                    nbytes += len(rec.payload) if isinstance(rec.payload, bytes) else 0
+                    if len(batch) >= size or nbytes >= self.options.batch_bytes:
                         yield fi, batch, None
                         batch = []
+                        nbytes = 0
             except InputError as exc:
                 error = str(exc)
             if batch:
