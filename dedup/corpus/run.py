@@ -187,7 +187,11 @@ class CorpusRun:
         ck = None
         if self._checkpoint_path().exists():
             ck = json.loads(self._checkpoint_path().read_text())
-            if ck.get("version") != CHECKPOINT_VERSION or ck.get("identity") != self._identity_digest():
+            if ck.get("version") != CHECKPOINT_VERSION:
+                raise CorpusError(f"{self.out} holds a run checkpointed by another version of neardup "
+                                  f"(checkpoint version {ck.get('version')}, this one writes {CHECKPOINT_VERSION}): "
+                                  "start it again in another OUT")
+            if ck.get("identity") != self._identity_digest():
                 raise CorpusError(f"{self.out} holds a run with other inputs or options; "
                                   "give the same arguments to resume it, or another OUT")
         elif any(p.exists() and p.stat().st_size for p in names.values()):
