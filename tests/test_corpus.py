@@ -330,6 +330,9 @@ def test_html_files_of_a_directory_in_path_order(tmp_path):
     assert [u["id"] for u in unique] == sorted(u["id"] for u in unique)
     assert all(set(u) == {"id", "url", "title", "text"} for u in unique)
     assert summary["dropped"] and summary["kept"] + summary["dropped"] == 60
+    # workers get consecutive files as one job (a job a page cost more than the page): the same output
+    _, two = run(tmp_path, [tmp_path / "site"], out="two", fields=FieldOptions(), workers=2, batch=7)
+    assert _outputs(two) == _outputs(out)
 
 
 def test_parquet_rows(tmp_path):

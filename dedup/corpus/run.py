@@ -446,20 +446,52 @@ class CorpusRun:
             gc.freeze()
             pool = multiprocessing.get_context("fork").Pool(workers)
         bar = self._progress_bar()
-        pending: deque[tuple[int, list[RawRecord], str | None, Any]] = deque()
+        # (file, records, error, job, its outcomes lo:hi): a job can serve several batches in a row
+        pending: deque[tuple[int, list[RawRecord], str | None, Any, int, int]] = deque()
+        # HTML files are a record each: consecutive ones go to a worker as one job, not a job a page
+        group: list[tuple[int, list[RawRecord], str | None, int]] = []
+        group_payloads: list[Any] = []
+
+        def submit(kind: str, payloads: list[Any]) -> Any:
+            if pool is not None and payloads:
+                return pool.apply_async(fingerprint_batch, (kind, fields, payloads, self.parquet))
+            return fingerprint_batch(kind, fields, payloads, self.parquet) if payloads else []
+
+        def drain() -> None:
+            while len(pending) > (2 * workers if pool is not None else 0):
+                self._finish(*pending.popleft(), bar=bar)
+
+        def send_group() -> None:
+            job = submit("html", list(group_payloads))  # (a copy: the pool pickles its arguments later)
+            lo = 0
+            for gfi, grecords, gerror, n in group:
+                pending.append((gfi, grecords, gerror, job, lo, lo + n))
+                lo += n
+            group.clear()
+            group_payloads.clear()
+            drain()
+
         failed = True
         try:
+            group_bytes = 0
             for fi, records, error in self._batches():
                 kind = self.files[fi].kind
                 payloads = [r.payload for r in records if r.skip is None]
-                job: Any
-                if pool is not None and payloads:
-                    job = pool.apply_async(fingerprint_batch, (kind, fields, payloads, self.parquet))
-                else:
-                    job = fingerprint_batch(kind, fields, payloads, self.parquet) if payloads else []
-                pending.append((fi, records, error, job))
-                while len(pending) > (2 * workers if pool is not None else 0):
-                    self._finish(*pending.popleft(), bar=bar)
+                if kind == "html" and pool is not None:
+                    group.append((fi, records, error, len(payloads)))
+                    group_payloads.extend(payloads)
+                    group_bytes += sum(len(p) for p in payloads)
+                    if len(group_payloads) >= self.options.batch or group_bytes >= self.options.batch_bytes:
+                        send_group()
+                        group_bytes = 0
+                    continue
+                if group:
+                    send_group()
+                    group_bytes = 0
+                pending.append((fi, records, error, submit(kind, payloads), 0, len(payloads)))
+                drain()
+            if group:
+                send_group()
             while pending:
                 self._finish(*pending.popleft(), bar=bar)
             failed = False
@@ -473,9 +505,10 @@ class CorpusRun:
             if bar is not None:
                 bar.close()
 
-    def _finish(self, fi: int, records: list[RawRecord], error: str | None, job: Any, bar: Any) -> None:
+    def _finish(self, fi: int, records: list[RawRecord], error: str | None, job: Any, lo: int, hi: int,
+                bar: Any) -> None:
         got: list[Outcome] = job.get() if hasattr(job, "get") else job
-        outcomes = iter(got)
+        outcomes = iter(got[lo:hi])
         filled = [next(outcomes) if r.skip is None else Outcome(None, None, None, None, None) for r in records]
         self._decide(fi, records, filled)
         if records:
@@ -487,7 +520,10 @@ class CorpusRun:
                 logger.error("%s; going on with the next file", error)
             self.position = _Position(fi + 1, 0, 0)
         now = time.monotonic()
-        if not records or now - self._checkpointed >= CHECKPOINT_EVERY:
+        # a checkpoint at the end of every file, but of an HTML file (a record each: a directory of them
+        # would checkpoint every record), and at most every CHECKPOINT_EVERY seconds within files
+        file_end = not records and self.files[fi].kind != "html"
+        if file_end or now - self._checkpointed >= CHECKPOINT_EVERY:
             self._checkpoint()
             self._checkpointed = now
             self._sync_store()  # (only what a checkpoint holds goes to the store)
