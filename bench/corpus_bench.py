@@ -20,6 +20,11 @@ missing is skipped and said so.
     .venv/bin/python bench/corpus_bench.py --docs 100000 --peers /work/peers
     .venv/bin/python bench/corpus_bench.py --scale 1000000 --work /tmp/corpus-scale \
         --out bench/results/corpus_scale_1m.json
+    .venv/bin/python bench/corpus_bench.py --formats 4 --work /tmp/corpus-formats \
+        --out bench/results/corpus_formats.json
+
+On a shared machine docs/s falls with the load; every result records ``cpu_ms_per_doc`` (the CPU time of
+the whole tree a document) and the load average, so that the code's cost can be told from the machine's.
 """
 
 from __future__ import annotations
@@ -61,20 +66,27 @@ def j5(a: str, b: str) -> float:
     return len(sa & sb) / max(1, len(sa | sb))
 
 
-def source_pages() -> list[str]:
-    """Visible text of every real page in ../shared/data."""
-    from scrapy_neardup.dedup.fingerprint import Fingerprinter
-
-    fper = Fingerprinter()
-    bodies: list[bytes] = [gzip.decompress(p.read_bytes()) for p in sorted((DATA / "aeb" / "html").glob("*.html.gz"))]
-    bodies += [p.read_bytes() for p in sorted((DATA / "zh-cwced" / "original").glob("*.html"))]
+def source_bodies() -> list[tuple[str, bytes]]:
+    """(name, HTML bytes) of every real page in ../shared/data."""
+    bodies: list[tuple[str, bytes]] = [(p.name.removesuffix(".gz"), gzip.decompress(p.read_bytes()))
+                                       for p in sorted((DATA / "aeb" / "html").glob("*.html.gz"))]
+    bodies += [(p.name, p.read_bytes()) for p in sorted((DATA / "zh-cwced" / "original").glob("*.html"))]
     for tar in sorted((DATA / "sites").glob("*.tar.gz")):
         with tarfile.open(tar) as tf:
             for m in tf.getmembers():
                 if m.isfile() and m.name.endswith((".html", ".htm")):
                     fh = tf.extractfile(m)
                     if fh is not None:
-                        bodies.append(fh.read())
+                        bodies.append((f"{tar.name}/{m.name}", fh.read()))
+    return bodies
+
+
+def source_pages() -> list[str]:
+    """Visible text of every real page in ../shared/data."""
+    from scrapy_neardup.dedup.fingerprint import Fingerprinter
+
+    fper = Fingerprinter()
+    bodies = [b for _, b in source_bodies()]
     texts = []
     for body in bodies:
         r = fper.fingerprint_html(body)
@@ -147,6 +159,7 @@ class TreeSampler(threading.Thread):
         self.proc = psutil.Process(pid)
         self.peak = 0
         self.peak_rss = 0
+        self.cpu: dict[int, float] = {}  # pid -> its own CPU seconds when last seen
         self.stop = threading.Event()
 
     def run(self) -> None:
@@ -161,6 +174,8 @@ class TreeSampler(threading.Thread):
                     info = p.memory_full_info()
                     total += info.pss
                     rss += info.rss
+                    t = p.cpu_times()
+                    self.cpu[p.pid] = t.user + t.system
                 except psutil.Error:
                     pass
             self.peak = max(self.peak, total)
@@ -192,7 +207,10 @@ def timed(cmd: list[str], log: Path, timeout: float) -> dict:
             rc = "timeout"
         sampler.stop.set()
         sampler.join()
-    return {"seconds": time.monotonic() - t0, "cpu_seconds": _children_cpu() - cpu0,
+    # (the larger of the two: a tool whose workers are not waited for by the process started here, such
+    # as datatrove's executor, shows next to nothing in the rusage of children; the sampled sum misses
+    # at most the last half second of each process)
+    return {"seconds": time.monotonic() - t0, "cpu_seconds": max(_children_cpu() - cpu0, sum(sampler.cpu.values())),
             "peak_tree_pss_mb": sampler.peak / 2**20,
             "peak_tree_rss_mb": sampler.peak_rss / 2**20, "rc": rc}
 
@@ -258,6 +276,60 @@ def run_textdedup(algo: str, corpus: Path, work: Path, peers: Path, workers: int
     return res, set(json.loads(ids_file.read_text()))
 
 
+_DATATROVE = """
+import sys
+from datatrove.executor import LocalPipelineExecutor
+from datatrove.pipeline.dedup import MinhashDedupSignature
+from datatrove.pipeline.dedup.minhash import (MinhashConfig, MinhashDedupBuckets, MinhashDedupCluster,
+                                              MinhashDedupFilter)
+from datatrove.pipeline.readers import JsonlReader
+from datatrove.pipeline.writers.jsonl import JsonlWriter
+
+if __name__ == "__main__":
+    shards, work, workers = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    tasks = workers  # one input shard a task
+    cfg = MinhashConfig()  # the defaults: 5-grams, 14 buckets of 8 hashes
+    s1 = LocalPipelineExecutor(pipeline=[JsonlReader(shards), MinhashDedupSignature(output_folder=f"{work}/signatures",
+                               config=cfg)], tasks=tasks, workers=workers, logging_dir=f"{work}/logs/signatures")
+    s2 = LocalPipelineExecutor(pipeline=[MinhashDedupBuckets(input_folder=f"{work}/signatures",
+                               output_folder=f"{work}/buckets", config=cfg)], tasks=cfg.num_buckets,
+                               workers=workers, logging_dir=f"{work}/logs/buckets", depends=s1)
+    s3 = LocalPipelineExecutor(pipeline=[MinhashDedupCluster(input_folder=f"{work}/buckets",
+                               output_folder=f"{work}/remove_ids", config=cfg)], tasks=1,
+                               logging_dir=f"{work}/logs/clusters", depends=s2)
+    s4 = LocalPipelineExecutor(pipeline=[JsonlReader(shards), MinhashDedupFilter(input_folder=f"{work}/remove_ids"),
+                               JsonlWriter(f"{work}/output", compression=None)], tasks=tasks, workers=workers,
+                               logging_dir=f"{work}/logs/filter", depends=s3)
+    s4.run()
+"""
+
+
+def run_datatrove(corpus: Path, work: Path, peers: Path, workers: int, timeout: float) -> tuple[dict, set[str]] | None:
+    """datatrove's MinHash deduplication (its four stages, ``MinhashConfig()`` defaults, the local
+    executor) over the corpus cut into ``workers`` shards of consecutive lines (its reader gives a task
+    a file, so one file would leave a core idle); the shards are written before the clock starts."""
+    py = peers / "datatrove" / "bin" / "python"
+    if not py.exists():
+        return None
+    dt = work / "datatrove"
+    subprocess.run(["rm", "-rf", str(dt)], check=True)
+    shards = dt / "input"
+    shards.mkdir(parents=True)
+    lines = corpus.read_bytes().splitlines(keepends=True)
+    per = -(-len(lines) // workers)
+    for i in range(workers):
+        (shards / f"part{i:02d}.jsonl").write_bytes(b"".join(lines[i * per:(i + 1) * per]))
+    del lines
+    script = dt / "run_datatrove.py"
+    script.write_text(_DATATROVE)
+    res = timed([str(py), str(script), str(shards), str(dt), str(workers)], work / "datatrove.log", timeout)
+    if res["rc"] != 0:
+        return res, set()
+    kept = {json.loads(line)["id"] for f in sorted((dt / "output").glob("*.jsonl")) for line in open(f, encoding="utf-8")}
+    res["settings"] = f"MinhashConfig() defaults (5-grams, 14x8 hashes), local executor, {workers} tasks/workers"
+    return res, kept
+
+
 def scale_run(n_docs: int, work: Path, out: Path, workers: int, seed: int) -> None:
     """``n_docs`` generated documents (40-90 words of a 2,000-word vocabulary, a third of them edited
     copies of earlier ones): docs/s and the tree's peak PSS and RSS of ``neardup dedup`` alone."""
@@ -279,10 +351,92 @@ def scale_run(n_docs: int, work: Path, out: Path, workers: int, seed: int) -> No
     res, kept, _ = run_neardup(corpus, work, workers)
     res.update({"docs": n_docs, "bytes": corpus.stat().st_size, "docs_per_s": n_docs / res["seconds"],
                 "cpu_ms_per_doc": res["cpu_seconds"] / n_docs * 1e3,
-                "kept": len(kept)})
+                "kept": len(kept), "load_average_at_end": os.getloadavg()})
     print("scale", json.dumps(res), flush=True)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(res, indent=2) + "\n")
+
+
+def _decoded(body: bytes) -> str:
+    """An HTML page as a string for a JSON field (the zh-cwced pages are GB 2312)."""
+    try:
+        return body.decode("utf-8")
+    except UnicodeDecodeError:
+        return body.decode("gb18030", "replace")
+
+
+def formats_run(copies: int, work: Path, out: Path, workers: int, peers: Path, skip: set[str], timeout: float) -> None:
+    """The real pages of ../shared/data (``copies`` times each, so that start-up does not dominate) as
+    a WARC file (``.warc``, response records), a directory of HTML files, JSON lines with an HTML field,
+    and JSON lines of their visible text; ``neardup dedup`` on each (docs/s, MB/s of input, CPU per
+    document, peak tree PSS), and the peers on the text."""
+    from io import BytesIO
+
+    from warcio.statusandheaders import StatusAndHeaders
+    from warcio.warcwriter import WARCWriter
+
+    from scrapy_neardup.dedup.fingerprint import Fingerprinter
+
+    fper = Fingerprinter()
+    bodies = source_bodies()
+    subprocess.run(["rm", "-rf", str(work)], check=True)
+    (work / "html").mkdir(parents=True)
+    warc, html_jsonl, text_jsonl = work / "pages.warc", work / "pages-html.jsonl", work / "pages-text.jsonl"
+    n = 0
+    with open(warc, "wb") as wf, open(html_jsonl, "w", encoding="utf-8") as hf, open(text_jsonl, "w", encoding="utf-8") as tf:
+        writer = WARCWriter(wf, gzip=False)
+        for c in range(copies):
+            for name, body in bodies:
+                rid = f"p{n}"
+                url = f"http://example.com/{c}/{name}"
+                (work / "html" / f"{n:07d}.html").write_bytes(body)
+                headers = StatusAndHeaders("200 OK", [("Content-Type", "text/html")], protocol="HTTP/1.1")
+                writer.write_record(writer.create_warc_record(url, "response", payload=BytesIO(body),
+                                                              http_headers=headers))
+                hf.write(json.dumps({"id": rid, "html": _decoded(body)}, ensure_ascii=False) + "\n")
+                r = fper.fingerprint_html(body)
+                tf.write(json.dumps({"id": rid, "text": r.text}, ensure_ascii=False) + "\n")
+                n += 1
+    html_bytes = sum(len(b) for _, b in bodies) * copies
+    runs = {"WARC (.warc)": ([str(warc)], [], warc.stat().st_size),
+            "HTML files (a directory)": ([str(work / "html")], [], html_bytes),
+            "JSON lines, --html-field": ([str(html_jsonl)], ["--html-field", "html", "--id-field", "id"],
+                                         html_jsonl.stat().st_size),
+            "JSON lines of the visible text": ([str(text_jsonl)], ["--id-field", "id"], text_jsonl.stat().st_size)}
+    results: dict = {"docs": n, "pages": len(bodies), "copies": copies, "html_bytes": html_bytes, "runs": {}}
+    for label, (inputs, extra, size) in runs.items():
+        o = work / "out"
+        subprocess.run(["rm", "-rf", str(o)], check=True)
+        res = timed([sys.executable, "-m", "scrapy_neardup.dedup", "dedup", *inputs, "-o", str(o), *extra,
+                     "--quiet", "--workers", str(workers)], work / "neardup.log", 3600)
+        summary = json.loads((o / "summary.json").read_text())
+        res.update({"input_bytes": size, "docs_per_s": n / res["seconds"], "mb_per_s": size / 2**20 / res["seconds"],
+                    "html_mb_per_s": html_bytes / 2**20 / res["seconds"], "cpu_ms_per_doc": res["cpu_seconds"] / n * 1e3,
+                    "kept": summary["kept"], "dropped": summary["dropped"], "records": summary["records"]})
+        results["runs"][f"neardup dedup: {label}"] = res
+        print(label, json.dumps(res), flush=True)
+    peer_runs = []
+    if "minhash" not in skip:
+        peer_runs.append(("text-dedup 0.4.0 MinHash: the visible text",
+                          lambda: run_textdedup("minhash", text_jsonl, work, peers, workers, timeout)))
+    if "datatrove" not in skip:
+        peer_runs.append(("datatrove MinHash: the visible text",
+                          lambda: run_datatrove(text_jsonl, work, peers, workers, timeout)))
+    for label, fn in peer_runs:
+        got = fn()
+        if got is None:
+            results["runs"][label] = {"skipped": "not installed"}
+            continue
+        res, _ = got
+        size = text_jsonl.stat().st_size
+        res.update({"input_bytes": size, "docs_per_s": n / res["seconds"], "mb_per_s": size / 2**20 / res["seconds"],
+                    "html_mb_per_s": html_bytes / 2**20 / res["seconds"], "cpu_ms_per_doc": res["cpu_seconds"] / n * 1e3})
+        results["runs"][label] = res
+        print(label, json.dumps(res), flush=True)
+    results["load_average"] = os.getloadavg()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=2) + "\n")
+    print(f"wrote {out}")
 
 
 def rescore(work: Path, out: Path) -> None:
@@ -298,6 +452,10 @@ def rescore(work: Path, out: Path) -> None:
             kept = {json.loads(line)["id"] for line in open(o / "unique.jsonl", encoding="utf-8")}
             named = {d["id"]: d["duplicate_of"] for d in map(json.loads, open(o / "duplicates.jsonl", encoding="utf-8"))}
             res.update(score(kept, named, texts, meta["planted"], meta["docs"]))
+        elif name.startswith("datatrove"):
+            kept = {json.loads(line)["id"] for f in sorted((work / "datatrove" / "output").glob("*.jsonl"))
+                    for line in open(f, encoding="utf-8")}
+            res.update(score(kept, None, texts, meta["planted"], meta["docs"]))
         else:
             algo = name.split()[-1]
             res.update(score(set(json.loads((work / f"td-{algo}-kept.json").read_text())), None, texts,
@@ -314,14 +472,19 @@ def main() -> None:
     ap.add_argument("--peers", default="/work/peers")
     ap.add_argument("--peer-timeout", type=float, default=1800)
     ap.add_argument("--work", default="/tmp/corpus-bench")
-    ap.add_argument("--skip", default="", help="comma-separated: simhash,minhash")
+    ap.add_argument("--skip", default="", help="comma-separated: simhash,minhash,datatrove")
     ap.add_argument("--out", default=str(RESULTS / "corpus_bench.json"))
     ap.add_argument("--rescore", action="store_true", help="score the outputs already in --work again")
     ap.add_argument("--scale", type=int, default=0, help="a scale run of this many generated documents, neardup only")
+    ap.add_argument("--formats", type=int, default=0, metavar="COPIES",
+                    help="HTML and WARC inputs beside the same pages as text: the real pages COPIES times each")
     args = ap.parse_args()
     work = Path(args.work)
     if args.rescore:
         return rescore(work, Path(args.out))
+    if args.formats:
+        return formats_run(args.formats, work, Path(args.out), args.workers, Path(args.peers), set(args.skip.split(",")),
+                           args.peer_timeout)
     if args.scale:
         work.mkdir(parents=True, exist_ok=True)
         return scale_run(args.scale, work, Path(args.out), args.workers, args.seed)
@@ -336,6 +499,7 @@ def main() -> None:
     results: dict = {"docs": meta["docs"], "planted": len(meta["planted"]), "bytes": corpus.stat().st_size,
                      "planted_by_band": {f"{lo:.2f}-{min(hi, 1):.2f}": sum(lo <= p["j5"] < hi for p in meta["planted"])
                                          for lo, hi in BANDS}, "tools": {}}
+    load_at_start = os.getloadavg()
     res, kept, named = run_neardup(corpus, work, args.workers)
     res.update(score(kept, named, texts, meta["planted"], meta["docs"]))
     res["docs_per_s"] = meta["docs"] / res["seconds"]
@@ -357,6 +521,21 @@ def main() -> None:
             res["cpu_ms_per_doc"] = res["cpu_seconds"] / meta["docs"] * 1e3
         results["tools"][name] = res
         print(name, json.dumps(res), flush=True)
+    if "datatrove" not in args.skip.split(","):
+        name = "datatrove MinHash"
+        got = run_datatrove(corpus, work, Path(args.peers), args.workers, args.peer_timeout)
+        if got is None:
+            results["tools"][name] = {"skipped": "not installed"}
+        else:
+            res, kept = got
+            if res["rc"] == 0:
+                res.update(score(kept, None, texts, meta["planted"], meta["docs"]))
+                res["docs_per_s"] = meta["docs"] / res["seconds"]
+                res["cpu_ms_per_doc"] = res["cpu_seconds"] / meta["docs"] * 1e3
+            results["tools"][name] = res
+            print(name, json.dumps(res), flush=True)
+    results["load_average_at_start"] = load_at_start
+    results["load_average_at_end"] = os.getloadavg()
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=2) + "\n")

@@ -115,9 +115,17 @@ def _cmd_dedup_spark(args: argparse.Namespace) -> int:
     except ImportError as exc:
         print(f"{args.prog} dedup: --engine spark needs the [spark] extra: {exc}", file=sys.stderr)
         return 2
+    extra = {}
+    if args.format != "jsonl":  # (the Spark job writes Parquet once its run() takes a format)
+        import inspect
+
+        if "format" not in inspect.signature(run).parameters:
+            print(f"{args.prog} dedup: --format {args.format} does not apply with --engine spark yet", file=sys.stderr)
+            return 2
+        extra["format"] = args.format
     try:
         summary = run(args.inputs, args.out, master=args.spark_master, k=args.max_distance,
-                      text_field=args.text_field, id_field=args.id_field, min_tokens=args.min_tokens)
+                      text_field=args.text_field, id_field=args.id_field, min_tokens=args.min_tokens, **extra)
     except FileNotFoundError as exc:  # an input that matches nothing
         print(f"{args.prog} dedup: {exc}", file=sys.stderr)
         return 2
@@ -146,7 +154,7 @@ def _cmd_dedup(args: argparse.Namespace) -> int:
     options = DedupOptions(inputs=args.inputs, out=args.out, fields=fields,
                            workers=0 if args.workers is None else args.workers,
                            max_distance=args.max_distance, store=args.store, strict=args.strict,
-                           progress=not args.quiet)
+                           progress=not args.quiet, format=args.format)
     try:
         summary = CorpusRun(options).run()
     except CorpusError as exc:
@@ -298,6 +306,9 @@ def main(argv: Sequence[str] | None = None, prog: str = "python -m scrapy_neardu
     p.add_argument("--quiet", action="store_true", help="no progress bar, no summary line, warnings only")
     p.add_argument("--min-tokens", type=_min_tokens, default=DEFAULT_MIN_TOKENS,
                    help=f"fewer tokens than this: no fingerprint, kept (default {DEFAULT_MIN_TOKENS})")
+    p.add_argument("--format", choices=("jsonl", "parquet"), default="jsonl",
+                   help="the outputs as JSON lines (default) or Parquet: unique.parquet (the inputs' columns when "
+                        "all are Parquet, else id, url, title, text) and duplicates.parquet")
     p.add_argument("--engine", choices=("local", "spark"), default="local",
                    help="local (default: this machine, resumable) or spark (the Spark job, docs/spark.md)")
     p.add_argument("--spark-master", default=None, metavar="URL",

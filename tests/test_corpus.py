@@ -196,31 +196,46 @@ def test_a_run_killed_with_sigkill_resumes_to_the_uninterrupted_output(tmp_path)
     assert _outputs(out) == _outputs(ref)
 
 
+def _tree_pss_kib(pid: int) -> int:
+    """The summed PSS of a process and its descendants (Linux /proc), KiB: pages a parent shares
+    with its forked workers count once. 0 when the process is gone."""
+    total = 0
+    todo = [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            with open(f"/proc/{p}/smaps_rollup") as fh:
+                total += sum(int(line.split()[1]) for line in fh if line.startswith("Pss:"))
+            with open(f"/proc/{p}/task/{p}/children") as fh:
+                todo.extend(int(c) for c in fh.read().split())
+        except (OSError, ValueError):
+            continue
+    return total
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/smaps_rollup"), reason="needs Linux /proc/PID/smaps_rollup")
 def test_100000_near_identical_records_are_one_kept_record_within_memory(tmp_path):
     template = " ".join(make_corpus(1, 3)[0]["text"].split()[:40])
     src = tmp_path / "in.jsonl"
     with open(src, "w") as fh:
         for i in range(100_000):
             fh.write(json.dumps({"text": template + (" extra" if i % 2 else "")}) + "\n")
-    # in a process of its own: ru_maxrss is a process's peak over its whole life, and the test
-    # process's is whatever the tests before this one peaked at
+    # the command in a process of its own, its tree's summed PSS sampled (the target is the whole tree's)
     out = tmp_path / "out"
-    code = ("import resource, sys\n"
-            "from scrapy_neardup.dedup.cli import main\n"
-            "rc = main(sys.argv[1:])\n"
-            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
-            "sys.exit(rc)\n")
-    r = subprocess.run([sys.executable, "-c", code, "dedup", str(src), "-o", str(out), "--workers", "2", "--quiet"],
-                       capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0, r.stderr[-2000:]
+    log = tmp_path / "stderr.log"
+    with open(log, "w") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "scrapy_neardup.dedup", "dedup", str(src), "-o", str(out),
+                                 "--workers", "2", "--quiet"], stderr=err)
+        peak = 0
+        while proc.poll() is None:
+            peak = max(peak, _tree_pss_kib(proc.pid))
+            time.sleep(0.05)
+    assert proc.returncode == 0, log.read_text()[-2000:]
+    print(f"tree PSS peak {peak // 1024} MB")
     summary = json.loads((out / "summary.json").read_text())
     assert summary["records"] == 100_000 and summary["kept"] <= 2 and summary["dropped"] >= 99_998
-    peak = int(r.stdout.split()[-1])  # KiB: the run's own peak
-    if peak >= 500 * 1024:
-        # Known, not met: the target is the whole tree under 500 MB; the run's own process alone peaked
-        # at 375-534 MB here (its imports, numba's kernels and the batches in flight), depending on the
-        # environment. The records are decided right (asserted above).
-        pytest.xfail(f"the run's own process peaked at {peak // 1024} MB on 100,000 near-identical records (target 500)")
+    # the whole tree under 500 MB (here: ~290 MB, the run's imports and kernels, shared with the workers)
+    assert 0 < peak < 500 * 1024, f"the tree's summed PSS peaked at {peak // 1024} MB"
 
 
 def test_bad_records_are_counted_named_and_skipped_or_stop_the_strict_run(tmp_path, caplog):
@@ -315,6 +330,9 @@ def test_html_files_of_a_directory_in_path_order(tmp_path):
     assert [u["id"] for u in unique] == sorted(u["id"] for u in unique)
     assert all(set(u) == {"id", "url", "title", "text"} for u in unique)
     assert summary["dropped"] and summary["kept"] + summary["dropped"] == 60
+    # workers get consecutive files as one job (a job a page cost more than the page): the same output
+    _, two = run(tmp_path, [tmp_path / "site"], out="two", fields=FieldOptions(), workers=2, batch=7)
+    assert _outputs(two) == _outputs(out)
 
 
 def test_parquet_rows(tmp_path):
@@ -384,3 +402,58 @@ def test_text_lands_close_to_its_html():
     assert plain.ok and hamming(html.value, plain.value) <= 3
     assert fper.fingerprint_text(text, language="en").language == "en"
     assert fper.fingerprint_text("too short").reason == "too_short"
+
+
+def test_parquet_format_keeps_a_parquet_inputs_columns_and_writes_the_shared_duplicates_schema(tmp_path, monkeypatch):
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    records = [{**r, "n": i, "score": i / 7} for i, r in enumerate(make_corpus(400, 37))]
+    table = pa.Table.from_pylist(records)
+    pq.write_table(table.slice(0, 250), tmp_path / "a.parquet", row_group_size=60)
+    pq.write_table(table.slice(250), tmp_path / "b.parquet", row_group_size=60)
+    inputs = [tmp_path / "a.parquet", tmp_path / "b.parquet"]
+    s1, o1 = run(tmp_path, inputs, out="json")
+    # a crash while converting: the run started again converts again
+    from scrapy_neardup.dedup.corpus import parquet_out
+
+    original = parquet_out.write_duplicates
+    monkeypatch.setattr(parquet_out, "write_duplicates", lambda *a: (_ for _ in ()).throw(Crash()))
+    with pytest.raises(Crash):
+        run(tmp_path, inputs, out="pq", format="parquet")
+    monkeypatch.setattr(parquet_out, "write_duplicates", original)
+    s2, o2 = run(tmp_path, inputs, out="pq", format="parquet")
+    assert not (o2 / "unique.jsonl").exists() and sorted(p.name for p in o2.iterdir()) == [
+        ".neardup", "duplicates.parquet", "summary.json", "unique.parquet"]
+    unique = pq.read_table(o2 / "unique.parquet")
+    assert unique.schema.equals(table.schema)  # the input's own columns and types
+    kept = [u["id"] for u in read_lines(o1 / "unique.jsonl")]
+    assert unique.column("id").to_pylist() == kept and s2["kept"] == len(kept) == s1["kept"]
+    assert unique.to_pylist() == [r for r in records if r["id"] in set(kept)]
+    dups = pq.read_table(o2 / "duplicates.parquet").to_pylist()
+    expected = read_lines(o1 / "duplicates.jsonl")
+    assert len(dups) == len(expected) == s1["dropped"] > 0
+    for got, want in zip(dups, expected):
+        assert {k: got[k] for k in want if k != "source"} == {k: want[k] for k in want if k != "source"}
+        assert got["source"]["file"] == want["source"]["file"] and got["source"]["row"] == want["source"]["row"]
+
+
+def test_parquet_format_of_json_lines_is_id_url_title_text(tmp_path):
+    pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    records = [{**r, "title": f"t{i}", "link": f"http://example.com/{i}"} for i, r in enumerate(make_corpus(300, 41))]
+    src = write_jsonl(tmp_path / "in.jsonl", records)
+    fields = FieldOptions(id_field="id", title_field="title", url_field="link")
+    _, o1 = run(tmp_path, [src], out="json", fields=fields)
+    assert dedup_main(["dedup", str(src), "-o", str(tmp_path / "pq"), "--id-field", "id", "--title-field", "title",
+                       "--url-field", "link", "--format", "parquet", "--workers", "2", "--quiet"]) == 0
+    unique = pq.read_table(tmp_path / "pq" / "unique.parquet")
+    assert unique.column_names == ["id", "url", "title", "text"]
+    by_id = {r["id"]: r for r in records}
+    assert [u["id"] for u in unique.to_pylist()] == [u["id"] for u in read_lines(o1 / "unique.jsonl")]
+    assert all(u["text"] == by_id[u["id"]]["text"] and u["url"] == by_id[u["id"]]["link"]
+               and u["title"] == by_id[u["id"]]["title"] for u in unique.to_pylist())
+    dups = pq.read_table(tmp_path / "pq" / "duplicates.parquet").to_pylist()
+    assert [d["id"] for d in dups] == [d["id"] for d in read_lines(o1 / "duplicates.jsonl")]
+    assert all(d["source"]["line"] >= 1 and d["url"].startswith("http://example.com/") for d in dups)

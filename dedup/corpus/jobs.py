@@ -87,8 +87,10 @@ def _field(record: dict[str, Any], name: str | None) -> Any:
     return None if name is None else record.get(name)
 
 
-def fingerprint_record(record: Any, options: FieldOptions) -> Outcome:
-    """One parsed record (a JSON object or a Parquet row)."""
+def fingerprint_record(record: Any, options: FieldOptions, want_text: bool = False) -> Outcome:
+    """One parsed record (a JSON object or a Parquet row). ``want_text``: the
+    outcome carries the record's title and (visible) text, for an output that
+    is made of them (``--format parquet``)."""
     if not isinstance(record, dict):
         return Outcome(None, None, "not a JSON object", None, None)
     rid = _field(record, options.id_field)
@@ -101,6 +103,8 @@ def fingerprint_record(record: Any, options: FieldOptions) -> Outcome:
         if not isinstance(html, (str, bytes)):
             return Outcome(None, None, f"no text in field {options.html_field!r}", _str(rid), _str(url))
         r = fper.fingerprint_html(html.encode() if isinstance(html, str) else html)
+        if want_text:
+            return Outcome(r.value, r.reason, None, _str(rid), _str(url), r.title, r.text)
     else:
         assert options.text_field is not None
         text = record.get(options.text_field)
@@ -110,6 +114,8 @@ def fingerprint_record(record: Any, options: FieldOptions) -> Outcome:
         language = _field(record, options.language_field)
         r = fper.fingerprint_text(text, title if isinstance(title, str) else None,
                                   language if isinstance(language, str) and language else None)
+        if want_text:
+            return Outcome(r.value, r.reason, None, _str(rid), _str(url), title if isinstance(title, str) else "", text)
     return Outcome(r.value, r.reason, None, _str(rid), _str(url))
 
 
@@ -117,9 +123,10 @@ def _str(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
-def fingerprint_batch(kind: str, options: FieldOptions, payloads: list[Any]) -> list[Outcome]:
+def fingerprint_batch(kind: str, options: FieldOptions, payloads: list[Any], want_text: bool = False) -> list[Outcome]:
     """Fingerprint a batch of raw records of one ``kind`` (``jsonl``: line
-    bytes; ``parquet``: row dicts; ``html``/``warc``: HTML bytes)."""
+    bytes; ``parquet``: row dicts; ``html``/``warc``: HTML bytes). ``want_text``:
+    JSON lines' outcomes carry their title and text too (HTML's always do)."""
     out: list[Outcome] = []
     for payload in payloads:
         if kind == "jsonl":
@@ -128,9 +135,9 @@ def fingerprint_batch(kind: str, options: FieldOptions, payloads: list[Any]) -> 
             except ValueError as exc:
                 out.append(Outcome(None, None, f"malformed JSON: {exc}", None, None))
                 continue
-            out.append(fingerprint_record(record, options))
+            out.append(fingerprint_record(record, options, want_text))
         elif kind == "parquet":
-            out.append(fingerprint_record(payload, options))
+            out.append(fingerprint_record(payload, options, want_text))
         else:
             r = fingerprinter(options.min_tokens).fingerprint_html(payload)
             out.append(Outcome(r.value, r.reason, None, None, None, r.title, r.text))

@@ -4,7 +4,7 @@ The rule is the crawl's: a record is dropped if and only if it is within
 ``max_distance`` bits of a record kept before it in input order (or of a
 record of ``--store``). Records are fingerprinted in batches by worker
 processes (``jobs``) and decided in input order by the kept set's
-``check_and_add_many`` (a ``SimhashStore``): each record is compared with the
+``check_and_add`` (``kept.KeptSet``, the permuted tables): each record is compared with the
 kept records only, never with the dropped ones, so a template shared by
 100,000 records costs one kept record and 100,000 look-ups, not 5x10^9 pairs.
 Records that get no fingerprint (too short, empty) are kept and counted.
@@ -23,12 +23,14 @@ under its id with its fingerprint is itself, never its duplicate), so the
 store never holds a record that a resumed run has still to decide.
 
 Costs: O(records x T log kept) for the decisions (T tables); memory
-``layout.bytes_per_fingerprint()`` plus the id of each kept record.
+``layout.bytes_per_fingerprint()`` plus 8 bytes a kept record (its id stays on disk,
+in ``kept.ids``), and the batches in flight: ``2 x workers`` batches of ``DedupOptions.batch`` records.
 """
 
 from __future__ import annotations
 
 import gc
+import hashlib
 import json
 import logging
 import multiprocessing
@@ -48,13 +50,14 @@ from ..simhash import to_hex
 from ..store import Match, SimhashStore
 from .inputs import InputError, InputFile, RawRecord, Reader, expand_inputs, json_line
 from .jobs import FieldOptions, Outcome, fingerprint_batch, warm
+from .kept import KeptSet
 
 logger = logging.getLogger(__name__)
 
 STATE_DIR = ".neardup"
 #: how many named bad records the summary lists (all are counted, and logged)
 MAX_NAMED = 1000
-CHECKPOINT_VERSION = 1
+CHECKPOINT_VERSION = 2  # 2: the identity as its digest
 #: seconds between checkpoints (and at the end of every file): a kill repeats at most this much work
 CHECKPOINT_EVERY = 1.0
 
@@ -78,6 +81,11 @@ class DedupOptions:
     strict: bool = False
     progress: bool = False
     batch: int = 256
+    #: and at most this many bytes of payload a batch (HTML pages are ~40 KB: 256 of them in each of the
+    #: 2 x workers batches in flight, and their copies on the way to and in the workers, were ~100 MB)
+    batch_bytes: int = 1 << 21
+    #: ``jsonl`` (``unique.jsonl``, ``duplicates.jsonl``) or ``parquet`` (``unique.parquet``, ``duplicates.parquet``)
+    format: str = "jsonl"
 
 
 @dataclass
@@ -130,19 +138,36 @@ class CorpusRun:
         self.position = _Position()
         self.elapsed = 0.0
         self.ext_synced = 0
-        self.kept_store = SimhashStore.open(None, max_distance=options.max_distance, capacity=1 << 20)
+        self.kept: KeptSet | None = None  # (opened with the state files)
         self.store: SimhashStore | None = None
         self._files: dict[str, IO[bytes]] = {}
         self._done_bytes = 0
         self._reader: Reader | None = None
         self._started = self._checkpointed = time.monotonic()
+        if options.format not in ("jsonl", "parquet"):
+            raise CorpusError(f"--format {options.format}: jsonl or parquet")
+        self.parquet = options.format == "parquet"
+        self._digest: str | None = None
+        # --format parquet: the kept rows with their own columns when every input is Parquet
+        self.rows_of_inputs = self.parquet and all(f.kind == "parquet" for f in self.files)
 
     # -- the identity of a run: what a resumed one must repeat ---------------
 
     def _identity(self) -> dict[str, Any]:
-        return {"inputs": [[f.path, f.size] for f in self.files], "fields": asdict(self.options.fields),
-                "max_distance": self.options.max_distance, "store": self.options.store,
-                "scheme": self.fingerprinter.scheme}
+        identity = {"inputs": [[f.path, f.size] for f in self.files], "fields": asdict(self.options.fields),
+                    "max_distance": self.options.max_distance, "store": self.options.store,
+                    "scheme": self.fingerprinter.scheme}
+        if self.parquet:
+            identity["format"] = self.options.format
+        return identity
+
+    def _identity_digest(self) -> str:
+        """The identity's SHA-256, computed once: a checkpoint holds this rather than the identity, whose
+        list of inputs made a run over a directory of n HTML files write O(n) bytes at each of its n
+        checkpoints (one at the end of every file)."""
+        if self._digest is None:
+            self._digest = hashlib.sha256(json.dumps(self._identity(), sort_keys=True).encode()).hexdigest()
+        return self._digest
 
     # -- state ------------------------------------------------------------------
 
@@ -154,12 +179,19 @@ class CorpusRun:
         each to the checkpoint and rebuild the kept set. Returns the checkpoint."""
         self.out.mkdir(parents=True, exist_ok=True)
         self.state_dir.mkdir(exist_ok=True)
-        names = {"unique": self.out / "unique.jsonl", "duplicates": self.out / "duplicates.jsonl",
+        # (--format parquet: the JSON lines are the run's own, converted when it is done)
+        lines = self.state_dir if self.parquet else self.out
+        names = {"unique": lines / ("unique.part.jsonl" if self.parquet else "unique.jsonl"),
+                 "duplicates": lines / "duplicates.jsonl",
                  "kept_fp": self.state_dir / "kept.fp", "kept_ids": self.state_dir / "kept.ids"}
         ck = None
         if self._checkpoint_path().exists():
             ck = json.loads(self._checkpoint_path().read_text())
-            if ck.get("version") != CHECKPOINT_VERSION or ck.get("identity") != self._identity():
+            if ck.get("version") != CHECKPOINT_VERSION:
+                raise CorpusError(f"{self.out} holds a run checkpointed by another version of neardup "
+                                  f"(checkpoint version {ck.get('version')}, this one writes {CHECKPOINT_VERSION}): "
+                                  "start it again in another OUT")
+            if ck.get("identity") != self._identity_digest():
                 raise CorpusError(f"{self.out} holds a run with other inputs or options; "
                                   "give the same arguments to resume it, or another OUT")
         elif any(p.exists() and p.stat().st_size for p in names.values()):
@@ -179,30 +211,24 @@ class CorpusRun:
                                   c["bad_records"], c["file_errors"])
             self.elapsed = ck["elapsed"]
             self.ext_synced = ck["ext_synced"]
-            self._rebuild_kept()
+        self._open_kept()
         return ck
 
-    def _rebuild_kept(self) -> None:
-        fh_fp, fh_ids = self._files["kept_fp"], self._files["kept_ids"]
-        fh_fp.seek(0)
-        fps = np.frombuffer(fh_fp.read(), dtype=np.uint64)
-        fh_fp.seek(0, os.SEEK_END)
-        fh_ids.seek(0)
-        ids = [json.loads(line) for line in fh_ids]
-        fh_ids.seek(0, os.SEEK_END)
-        if len(ids) != len(fps):
-            raise CorpusError(f"{self.state_dir}: {len(fps)} kept fingerprints but {len(ids)} ids; "
-                              "the state is damaged: start again in another OUT")
-        if len(fps):
-            self.kept_store.add_many(fps, ids)
-        logger.info("resuming %s: %d records done, %d kept", self.out, self.counts.records, len(fps))
+    def _open_kept(self) -> None:
+        """The kept set, from ``kept.fp`` and ``kept.ids`` (as truncated to the checkpoint)."""
+        try:
+            self.kept = KeptSet(self.options.max_distance, self._files["kept_fp"], self._files["kept_ids"])
+        except ValueError as exc:
+            raise CorpusError(f"{self.state_dir}: {exc}; the state is damaged: start again in another OUT") from None
+        if len(self.kept):
+            logger.info("resuming %s: %d records done, %d kept", self.out, self.counts.records, len(self.kept))
 
     def _checkpoint(self, complete: bool = False) -> None:
         for fh in self._files.values():
             fh.flush()
         c = self.counts
         state = {
-            "version": CHECKPOINT_VERSION, "identity": self._identity(), "complete": complete,
+            "version": CHECKPOINT_VERSION, "identity": self._identity_digest(), "complete": complete,
             "position": asdict(self.position),
             "offsets": {key: fh.tell() for key, fh in self._files.items()},
             "counts": {"records": c.records, "kept": c.kept, "dropped": c.dropped,
@@ -242,16 +268,17 @@ class CorpusRun:
         already holds under their id with their fingerprint (added by a run
         killed before its checkpoint said so, or by an earlier run over the
         same records): adds are idempotent by id. O(T log n) a record."""
-        if self.store is None or self.ext_synced >= len(self.kept_store):
+        assert self.kept is not None
+        if self.store is None or self.ext_synced >= len(self.kept):
             return
-        fps = self.kept_store.fingerprints()[self.ext_synced:]
-        ids = self.kept_store.backend.keys(list(range(self.ext_synced, self.ext_synced + len(fps))))
+        fps = self.kept.fingerprints(self.ext_synced, len(self.kept))
+        ids = self.kept.keys(self.ext_synced, len(self.kept))
         todo = [(f, i) for f, i in zip(fps.tolist(), ids)
                 if not any(m.key == i and m.fingerprint == f for m in self.store.query(f))]
         if todo:
             self.store.add_many(np.array([f for f, _ in todo], dtype=np.uint64), [i for _, i in todo])
             self.store.flush()
-        self.ext_synced = len(self.kept_store)
+        self.ext_synced = len(self.kept)
 
     # -- reading -----------------------------------------------------------------
 
@@ -267,11 +294,14 @@ class CorpusRun:
             batch: list[RawRecord] = []
             error = None
             try:
+                nbytes = 0
                 for rec in reader.records(start, line):
                     batch.append(rec)
-                    if len(batch) >= size:
+                    nbytes += len(rec.payload) if isinstance(rec.payload, bytes) else 0
+                    if len(batch) >= size or nbytes >= self.options.batch_bytes:
                         yield fi, batch, None
                         batch = []
+                        nbytes = 0
             except InputError as exc:
                 error = str(exc)
             if batch:
@@ -313,19 +343,13 @@ class CorpusRun:
             fps.append(oc.value)
             slots.append(i)
         if fps:
-            arr = np.array(fps, dtype=np.uint64)
-            first = len(self.kept_store)
-            matches = self.kept_store.check_and_add_many(arr, ids)
-            kept_fp, kept_ids = self._files["kept_fp"], self._files["kept_ids"]
-            new = [j for j, m in enumerate(matches) if m is None]
-            kept_fp.write(arr[new].tobytes())
-            kept_ids.write("".join(json.dumps(ids[j]) + "\n" for j in new).encode())
-            limit = first
-            for j, m in enumerate(matches):
-                if m is None:
-                    limit += 1
-                else:
-                    verdicts[slots[j]] = self._twin(fps[j], limit)
+            assert self.kept is not None
+            first = len(self.kept)
+            was_kept = self.kept.check_and_add(np.array(fps, dtype=np.uint64), ids)
+            # the twin of a drop: among the records kept before it (those of this batch before it too)
+            limits = first + np.cumsum(was_kept)
+            for j in np.flatnonzero(~was_kept).tolist():
+                verdicts[slots[j]] = self.kept.twin(fps[j], int(limits[j]))
         unique, dups = self._files["unique"], self._files["duplicates"]
         for i, (rec, oc) in enumerate(zip(records, outcomes)):
             v = verdicts[i]
@@ -333,7 +357,13 @@ class CorpusRun:
                 continue
             if v is None:
                 c.kept += 1
-                if kind == "jsonl":
+                if self.parquet:
+                    if self.rows_of_inputs:
+                        unique.write(json_line({"f": fi, "r": rec.locator}))
+                    else:
+                        unique.write(json_line({"id": oc.record_id or _default_id(file, rec), "url": rec.url or oc.url,
+                                                "title": oc.title, "text": oc.text}))
+                elif kind == "jsonl":
                     unique.write(rec.payload if rec.payload.endswith(b"\n") else rec.payload + b"\n")
                 elif kind == "parquet":
                     unique.write(json_line(rec.payload))
@@ -352,17 +382,6 @@ class CorpusRun:
                 line["url"] = url
             line["source"] = _source(file, rec)
             dups.write(json_line(line))
-
-    def _twin(self, fp: int, limit: int) -> Match:
-        """The kept twin a drop names: the nearest of the records kept before
-        it (rows below ``limit``), the oldest of equally near ones, whatever
-        the state of the tables (so that a resumed run names the same twin as
-        an uninterrupted one). O(T log n + matches)."""
-        tables = self.kept_store.tables
-        best = min((bin(fp ^ v).count("1"), row, v) for v in tables.matches(fp).tolist()
-                   for row in tables.rows_of(v) if row < limit)
-        d, row, v = best
-        return Match(self.kept_store.backend.keys([row])[0], v, d)
 
     def _bad(self, file: InputFile, rec: RawRecord, reason: str) -> None:
         c = self.counts
@@ -390,6 +409,8 @@ class CorpusRun:
                 self._sync_store()
             self._loop()
             self._checkpoint(complete=False)
+            if self.parquet:
+                self._write_parquet()
             summary = self._summary()
             tmp = self.out / "summary.json.tmp"
             tmp.write_text(json.dumps(summary, indent=2) + "\n")
@@ -398,6 +419,18 @@ class CorpusRun:
             return summary
         finally:
             self.close()
+
+    def _write_parquet(self) -> None:
+        from .parquet_out import write_duplicates, write_unique
+
+        for fh in self._files.values():
+            fh.flush()
+        try:
+            write_unique(self.state_dir / "unique.part.jsonl", self.files, self.out / "unique.parquet",
+                         self.rows_of_inputs)
+            write_duplicates(self.state_dir / "duplicates.jsonl", self.out / "duplicates.parquet")
+        except InputError as exc:
+            raise CorpusError(str(exc)) from None
 
     def _workers(self) -> int:
         return self.options.workers or os.cpu_count() or 1
@@ -413,20 +446,52 @@ class CorpusRun:
             gc.freeze()
             pool = multiprocessing.get_context("fork").Pool(workers)
         bar = self._progress_bar()
-        pending: deque[tuple[int, list[RawRecord], str | None, Any]] = deque()
+        # (file, records, error, job, its outcomes lo:hi): a job can serve several batches in a row
+        pending: deque[tuple[int, list[RawRecord], str | None, Any, int, int]] = deque()
+        # HTML files are a record each: consecutive ones go to a worker as one job, not a job a page
+        group: list[tuple[int, list[RawRecord], str | None, int]] = []
+        group_payloads: list[Any] = []
+
+        def submit(kind: str, payloads: list[Any]) -> Any:
+            if pool is not None and payloads:
+                return pool.apply_async(fingerprint_batch, (kind, fields, payloads, self.parquet))
+            return fingerprint_batch(kind, fields, payloads, self.parquet) if payloads else []
+
+        def drain() -> None:
+            while len(pending) > (2 * workers if pool is not None else 0):
+                self._finish(*pending.popleft(), bar=bar)
+
+        def send_group() -> None:
+            job = submit("html", list(group_payloads))  # (a copy: the pool pickles its arguments later)
+            lo = 0
+            for gfi, grecords, gerror, n in group:
+                pending.append((gfi, grecords, gerror, job, lo, lo + n))
+                lo += n
+            group.clear()
+            group_payloads.clear()
+            drain()
+
         failed = True
         try:
+            group_bytes = 0
             for fi, records, error in self._batches():
                 kind = self.files[fi].kind
                 payloads = [r.payload for r in records if r.skip is None]
-                job: Any
-                if pool is not None and payloads:
-                    job = pool.apply_async(fingerprint_batch, (kind, fields, payloads))
-                else:
-                    job = fingerprint_batch(kind, fields, payloads) if payloads else []
-                pending.append((fi, records, error, job))
-                while len(pending) > (2 * workers if pool is not None else 0):
-                    self._finish(*pending.popleft(), bar=bar)
+                if kind == "html" and pool is not None:
+                    group.append((fi, records, error, len(payloads)))
+                    group_payloads.extend(payloads)
+                    group_bytes += sum(len(p) for p in payloads)
+                    if len(group_payloads) >= self.options.batch or group_bytes >= self.options.batch_bytes:
+                        send_group()
+                        group_bytes = 0
+                    continue
+                if group:
+                    send_group()
+                    group_bytes = 0
+                pending.append((fi, records, error, submit(kind, payloads), 0, len(payloads)))
+                drain()
+            if group:
+                send_group()
             while pending:
                 self._finish(*pending.popleft(), bar=bar)
             failed = False
@@ -440,9 +505,10 @@ class CorpusRun:
             if bar is not None:
                 bar.close()
 
-    def _finish(self, fi: int, records: list[RawRecord], error: str | None, job: Any, bar: Any) -> None:
+    def _finish(self, fi: int, records: list[RawRecord], error: str | None, job: Any, lo: int, hi: int,
+                bar: Any) -> None:
         got: list[Outcome] = job.get() if hasattr(job, "get") else job
-        outcomes = iter(got)
+        outcomes = iter(got[lo:hi])
         filled = [next(outcomes) if r.skip is None else Outcome(None, None, None, None, None) for r in records]
         self._decide(fi, records, filled)
         if records:
@@ -454,7 +520,10 @@ class CorpusRun:
                 logger.error("%s; going on with the next file", error)
             self.position = _Position(fi + 1, 0, 0)
         now = time.monotonic()
-        if not records or now - self._checkpointed >= CHECKPOINT_EVERY:
+        # a checkpoint at the end of every file, but of an HTML file (a record each: a directory of them
+        # would checkpoint every record), and at most every CHECKPOINT_EVERY seconds within files
+        file_end = not records and self.files[fi].kind != "html"
+        if file_end or now - self._checkpointed >= CHECKPOINT_EVERY:
             self._checkpoint()
             self._checkpointed = now
             self._sync_store()  # (only what a checkpoint holds goes to the store)
@@ -496,4 +565,3 @@ class CorpusRun:
         if self.store is not None:
             self.store.close()
             self.store = None
-        self.kept_store.close()

@@ -128,7 +128,9 @@ def _parse_dict(data):
     number of nodes, ok); not ok when a word has a character beyond the BMP
     or a line has no valid frequency."""
     n = data.shape[0]
-    cap = n + 1  # nodes <= characters in the file
+    # nodes <= characters in the file, and fewer than 2**20 (else not ok, below): the arrays and the
+    # table are sized by the smaller, not by the bytes (5 MB of dict.txt made ~250 MB of them, for a moment)
+    cap = min(n + 1, 1 << _BUILD_CHILD_BITS)
     freq = np.full(cap, -1, dtype=np.int64)
     keys = np.empty(cap, dtype=np.int64)
     children = np.empty(cap, dtype=np.int64)
