@@ -562,6 +562,35 @@ def treat_as_uncovered(languages: set[str]) -> None:
     weights.data_language = data_language  # type: ignore[assignment]
 
 
+def cap_squared_share(share: float) -> None:
+    """Prototype, measured and not adopted (docs/scheme.md, "Why unrelated pages
+    of one book sit closer than 32 bits"): after the share cap, no feature may
+    hold more than ``share`` of the page's *squared* norm, the geometry simhash
+    follows (a feature capped at 5% of the weights can hold half of the squared
+    norm). Patches ``weights._final_weights`` for both feature paths."""
+    from scrapy_neardup.dedup.features import weights
+
+    final = weights._final_weights
+
+    def capped(w: np.ndarray) -> np.ndarray:
+        s = np.sort(w)[::-1]
+        sq = s * s
+        tail = np.cumsum(sq[::-1])[::-1]  # tail[k]: squared norm of all but the k largest
+        for k in range(len(s)):
+            if share * k >= 1:
+                break
+            t2 = share * tail[k] / (1 - share * k)  # the k largest at t: t^2 = share * (k t^2 + tail[k])
+            if sq[k] <= t2:
+                return np.minimum(w, np.sqrt(t2)) if k else w
+        return w
+
+    def final_weights(*args, **kwargs):
+        w, keep = final(*args, **kwargs)
+        return (capped(w) if w.size else w), keep
+
+    weights._final_weights = final_weights  # type: ignore[assignment]
+
+
 SCHEMES: dict[str, Callable[[], FeatureParams]] = {
     "default": FeatureParams,
     # unigram counts, nothing damped: the baseline the issue warns about
@@ -598,8 +627,12 @@ def main() -> None:
     ap.add_argument("--uncovered", default="",
                     help="measure the fallback: the table's languages to treat as absent, comma-separated, or 'all' "
                          "(a page's weights depend only on its own language, so 'all' is a leave-one-out of each)")
+    ap.add_argument("--squared-share", type=float, default=0.0,
+                    help="prototype: cap each feature's share of the page's squared norm (0: off; not adopted)")
     a = ap.parse_args()
     data = Path(a.data)
+    if a.squared_share:
+        cap_squared_share(a.squared_share)
     if a.uncovered:
         treat_as_uncovered(set(a.uncovered.split(",")))
     results = {}
