@@ -169,7 +169,8 @@ def test_the_fingerprint_follows_its_weights():
     fpers = [Fingerprinter(params, seed=s) for s in range(8)]
     with tempfile.TemporaryDirectory() as tmp:
         with tarfile.open(shared_path("sites", "installation-guide.tar.gz")) as tf:
-            tf.extractall(tmp, filter="data")
+            tf.extractall(tmp, members=[m for m in tf.getmembers() if "/site/en/" in m.name and m.name.endswith(".html")],
+                          filter="data")
         files = sorted((Path(tmp) / "installation-guide" / "site" / "en").glob("*.html"))[:24]
         records = [r for f in files if (r := sd.page_record(f.name, extract(f.read_bytes()), params, fpers))]
     res = sd.diagnose("en", records, closest=2)
