@@ -686,6 +686,8 @@ def main() -> None:
                          "(a page's weights depend only on its own language, so 'all' is a leave-one-out of each)")
     ap.add_argument("--squared-share", type=float, default=0.0,
                     help="prototype: cap each feature's share of the page's squared norm (0: off; not adopted)")
+    ap.add_argument("--seed", type=int, default=0,
+                    help="hash seed (0: the scheme's); another seed is another draw of the same scheme's hash functions")
     ap.add_argument("--every-language", action="store_true",
                     help="prototype: term weights from every language CLD2 reports in the prose (not adopted)")
     a = ap.parse_args()
@@ -698,7 +700,7 @@ def main() -> None:
         treat_as_uncovered(set(a.uncovered.split(",")))
     results = {}
     for scheme in a.schemes.split(","):
-        fper = Fingerprinter(SCHEMES[scheme]() if scheme in SCHEMES else _scheme(scheme))
+        fper = Fingerprinter(SCHEMES[scheme]() if scheme in SCHEMES else _scheme(scheme), seed=a.seed)
         spread = {name: eval_spread(data, fper, name) for name in a.spread.split(",") if name}
         for name, rows in spread.items():
             print_spread(scheme, name, rows)

@@ -254,6 +254,15 @@ def diagnose(lang: str, records: list[dict], closest: int = 10) -> dict:
         rest = w - wk
         c = cosines(rest)[ii, jj]
         without_kind[kind] = float(predicted(c).mean())
+    # of each page's weight, the share held by tokens the other page of the pair also has, by kind
+    # (the mean over pairs of both pages' shares): w @ has.T sums a's weights over b's tokens
+    has = (w > 0).astype(np.float64)
+    totals = w.sum(axis=1)
+    common_share = {}
+    for kind in KINDS:
+        inside = (w * (kinds == kind)) @ has.T
+        common_share[kind] = float(((inside[ii, jj] / totals[ii] + inside[jj, ii] / totals[jj]) / 2).mean())
+    out["common_weight_share_by_kind"] = common_share
     # of each page's total weight, the share per kind (how much of a page each kind is)
     weight_share_kind = {kind: float((w * (kinds == kind)).sum(axis=1).mean() / w.sum(axis=1).mean())
                          for kind in KINDS}
@@ -359,6 +368,8 @@ def main() -> None:
             fmt = lambda d: " ".join(f"{k} {v:.2f}" for k, v in d.items())  # noqa: E731
             print(f"   dot share by kind:  {fmt(res['dot_share_by_kind'])}")
             print(f"   weight share kind:  {fmt(res['weight_share_by_kind'])}")
+            print(f"   shared tokens' weight share: {fmt(res['common_weight_share_by_kind'])} (all "
+                  f"{sum(res['common_weight_share_by_kind'].values()):.2f})")
             print(f"   mean without kind:  {fmt(res['predicted_mean_without_kind'])}")
             print(f"   dot share by place: {fmt(res['dot_share_by_place'])}")
             print(f"   weight share place: {fmt(res['weight_share_by_place'])}")
