@@ -562,6 +562,92 @@ def treat_as_uncovered(languages: set[str]) -> None:
     weights.data_language = data_language  # type: ignore[assignment]
 
 
+def cap_squared_share(share: float) -> None:
+    """Prototype, measured and not adopted (docs/scheme.md, "Why unrelated pages
+    of one book sit closer than 32 bits"): after the share cap, no feature may
+    hold more than ``share`` of the page's *squared* norm, the geometry simhash
+    follows (a feature capped at 5% of the weights can hold half of the squared
+    norm). Patches ``weights._final_weights`` for both feature paths."""
+    from scrapy_neardup.dedup.features import weights
+
+    final = weights._final_weights
+
+    def capped(w: np.ndarray) -> np.ndarray:
+        s = np.sort(w)[::-1]
+        sq = s * s
+        tail = np.cumsum(sq[::-1])[::-1]  # tail[k]: squared norm of all but the k largest
+        for k in range(len(s)):
+            if share * k >= 1:
+                break
+            t2 = share * tail[k] / (1 - share * k)  # the k largest at t: t^2 = share * (k t^2 + tail[k])
+            if sq[k] <= t2:
+                return np.minimum(w, np.sqrt(t2)) if k else w
+        return w
+
+    def final_weights(*args, **kwargs):
+        w, keep = final(*args, **kwargs)
+        return (capped(w) if w.size else w), keep
+
+    weights._final_weights = final_weights  # type: ignore[assignment]
+
+
+def weigh_by_every_language() -> None:
+    """Prototype, measured and not adopted (docs/scheme.md, "Why unrelated pages
+    of one book sit closer than 32 bits"): a page's term weights come from every
+    language CLD2 reports in its prose (a token takes its smallest factor),
+    not from the first one alone; the first still chooses the mask. A Czech page
+    that quotes English passages then damps "you" and "and" too. Patches the
+    language's detection, the pipeline's mask code and the weights' table lookups."""
+    import pycld2
+
+    from scrapy_neardup.dedup.features import language, term_table, weights
+    from scrapy_neardup.dedup.fingerprint import pipeline
+
+    first_only, public, covered = language.detect_code, pipeline.public_code, term_table.data_language
+
+    def detect_code(text: str) -> str:
+        first = first_only(text)
+        if first == language.UNDETERMINED:
+            return first
+        if len(text) > language.MAX_CHARS:
+            size, step = language.MAX_CHARS // language.WINDOWS, len(text) // language.WINDOWS
+            text = "\n".join(text[i * step:i * step + size] for i in range(language.WINDOWS))
+        try:
+            _, _, details = pycld2.detect(text.encode("utf-8", "replace"), isPlainText=True)
+        except pycld2.error:
+            return first
+        others = [d[1] for d in details[1:] if d[1] not in ("un", "xxx", first) and d[2] > 0]
+        return "|".join([first, *others])
+
+    def data_language(code: str) -> str | None:
+        found = [lang for lang in (covered(c) for c in code.split("|")) if lang]
+        return "|".join(dict.fromkeys(found)) or None
+
+    def language_factors(params: FeatureParams, code: str) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for lang in filter(None, (data_language(code) or "").split("|")):
+            for token, f in term_table.term_factors(lang, params.zipf_knee).items():
+                out[token] = min(f, out.get(token, 1.0))
+        return out
+
+    def language_hashes(params: FeatureParams, code: str, seed: int) -> tuple[np.ndarray, np.ndarray]:
+        langs = [lang for lang in (data_language(code) or "").split("|") if lang]
+        if not langs:
+            return np.empty(0, dtype=np.uint64), np.empty(0)
+        hs, vs = zip(*(term_table.term_hashes(lang, params.zipf_knee, seed) for lang in langs))
+        h, v = np.concatenate(hs), np.concatenate(vs)
+        order = np.lexsort((v, h))
+        h, v = h[order], v[order]
+        first = np.r_[True, h[1:] != h[:-1]]  # the smallest factor of each hash
+        return h[first], v[first]
+
+    language.detect_code = detect_code  # type: ignore[assignment]
+    pipeline.public_code = lambda code: public(code.split("|")[0])  # type: ignore[assignment]
+    weights.data_language = data_language  # type: ignore[assignment]
+    weights.language_factors = language_factors  # type: ignore[assignment]
+    weights._language_hashes = language_hashes  # type: ignore[assignment]
+
+
 SCHEMES: dict[str, Callable[[], FeatureParams]] = {
     "default": FeatureParams,
     # unigram counts, nothing damped: the baseline the issue warns about
@@ -598,13 +684,23 @@ def main() -> None:
     ap.add_argument("--uncovered", default="",
                     help="measure the fallback: the table's languages to treat as absent, comma-separated, or 'all' "
                          "(a page's weights depend only on its own language, so 'all' is a leave-one-out of each)")
+    ap.add_argument("--squared-share", type=float, default=0.0,
+                    help="prototype: cap each feature's share of the page's squared norm (0: off; not adopted)")
+    ap.add_argument("--seed", type=int, default=0,
+                    help="hash seed (0: the scheme's); another seed is another draw of the same scheme's hash functions")
+    ap.add_argument("--every-language", action="store_true",
+                    help="prototype: term weights from every language CLD2 reports in the prose (not adopted)")
     a = ap.parse_args()
     data = Path(a.data)
+    if a.every_language:
+        weigh_by_every_language()
+    if a.squared_share:
+        cap_squared_share(a.squared_share)
     if a.uncovered:
         treat_as_uncovered(set(a.uncovered.split(",")))
     results = {}
     for scheme in a.schemes.split(","):
-        fper = Fingerprinter(SCHEMES[scheme]() if scheme in SCHEMES else _scheme(scheme))
+        fper = Fingerprinter(SCHEMES[scheme]() if scheme in SCHEMES else _scheme(scheme), seed=a.seed)
         spread = {name: eval_spread(data, fper, name) for name in a.spread.split(",") if name}
         for name, rows in spread.items():
             print_spread(scheme, name, rows)
