@@ -247,3 +247,15 @@ def test_row_pairs_in_chunks_are_every_pair_of_rows_once():
     assert set(got) == brute_pairs(fps, 3)
     ra, rb, rd = tables.row_pairs()
     assert set(zip(ra.tolist(), rb.tolist(), rd.tolist())) == set(got)
+
+
+def test_the_store_warmup_compiles_the_batch_kernels():
+    # `neardup warmup` (the store group) compiles the self-join's and the decision's kernels too
+    import subprocess
+    import sys
+
+    code = ("from scrapy_neardup.dedup.store import greedy, self_join, warmup\n"
+            "warmup.warm_compiled()\n"
+            "print(all(f.signatures for f in (self_join._radix_pass, self_join._collapse, greedy._decide)))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=600)
+    assert out.stdout.strip() == "True"
