@@ -336,3 +336,25 @@ def test_every_input_kind_gives_the_one_machine_output(spark, tmp_path):  # (the
     assert summary_spark["skipped"] == {"warc request record": 6}
     assert summary_spark["bad"] == {"malformed JSON": 1, "no text in field 'text'": 1}
     assert [e["file"] for e in summary_spark["file_errors"]] == [f"{root}/z_cut.jsonl.gz"]
+
+
+def test_a_uri_is_listed_and_fetched_through_hadoop_with_the_same_output(spark, tmp_path):
+    # file:// goes the way of hdfs:// and s3a:// (Hadoop's listing; binaryFiles for what is read whole)
+    import gzip
+
+    root = tmp_path / "c"
+    root.mkdir()
+    docs = make_docs(3, 24)
+    (root / "a.jsonl").write_text("".join(json.dumps({"text": d}) + "\n" for d in docs[:20]))
+    with gzip.open(root / "b.jsonl.gz", "wt") as f:
+        f.write("".join(json.dumps({"text": d}) + "\n" for d in docs[20:30]))
+    for i, d in enumerate(docs[30:36]):
+        (root / f"p{i}.html").write_text(_page("t", d))
+    from scrapy_neardup.dedup.cli import main
+
+    by_uri = job.run([f"file://{root}"], str(tmp_path / "uri"), spark=spark)
+    assert main(["dedup", str(root), "-o", str(tmp_path / "local"), "--workers", "1", "--quiet"]) == 0
+    local = outputs(tmp_path / "local")
+    assert by_uri["inputs"] == local[2]["inputs"] and len(by_uri["inputs"]) == 8
+    assert outputs(tmp_path / "uri")[:2] == local[:2]
+    assert by_uri["dropped"] == local[2]["dropped"] > 0
