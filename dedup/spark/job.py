@@ -165,6 +165,24 @@ def _write_text(sc: Any, path: str, text: str) -> None:
         sc.parallelize([text], 1).saveAsTextFile(path)
 
 
+def in_input_order(rdd: Any, files: Sequence[SparkInput], partitions: int) -> Any:
+    """``rdd`` of (pos, value) sorted by pos, in ``partitions`` ranges of input
+    order cut by the files' sizes (a record's place in its file counted as
+    bytes): no sampling pass, as ``sortByKey`` makes, to find the ranges. Any
+    cut gives the same order; the sizes only balance the parts."""
+    starts = [0]
+    for f in files:
+        starts.append(starts[-1] + max(f.size, 1))
+    total = starts[-1]
+    sizes = [max(f.size, 1) for f in files]
+
+    def part(pos: int) -> int:
+        no, place = split_position(pos)
+        return min(partitions - 1, (starts[no] + min(place, sizes[no] - 1)) * partitions // total)
+
+    return rdd.repartitionAndSortWithinPartitions(partitions, part)
+
+
 def _write_lines(spark: Any, lines: Any, path: str, fmt: str) -> None:
     """Write an RDD of JSON lines (in order) as text part files, or as Parquet
     (columns inferred from the lines by Spark's JSON reader; part files in the same order)."""
@@ -241,7 +259,7 @@ def run(inputs: Sequence[str], out: str, *, spark: Any = None, master: str | Non
         not_kept = all_dropped.union(recs.filter(lambda r: r[1][0] != OK).mapValues(lambda _: None))
         held = recs.filter(lambda r: r[1][6] is not None).mapValues(lambda v: v[6])
         out_lines = held if lines is None else held.union(lines.mapValues(lambda nl: nl[1]))
-        _write_lines(spark, out_lines.subtractByKey(not_kept, parts).sortByKey(numPartitions=parts).values(),
+        _write_lines(spark, in_input_order(out_lines.subtractByKey(not_kept, parts), files, parts).values(),
                      os.path.join(out, "unique"), output_format)
         meta = recs.filter(lambda r: r[1][0] == OK).mapValues(lambda v: (v[1], v[2], v[4], v[5]))  # id, fp, url, locator
 
@@ -256,7 +274,8 @@ def run(inputs: Sequence[str], out: str, *, spark: Any = None, master: str | Non
             return pos, json.dumps(line, ensure_ascii=False, default=str)
 
         dup_lines = (all_dropped.join(meta, parts).map(lambda kv: (kv[1][0][0], (kv[0], kv[1][0][1], *kv[1][1])))
-                     .join(meta, parts).map(dup_line).sortByKey(numPartitions=parts).values())
+                     .join(meta, parts).map(dup_line))
+        dup_lines = in_input_order(dup_lines, files, parts).values()
         _write_lines(spark, dup_lines, os.path.join(out, "duplicates"), output_format)
         distance_count = dict(all_dropped.map(lambda kv: (kv[1][1], 1)).reduceByKey(lambda a, b: a + b, parts).collect())
         # (status, reason category) -> count: unfingerprinted records, bad records, not records
