@@ -70,29 +70,17 @@ def _cmd_warmup(args: argparse.Namespace) -> int:
 
 
 #: ``dedup`` options the Spark job does not take (``--engine spark`` refuses them), by destination
-_NOT_ON_SPARK = {"html_field": "--html-field", "title_field": "--title-field", "url_field": "--url-field",
-                 "language_field": "--language-field", "workers": "--workers", "store": "--store",
-                 "strict": "--strict"}
+_NOT_ON_SPARK = {"workers": "--workers", "store": "--store", "strict": "--strict"}
 
 
 def _spark_refusal(args: argparse.Namespace) -> str | None:
-    """Why ``--engine spark`` cannot run these arguments (an option or an
-    input it does not take), or None."""
-    import glob
+    """Why ``--engine spark`` cannot run these arguments (an option it does
+    not take, an OUT it would mix with another run's), or None."""
     import os
-
-    from .spark.reader import JSONL_SUFFIXES
 
     for dest, option in _NOT_ON_SPARK.items():
         if getattr(args, dest) not in (None, False):
             return f"{option} does not apply with --engine spark"
-    for arg in args.inputs:
-        if "://" in arg and not arg.startswith("file://"):
-            continue  # a cluster file system: listed by Spark
-        local = arg.removeprefix("file://")
-        for path in sorted(glob.glob(local)) or [local]:
-            if os.path.isfile(path) and not path.endswith(JSONL_SUFFIXES):
-                return f"input {path}: --engine spark reads JSON lines only ({', '.join(JSONL_SUFFIXES)})"
     out = args.out.removeprefix("file://")
     if "://" not in out and os.path.isdir(out) and os.listdir(out):
         return f"-o {args.out}: --engine spark writes into an empty or new directory (no resume)"
@@ -111,22 +99,18 @@ def _cmd_dedup_spark(args: argparse.Namespace) -> int:
     # the Python workers must run this interpreter, which has this package (unless the user chose one)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     try:
-        from .spark.job import run
+        import pyspark  # noqa: F401
+
+        from .spark.job import field_options, run
     except ImportError as exc:
         print(f"{args.prog} dedup: --engine spark needs the [spark] extra: {exc}", file=sys.stderr)
         return 2
-    extra = {}
-    if args.format != "jsonl":  # (the Spark job writes Parquet once its run() takes a format)
-        import inspect
+    from .corpus.inputs import InputError
 
-        if "format" not in inspect.signature(run).parameters:
-            print(f"{args.prog} dedup: --format {args.format} does not apply with --engine spark yet", file=sys.stderr)
-            return 2
-        extra["format"] = args.format
     try:
         summary = run(args.inputs, args.out, master=args.spark_master, k=args.max_distance,
-                      text_field=args.text_field, id_field=args.id_field, min_tokens=args.min_tokens, **extra)
-    except FileNotFoundError as exc:  # an input that matches nothing
+                      fields=field_options(args), output_format=args.format)
+    except InputError as exc:  # an input that names nothing this reads
         print(f"{args.prog} dedup: {exc}", file=sys.stderr)
         return 2
     if not args.quiet:

@@ -200,3 +200,62 @@ def test_radix_path_equals_the_stores_join():
     assert np.array_equal(values, np.unique(fps))
     assert np.all(fps[firsts] == values) and np.all(fps[first_of_row] == fps)
     assert np.all(first_of_row <= np.arange(len(fps)))
+
+
+def test_the_stores_pairs_of_a_dense_exact_copy_cluster_stay_within_memory():
+    # 300,000 copies of one record (4.5 x 10**10 pairs of rows) and 500 records 1-2 bits from it: the
+    # store's pair graph collapses the copies (the pairs of 501 distinct values), and its pairs() takes
+    # the row pairs in bounded chunks, so neither holds the 4.5 x 10**10 (the tables' old row_pairs did)
+    import itertools
+    import tracemalloc
+
+    from scrapy_neardup.dedup.store import SimhashStore
+
+    rng = np.random.default_rng(8)
+    centre = int(rng.integers(0, 2**63))
+    near = sorted({centre ^ (1 << int(i)) ^ (1 << int(j)) for i, j in rng.integers(0, 64, size=(800, 2))} - {centre})
+    near = near[:500]
+    fps = np.array([centre] * 300_000 + near, dtype=np.uint64)
+    rng.shuffle(fps)
+    with SimhashStore.open(None, max_distance=3, capacity=len(fps)) as store:
+        store.add_many(fps, [str(i) for i in range(len(fps))])
+        tracemalloc.start()
+        try:
+            graph = store.pair_graph()
+            taken = sum(1 for _ in itertools.islice(store.pairs(), 300_000))
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    assert taken == 300_000
+    assert peak < 300 * 2**20, f"{peak / 2**20:.0f} MB"
+    ref = self_join(fps, 3)
+    assert graph.n_distinct == len(near) + 1 and np.array_equal(graph.first, ref.first)
+    key = lambda g: sorted(zip(g.a.tolist(), g.b.tolist(), g.distance.tolist()))  # noqa: E731
+    assert key(graph) == key(ref)
+    assert decide(graph).kept.tolist() == decide(ref).kept.tolist()
+
+
+def test_row_pairs_in_chunks_are_every_pair_of_rows_once():
+    fps = corpus(9, 400)
+    fps = np.concatenate([fps, fps[:30], fps[:4], fps[:4]])
+    tables = PermutedTables(choose_layout(3, len(fps)), compiled=True)
+    tables.add_many(fps)
+    chunks = list(tables.iter_row_pairs(chunk=16))
+    assert all(len(a) < 32 for a, _, _ in chunks)
+    got = [(int(x), int(y), int(d)) for a, b, dd in chunks for x, y, d in zip(a, b, dd)]
+    assert len(got) == len(set(got))
+    assert set(got) == brute_pairs(fps, 3)
+    ra, rb, rd = tables.row_pairs()
+    assert set(zip(ra.tolist(), rb.tolist(), rd.tolist())) == set(got)
+
+
+def test_the_store_warmup_compiles_the_batch_kernels():
+    # `neardup warmup` (the store group) compiles the self-join's and the decision's kernels too
+    import subprocess
+    import sys
+
+    code = ("from scrapy_neardup.dedup.store import greedy, self_join, warmup\n"
+            "warmup.warm_compiled()\n"
+            "print(all(f.signatures for f in (self_join._radix_pass, self_join._collapse, greedy._decide)))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=600)
+    assert out.stdout.strip() == "True"

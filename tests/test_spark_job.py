@@ -30,7 +30,7 @@ def spark():
     from pyspark.sql import SparkSession
 
     session = (SparkSession.builder.master("local[2]").appName("neardup-test")
-               .config("spark.ui.enabled", "false")
+               .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
                .config("spark.sql.shuffle.partitions", "4")
                # small splits: the big file is read by several tasks, out of input order
                .config("spark.hadoop.mapreduce.input.fileinputformat.split.maxsize", str(64 * 1024))
@@ -113,7 +113,7 @@ def spark_output(out: Path) -> tuple[list[dict], list[dict], dict]:
 
 def check(spark, tmp_path: Path, docs: list[str], sizes: list[float], **kw) -> dict:
     files = write_corpus(tmp_path, docs, sizes)
-    summary = job.run([str(tmp_path / "*.jsonl")], str(tmp_path / "out"), spark=spark, k=K, **kw)
+    summary = job.run([str(tmp_path / "*.jsonl")], str(tmp_path / "out"), spark=spark, k=K, id_field="id", **kw)
     unique, dups, summary2 = spark_output(tmp_path / "out")
     assert summary2 == summary
     kept_pos, fp_of = one_machine(files)
@@ -142,10 +142,11 @@ def check(spark, tmp_path: Path, docs: list[str], sizes: list[float], **kw) -> d
         assert d["duplicate_of"] in kept_set
         assert pos_of[d["duplicate_of"]] < pos_of[d["id"]]
         assert d["distance"] == (int(d["fingerprint"], 16) ^ int(d["duplicate_of_fingerprint"], 16)).bit_count() <= K
-        assert position(files.index(Path(d["source"]["file"])), d["source"]["offset"]) == pos_of[d["id"]]
+        assert set(d["source"]) == {"file", "line"} and d["source"]["file"] in map(str, files)
     assert len(dups) == summary["dropped"] == len(fp_of) - len(kept_pos)
     assert summary["unfingerprinted"] == {"too_short": 1}
-    assert summary["bad"] == {"malformed_json": 1, "no_text_field": 1}
+    assert summary["bad"] == {"malformed JSON": 1, "no text in field 'text'": 1}
+    assert [r["reason"].split(":")[0] for r in summary["bad_records"]] == ["malformed JSON", "no text in field 'text'"]
     assert summary["kept"] == len(unique) and summary["records"] == summary["kept"] + summary["dropped"]
     assert sum(summary["distance_count"].values()) == summary["dropped"]
     assert any(d["distance"] > 0 for d in dups) and any(d["distance"] == 0 for d in dups)
@@ -175,8 +176,11 @@ def test_oversized_groups_are_split(spark, tmp_path):
 
 
 def test_scheme_mismatch_is_refused():
+    from scrapy_neardup.dedup.corpus.inputs import RawRecord
+    from scrapy_neardup.dedup.corpus.jobs import FieldOptions
+
     with pytest.raises(job.SchemeMismatch, match="executor scheme"):
-        list(job.fingerprint_partition([(0, '{"text": "x"}')], "another-scheme", "text", "id"))
+        list(job.fingerprint_partition([(0, RawRecord('{"text": "x"}', 1, 0))], "another-scheme", [], FieldOptions()))
 
 
 def test_command_with_engine_spark_keeps_what_the_one_machine_command_keeps(spark, tmp_path, capsys):
@@ -201,18 +205,22 @@ def test_command_with_engine_spark_keeps_what_the_one_machine_command_keeps(spar
     # the one schema of the duplicates file (docs/stats.md), and the same twins
     for d in dups_spark:
         assert set(d) == {"id", "duplicate_of", "distance", "fingerprint", "duplicate_of_fingerprint", "source"}
-        assert set(d["source"]) == {"file", "offset"} and Path(d["source"]["file"]) in files
-    keys = ("id", "duplicate_of", "distance", "fingerprint", "duplicate_of_fingerprint")
-    assert sorted(tuple(d[k] for k in keys) for d in dups_spark) == sorted(tuple(d[k] for k in keys) for d in dups_local)
+        assert set(d["source"]) == {"file", "line"} and Path(d["source"]["file"]) in files
+    assert dups_spark == dups_local
     summary_local = json.loads((local / "summary.json").read_text())
     summary_spark = json.loads((on_spark / "summary.json").read_text())
-    for key in ("records", "kept", "dropped", "unfingerprinted", "distance_count", "max_distance", "scheme"):
+    for key in SAME_SUMMARY:
         assert summary_spark[key] == summary_local[key], key
-    assert sum(summary_spark["bad"].values()) == sum(summary_local["bad"].values()) == 2
+    assert sum(summary_spark["bad"].values()) == 2
+
+
+#: the summary keys the Spark job shares with the one-machine command
+SAME_SUMMARY = ("records", "kept", "dropped", "unfingerprinted", "bad", "skipped", "distance_count", "bad_records",
+                "file_errors", "inputs", "max_distance", "scheme")
 
 
 @pytest.mark.parametrize("extra, named", [(["--store", "s"], "--store"), (["--workers", "2"], "--workers"),
-                                          (["--html-field", "html"], "--html-field"), (["--strict"], "--strict")])
+                                          (["--strict"], "--strict")])
 def test_command_with_engine_spark_refuses_what_does_not_apply(tmp_path, capsys, extra, named):
     from scrapy_neardup.dedup.cli import main
 
@@ -222,10 +230,131 @@ def test_command_with_engine_spark_refuses_what_does_not_apply(tmp_path, capsys,
     assert named in err and len(err.strip().splitlines()) == 1
 
 
-def test_command_with_engine_spark_refuses_other_inputs(tmp_path, capsys):
+def test_spark_options_are_refused_without_engine_spark(tmp_path, capsys):
     from scrapy_neardup.dedup.cli import main
 
-    (tmp_path / "page.html").write_text("<p>x</p>")
-    assert main(["dedup", str(tmp_path / "page.html"), "-o", str(tmp_path / "out"), "--engine", "spark"]) == 2
-    assert "page.html" in capsys.readouterr().err
-    assert main(["dedup", str(tmp_path / "page.html"), "-o", str(tmp_path / "out"), "--spark-master", "local[1]"]) == 2
+    (tmp_path / "a.jsonl").write_text('{"text": "x"}\n')
+    assert main(["dedup", str(tmp_path / "a.jsonl"), "-o", str(tmp_path / "out"), "--spark-master", "local[1]"]) == 2
+    assert "--spark-master" in capsys.readouterr().err
+
+
+def _page(title: str, text: str) -> str:
+    return f"<html><head><title>{title}</title></head><body><nav><a href='/'>Home</a></nav><p>{text}</p></body></html>"
+
+
+def write_every_kind(root: Path) -> None:
+    """One small corpus in every kind the one-machine command reads, with near-copies across and
+    within files, blank and malformed lines, records without the text field, WARC records that are
+    not responses, and a truncated file."""
+    import gzip
+    from io import BytesIO
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    import zstandard
+    from warcio.statusandheaders import StatusAndHeaders
+    from warcio.warcwriter import WARCWriter
+
+    docs = iter(make_docs(11, 150))
+    root.mkdir()
+
+    def lines(n: int, **extra) -> str:
+        return "".join(json.dumps({"text": next(docs), **extra}) + "\n" for _ in range(n))
+
+    (root / "a.jsonl").write_text(lines(40) + "\n  \n{not json\n" + json.dumps({"title": "no text"}) + "\n" + lines(30))
+    with gzip.open(root / "b.jsonl.gz", "wt") as f:
+        f.write(lines(25))
+    (root / "c.jsonl.zst").write_bytes(zstandard.ZstdCompressor().compress(lines(25).encode()))
+    pq.write_table(pa.Table.from_pylist([{"text": next(docs), "n": i} for i in range(30)]), root / "d.parquet",
+                   row_group_size=7)
+    headers = StatusAndHeaders("200 OK", [("Content-Type", "text/html; charset=utf-8")], protocol="HTTP/1.1")
+    for name, gz, n in (("e.warc.gz", True, 20), ("f.warc", False, 8)):
+        with open(root / name, "wb") as fh:
+            writer = WARCWriter(fh, gzip=gz)
+            for i in range(n):
+                url = f"http://example.com/{name}/{i}"
+                writer.write_record(writer.create_warc_record(url, "response", http_headers=headers,
+                                                              payload=BytesIO(_page(f"p{i}", next(docs)).encode())))
+                if i % 6 == 0:
+                    writer.write_record(writer.create_warc_record(url, "request",
+                                                                  payload=BytesIO(b"GET / HTTP/1.1\r\n\r\n")))
+    pages = root / "pages"
+    pages.mkdir()
+    for i in range(12):
+        (pages / f"p{i:02d}.html").write_text(_page(f"page {i}", next(docs)))
+    (pages / "p99.html.gz").write_bytes(gzip.compress(_page("last", next(docs)).encode()))
+    whole = gzip.compress(lines(20).encode())
+    (root / "z_cut.jsonl.gz").write_bytes(whole[: len(whole) // 2])
+
+
+def outputs(out: Path, fmt: str = "jsonl") -> tuple[list[dict], list[dict], dict]:
+    """unique, duplicates and summary of a run, one machine's (files) or Spark's (part files)."""
+    def rows(name: str) -> list[dict]:
+        if (out / f"{name}.jsonl").exists():
+            return [json.loads(x) for x in (out / f"{name}.jsonl").read_text().splitlines()]
+        if fmt == "parquet":
+            import pyarrow.parquet as pq
+
+            return [r for part in sorted((out / name).glob("part-*.parquet")) for r in pq.read_table(part).to_pylist()]
+        return [json.loads(x) for part in sorted((out / name).glob("part-*")) for x in part.read_text().splitlines()]
+    return rows("unique"), rows("duplicates"), json.loads((out / "summary.json").read_text())
+
+
+def _no_nulls(value):
+    """A Parquet row as the JSON line it came from: the columns a record did not have are null."""
+    if isinstance(value, dict):
+        return {k: _no_nulls(v) for k, v in value.items() if v is not None}
+    return value
+
+
+def test_every_input_kind_gives_the_one_machine_output(spark, tmp_path):  # (the command uses the session)
+    # JSON lines (plain, .gz, .zst), Parquet, WARC (.warc.gz, .warc), HTML files (.html, .html.gz): the
+    # same kept records, lines, drops, twins, default ids (FILE:LINE, FILE:ROW, WARC ids, paths) and
+    # counts; written as Parquet (the JSON lines part files are compared in the tests above)
+    for mod in ("pyarrow", "zstandard", "warcio"):
+        pytest.importorskip(mod)
+    from scrapy_neardup.dedup.cli import main
+
+    root = tmp_path / "corpus"
+    write_every_kind(root)
+    local, on_spark = tmp_path / "local", tmp_path / "spark"
+    assert main(["dedup", str(root), "-o", str(local), "--workers", "1", "--quiet"]) == 0
+    assert main(["dedup", str(root), "-o", str(on_spark), "--engine", "spark", "--format", "parquet", "--quiet"]) == 0
+    unique_local, dups_local, summary_local = outputs(local)
+    unique_spark, dups_spark, summary_spark = outputs(on_spark, "parquet")
+    assert [_no_nulls(u) for u in unique_spark] == [_no_nulls(u) for u in unique_local]
+    assert [_no_nulls(d) for d in dups_spark] == [_no_nulls(d) for d in dups_local]
+    for key in SAME_SUMMARY:
+        assert summary_spark[key] == summary_local[key], key
+    assert summary_spark["format"] == "parquet"
+    # every kind is there, and the cases the corpus plants
+    assert {d["source"]["file"].rsplit(".", 1)[-1] for d in dups_local} >= {"jsonl", "parquet"}
+    # default ids: FILE:LINE counts the blank and bad lines, FILE:ROW, a WARC record's id, an HTML file's path
+    assert any(d["id"].startswith(f"{root}/a.jsonl:") and int(d["id"].rsplit(":", 1)[1]) > 44 for d in dups_local)
+    assert any(u.get("url", "").startswith("http://example.com/f.warc/") for u in unique_local)
+    assert any(u.get("id") == f"{root}/pages/p99.html.gz" for u in unique_local)
+    assert summary_spark["skipped"] == {"warc request record": 6}
+    assert summary_spark["bad"] == {"malformed JSON": 1, "no text in field 'text'": 1}
+    assert [e["file"] for e in summary_spark["file_errors"]] == [f"{root}/z_cut.jsonl.gz"]
+
+
+def test_a_uri_is_listed_and_fetched_through_hadoop_with_the_same_output(spark, tmp_path):
+    # file:// goes the way of hdfs:// and s3a:// (Hadoop's listing; binaryFiles for what is read whole)
+    import gzip
+
+    root = tmp_path / "c"
+    root.mkdir()
+    docs = make_docs(3, 24)
+    (root / "a.jsonl").write_text("".join(json.dumps({"text": d}) + "\n" for d in docs[:20]))
+    with gzip.open(root / "b.jsonl.gz", "wt") as f:
+        f.write("".join(json.dumps({"text": d}) + "\n" for d in docs[20:30]))
+    for i, d in enumerate(docs[30:36]):
+        (root / f"p{i}.html").write_text(_page("t", d))
+    from scrapy_neardup.dedup.cli import main
+
+    by_uri = job.run([f"file://{root}"], str(tmp_path / "uri"), spark=spark)
+    assert main(["dedup", str(root), "-o", str(tmp_path / "local"), "--workers", "1", "--quiet"]) == 0
+    local = outputs(tmp_path / "local")
+    assert by_uri["inputs"] == local[2]["inputs"] and len(by_uri["inputs"]) == 8
+    assert outputs(tmp_path / "uri")[:2] == local[:2]
+    assert by_uri["dropped"] == local[2]["dropped"] > 0

@@ -2,9 +2,11 @@
 
 The steps (docs/spark.md):
 
-1. read JSON lines in input order (``reader``: each record's ``pos``);
-2. fingerprint the text in the executors with the one-machine scheme (each
-   partition checks its ``Fingerprinter.scheme`` against the driver's);
+1. read every input in input order (``reader``: each record's ``pos``), JSON
+   lines, HTML files, WARC and Parquet, with the one-machine readers;
+2. fingerprint each record in the executors with the one-machine parsing and
+   scheme (``corpus.jobs.fingerprint_batch``; each partition checks its
+   ``Fingerprinter.scheme`` against the driver's);
 3. collapse exact copies: each fingerprint's first record (smallest pos)
    stands for it;
 4. the pairs among distinct fingerprints (``pairs``: the permuted tables as
@@ -12,13 +14,13 @@ The steps (docs/spark.md):
 5. the greedy decision per connected component (``components``), then each
    copy follows its first record: dropped as its copy if that was kept, else
    with the same twin;
-6. write ``unique`` (the kept lines as they came, in input order),
-   ``duplicates`` (one JSON line per drop, naming its kept twin) and
-   ``summary.json``.
+6. write ``unique`` (the kept records' lines as the one-machine run writes
+   them, in input order) and ``duplicates`` (one JSON line per drop, naming
+   its kept twin), as JSON lines part files or Parquet, and ``summary.json``.
 
 Records with no fingerprint (too short, empty) are kept unchecked, as the
-crawl lets such a page through; malformed lines and lines without the text
-field are skipped and counted.
+crawl lets such a page through; bad records (malformed JSON, no such field)
+are left out, counted and named, as the one-machine run does.
 
 As a script::
 
@@ -37,63 +39,103 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
+from scrapy_neardup.dedup.corpus.inputs import RawRecord
+from scrapy_neardup.dedup.corpus.jobs import FieldOptions
+from scrapy_neardup.dedup.spark.reader import OFFSET_BITS, SparkInput, split_position
+
 logger = logging.getLogger(__name__)
+
+#: the formats ``unique`` and ``duplicates`` are written in
+FORMATS = ("jsonl", "parquet")
+#: how many bad records the summary names (all are counted), as the one-machine run
+MAX_NAMED = 1000
+#: records fingerprinted together (``corpus.jobs.fingerprint_batch``)
+BATCH = 256
+#: what ``fingerprint_partition`` says of a record: a record (fingerprinted or not), bad input,
+#: not a record (a WARC request...), the end of a file that could not be read to its end
+OK, BAD, SKIP, FILE_ERROR = "ok", "bad", "skip", "file_error"
 
 
 def fingerprint_text(fingerprinter: Any, text: str) -> Any:
-    """The one-machine text entry point (``Fingerprinter.fingerprint_text``)
-    when the installed package has it; else the text's lines as the blocks of
-    a page, through ``fingerprint_page`` (same features, weights and mask)."""
-    entry = getattr(fingerprinter, "fingerprint_text", None)
-    if entry is not None:
-        return entry(text)
-    from scrapy_neardup.dedup.text.page import Block, Page
-
-    return fingerprinter.fingerprint_page(Page("", [Block(line) for line in text.split("\n") if line.strip()]))
+    """The one-machine text entry point (``Fingerprinter.fingerprint_text``)."""
+    return fingerprinter.fingerprint_text(text)
 
 
-#: reasons a line is left out of the output (counted); other reasons (too short) keep it unchecked
-SKIP_REASONS = ("malformed_json", "no_text_field")
+def default_id(f: SparkInput, rec: RawRecord) -> str:
+    """The id of a record without ``id_field``: the one-machine run's
+    (``FILE:LINE``, ``FILE:ROW``, a WARC record's id, an HTML file's path)."""
+    from scrapy_neardup.dedup.corpus.run import _default_id
+
+    return _default_id(f.input_file(), rec)
 
 
-def display_path(name: str) -> str:
-    """A listed input as the output names it: a local file's path without
-    Hadoop's ``file:`` scheme; any other file system's URI as it is."""
-    if name.startswith("file://"):
-        return name.removeprefix("file://")
-    return name.removeprefix("file:")
+def source(f: SparkInput, locator: int) -> dict[str, Any]:
+    """A drop's ``source``, as the one-machine run writes it (``file``, and ``line``, ``row`` or ``offset``)."""
+    from scrapy_neardup.dedup.corpus.run import _source
 
-
-def default_id(files: Sequence[str], pos: int) -> str:
-    """The id of a record without ``id_field``: ``FILE@OFFSET`` (its byte offset;
-    the one-machine command's ``FILE:LINE`` would need every line counted)."""
-    from scrapy_neardup.dedup.spark.reader import split_position
-
-    file_no, offset = split_position(pos)
-    return f"{display_path(files[file_no])}@{offset}"
+    return _source(f.input_file(), RawRecord(None, locator, 0))
 
 
 class SchemeMismatch(RuntimeError):
     """An executor's fingerprint scheme differs from the driver's."""
 
 
-def fingerprint_partition(rows: Iterable[tuple[int, str]], scheme: str, text_field: str, id_field: str | None,
-                          min_tokens: int | None = None
-                          ) -> Iterator[tuple[int, tuple[str | None, int | None, str | None]]]:
-    """(pos, (id, fingerprint or None, reason)) per line of one partition."""
-    from scrapy_neardup.dedup.fingerprint import Fingerprinter
-    from scrapy_neardup.dedup.spark.reader import parse_records
+def fingerprint_partition(rows: Iterable[tuple[int, RawRecord | str]], scheme: str, files: Sequence[SparkInput],
+                          options: FieldOptions) -> Iterator[tuple[int, tuple]]:
+    """(pos, (status, id, fingerprint or None, reason, url, locator, output line or None))
+    per record of one partition, by the one-machine ``corpus.jobs.fingerprint_batch``.
 
-    fper = Fingerprinter() if min_tokens is None else Fingerprinter(min_tokens=min_tokens)
-    if fper.scheme != scheme:
-        raise SchemeMismatch(f"executor scheme {fper.scheme!r} != driver scheme {scheme!r}: "
+    ``status``: ``OK`` (a record; ``reason`` says why it has no fingerprint,
+    if it has none), ``BAD`` (``reason``: the one-machine error), ``SKIP``
+    (not a record), ``FILE_ERROR`` (the file ends here; ``reason``). The
+    output line is the record's ``unique`` line for a file read whole (the
+    lines of split files are read again rather than held)."""
+    from scrapy_neardup.dedup.corpus.inputs import json_line
+    from scrapy_neardup.dedup.corpus.jobs import fingerprint_batch, fingerprinter
+
+    mine = fingerprinter(options.min_tokens).scheme
+    if mine != scheme:
+        raise SchemeMismatch(f"executor scheme {mine!r} != driver scheme {scheme!r}: "
                              "install the same scrapy-neardup on every executor")
-    for pos, rid, text, reason in parse_records(rows, text_field, id_field):
-        if text is None:
-            yield pos, (rid, None, reason)
+
+    def decided(batch: list[tuple[int, RawRecord]]) -> Iterator[tuple[int, tuple]]:
+        f = files[split_position(batch[0][0])[0]]
+        todo = [rec.payload for _, rec in batch if rec.skip is None]
+        outcomes = iter(fingerprint_batch(f.kind, options, todo) if todo else [])
+        for pos, rec in batch:
+            if rec.skip is not None:
+                yield pos, (SKIP, None, None, rec.skip, None, rec.locator, None)
+                continue
+            oc = next(outcomes)
+            if oc.error is not None:
+                yield pos, (BAD, None, None, oc.error, None, rec.locator, None)
+                continue
+            rid = oc.record_id or default_id(f, rec)
+            url = rec.url or oc.url
+            line = None
+            if not f.split:  # the one-machine run's unique line
+                if f.kind == "jsonl":
+                    line = rec.payload.decode("utf-8", "replace").removesuffix("\n")
+                elif f.kind == "parquet":
+                    line = json_line(rec.payload).decode().removesuffix("\n")
+                else:
+                    line = json_line({"id": rid, "url": url, "title": oc.title, "text": oc.text}).decode()[:-1]
+            yield pos, (OK, rid, oc.value, oc.reason, url, rec.locator, line)
+
+    batch: list[tuple[int, RawRecord]] = []
+    for pos, rec in rows:
+        if batch and (len(batch) >= BATCH or pos >> OFFSET_BITS != batch[0][0] >> OFFSET_BITS):
+            yield from decided(batch)
+            batch = []
+        if isinstance(rec, str):
+            if batch:
+                yield from decided(batch)
+                batch = []
+            yield pos, (FILE_ERROR, None, None, rec, None, -1, None)
             continue
-        fp = fingerprint_text(fper, text)
-        yield pos, (rid, fp.value, fp.reason)
+        batch.append((pos, rec))
+    if batch:
+        yield from decided(batch)
 
 
 def _session(master: str | None, app: str = "neardup-dedup") -> tuple[Any, bool]:
@@ -123,42 +165,82 @@ def _write_text(sc: Any, path: str, text: str) -> None:
         sc.parallelize([text], 1).saveAsTextFile(path)
 
 
+def in_input_order(rdd: Any, files: Sequence[SparkInput], partitions: int) -> Any:
+    """``rdd`` of (pos, value) sorted by pos, in ``partitions`` ranges of input
+    order cut by the files' sizes (a record's place in its file counted as
+    bytes): no sampling pass, as ``sortByKey`` makes, to find the ranges. Any
+    cut gives the same order; the sizes only balance the parts."""
+    starts = [0]
+    for f in files:
+        starts.append(starts[-1] + max(f.size, 1))
+    total = starts[-1]
+    sizes = [max(f.size, 1) for f in files]
+
+    def part(pos: int) -> int:
+        no, place = split_position(pos)
+        return min(partitions - 1, (starts[no] + min(place, sizes[no] - 1)) * partitions // total)
+
+    return rdd.repartitionAndSortWithinPartitions(partitions, part)
+
+
+def _write_lines(spark: Any, lines: Any, path: str, fmt: str) -> None:
+    """Write an RDD of JSON lines (in order) as text part files, or as Parquet
+    (columns inferred from the lines by Spark's JSON reader; part files in the same order)."""
+    if fmt == "jsonl":
+        lines.saveAsTextFile(path)
+    elif lines.isEmpty():  # (nothing to infer a schema from)
+        spark.createDataFrame([], "id string").write.parquet(path)
+    else:
+        spark.read.json(lines).write.parquet(path)
+
+
 def run(inputs: Sequence[str], out: str, *, spark: Any = None, master: str | None = None, k: int = 3,
-        text_field: str = "text", id_field: str | None = "id", max_group: int | None = None,
-        blocks: int | None = None, partitions: int | None = None, min_tokens: int | None = None) -> dict:
-    """Deduplicate JSON lines ``inputs`` into ``out`` on Spark; returns the summary.
+        text_field: str = "text", id_field: str | None = None, fields: FieldOptions | None = None,
+        output_format: str = "jsonl", max_group: int | None = None, blocks: int | None = None,
+        partitions: int | None = None, min_tokens: int | None = None) -> dict:
+    """Deduplicate ``inputs`` (files, directories, globs of any kind the
+    one-machine command reads) into ``out`` on Spark; returns the summary.
 
     ``spark``: a SparkSession to use (else one is made, with ``master``);
-    ``blocks``: the layout's block count (default: ``store.self_join.join_layout``
-    for the number of distinct fingerprints); ``max_group``: the largest
-    prefix group compared in one task before it is split; ``partitions``: of
-    every shuffle (default: Spark's default parallelism); ``min_tokens``: the
-    fingerprinter's (default: its own). ``id_field`` None, or a record without
-    it: the id is ``FILE@OFFSET``."""
-    from scrapy_neardup.dedup.fingerprint import Fingerprinter
+    ``fields``: where records keep their text, id, title, URL, language (else
+    ``text_field``, ``id_field`` and ``min_tokens``; an id_field of None: the
+    one-machine default ids, ``FILE:LINE``...); ``output_format``: ``jsonl``
+    or ``parquet``; ``blocks``: the layout's block count (default:
+    ``store.self_join.join_layout`` for the number of distinct fingerprints);
+    ``max_group``: the largest prefix group compared in one task before it is
+    split; ``partitions``: of every shuffle (default: Spark's default parallelism)."""
+    from pyspark import StorageLevel
+
+    from scrapy_neardup.dedup.corpus.jobs import fingerprinter
+    from scrapy_neardup.dedup.simhash import to_hex
     from scrapy_neardup.dedup.spark import components, pairs as pairs_mod, reader
     from scrapy_neardup.dedup.store.layout import make_layout
     from scrapy_neardup.dedup.store.self_join import join_layout
 
+    if output_format not in FORMATS:
+        raise ValueError(f"output_format must be one of {FORMATS}, got {output_format!r}")
+    if fields is None:
+        fields = FieldOptions(text_field=text_field, id_field=id_field)
+        if min_tokens is not None:
+            fields = FieldOptions(text_field=text_field, id_field=id_field, min_tokens=min_tokens)
     started = time.time()
     own = False
     if spark is None:
         spark, own = _session(master)
     sc = spark.sparkContext
     try:
-        scheme = Fingerprinter().scheme
+        scheme = fingerprinter(fields.min_tokens).scheme
         files = reader.list_inputs(sc, inputs)
-        lines = reader.read_lines(sc, files)
+        records, lines = reader.read_records(sc, files)
         # every shuffle gets this many partitions (Spark's default parallelism: the cores), since
         # what is shuffled is small beside the text: positions, fingerprints, pairs
         parts = partitions or sc.defaultParallelism
-        from pyspark import StorageLevel
-
-        # (pos, (id, fp, reason)): small beside the text, kept (spilled if need be) rather than fingerprinted twice
-        recs = (lines.mapPartitions(lambda it: fingerprint_partition(it, scheme, text_field, id_field, min_tokens))
+        # (pos, (status, id, fp, reason, url, locator, line)): small beside the text of split files (their
+        # lines are read again, not held); kept, spilled if need be, rather than fingerprinted twice
+        recs = (records.mapPartitions(lambda it: fingerprint_partition(it, scheme, files, fields))
                 .persist(StorageLevel.MEMORY_AND_DISK))
         # (fp, pos) of every fingerprinted record; each fingerprint's first record stands for it
-        with_fp = recs.filter(lambda r: r[1][1] is not None).map(lambda r: (r[1][1], r[0])).persist()
+        with_fp = recs.filter(lambda r: r[1][0] == OK and r[1][2] is not None).map(lambda r: (r[1][2], r[0])).persist()
         firsts = with_fp.reduceByKey(min, parts).persist()
         copies = with_fp.join(firsts, parts).filter(lambda kv: kv[1][0] != kv[1][1]).map(lambda kv: (kv[1][1], kv[1][0]))
         n_distinct = firsts.count()
@@ -173,41 +255,54 @@ def run(inputs: Sequence[str], out: str, *, spark: Any = None, master: str | Non
         copy_drops = copies.leftOuterJoin(dropped, parts).map(
             lambda kv: (kv[1][0], (kv[0], 0) if kv[1][1] is None else kv[1][1]))
         all_dropped = dropped.union(copy_drops).persist()
-        # outputs: the kept lines as they came, in input order (the text is read again, not held);
-        # the drops with their twins
-        skips = recs.filter(lambda r: r[1][2] in SKIP_REASONS).map(lambda r: (r[0], None))
-        (lines.subtractByKey(all_dropped.union(skips), parts).sortByKey(numPartitions=parts).values()
-         .saveAsTextFile(os.path.join(out, "unique")))
-        meta = recs.mapValues(lambda v: (v[0], v[1]))  # pos -> (id, fp)
+        # outputs: the kept records' lines in input order (a split file's lines are read again); the drops
+        not_kept = all_dropped.union(recs.filter(lambda r: r[1][0] != OK).mapValues(lambda _: None))
+        held = recs.filter(lambda r: r[1][6] is not None).mapValues(lambda v: v[6])
+        out_lines = held if lines is None else held.union(lines.mapValues(lambda nl: nl[1]))
+        _write_lines(spark, in_input_order(out_lines.subtractByKey(not_kept, parts), files, parts).values(),
+                     os.path.join(out, "unique"), output_format)
+        meta = recs.filter(lambda r: r[1][0] == OK).mapValues(lambda v: (v[1], v[2], v[4], v[5]))  # id, fp, url, locator
 
         def dup_line(kv: tuple[int, Any]) -> tuple[int, str]:
             # the one schema of docs/stats.md ("The duplicates file"), as the one-machine command writes it
-            twin_pos, (pos, dist, rid, fp) = kv[0], kv[1][0]
-            twin_id, twin_fp = kv[1][1]
-            file_no, offset = reader.split_position(pos)
-            return pos, json.dumps({
-                "id": rid if rid is not None else default_id(files, pos),
-                "duplicate_of": twin_id if twin_id is not None else default_id(files, twin_pos),
-                "distance": dist, "fingerprint": f"{fp:016x}", "duplicate_of_fingerprint": f"{twin_fp:016x}",
-                "source": {"file": display_path(files[file_no]), "offset": offset}}, ensure_ascii=False)
+            (pos, dist, rid, fp, url, locator), (twin_id, twin_fp, _, _) = kv[1]
+            line: dict[str, Any] = {"id": rid, "duplicate_of": twin_id, "distance": dist,
+                                    "fingerprint": to_hex(fp), "duplicate_of_fingerprint": to_hex(twin_fp)}
+            if url:
+                line["url"] = url
+            line["source"] = source(files[split_position(pos)[0]], locator)
+            return pos, json.dumps(line, ensure_ascii=False, default=str)
 
-        (all_dropped.join(meta, parts).map(lambda kv: (kv[1][0][0], (kv[0], kv[1][0][1], kv[1][1][0], kv[1][1][1])))
-         .join(meta, parts).map(dup_line).sortByKey(numPartitions=parts).values().saveAsTextFile(os.path.join(out, "duplicates")))
+        dup_lines = (all_dropped.join(meta, parts).map(lambda kv: (kv[1][0][0], (kv[0], kv[1][0][1], *kv[1][1])))
+                     .join(meta, parts).map(dup_line))
+        dup_lines = in_input_order(dup_lines, files, parts).values()
+        _write_lines(spark, dup_lines, os.path.join(out, "duplicates"), output_format)
         distance_count = dict(all_dropped.map(lambda kv: (kv[1][1], 1)).reduceByKey(lambda a, b: a + b, parts).collect())
-        reasons = dict(recs.filter(lambda r: r[1][1] is None).map(lambda r: (r[1][2] or "none", 1))
-                       .reduceByKey(lambda a, b: a + b, parts).collect())
+        # (status, reason category) -> count: unfingerprinted records, bad records, not records
+        tally = dict(recs.filter(lambda r: r[1][0] != OK or r[1][2] is None)
+                     .map(lambda r: ((r[1][0], (r[1][3] or "none").split(":")[0] if r[1][0] == BAD else r[1][3] or "none"), 1))
+                     .reduceByKey(lambda a, b: a + b, parts).collect())
+        named = recs.filter(lambda r: r[1][0] in (BAD, FILE_ERROR)).takeOrdered(MAX_NAMED, key=lambda r: r[0])
         n_dropped = all_dropped.count()
-        n_lines = recs.count()
-        bad = {r: v for r, v in reasons.items() if r in SKIP_REASONS}
-        n_records = n_lines - sum(bad.values())
+        n_records = recs.filter(lambda r: r[1][0] == OK).count()
         seconds = time.time() - started
-        # the one-machine summary's keys where they mean the same (docs/corpus.md), then the job's own
+
+        def by_status(status: str) -> dict[str, int]:
+            return {reason: n for (st, reason), n in sorted(tally.items()) if st == status}
+
+        def where(pos: int, locator: int) -> dict[str, Any]:
+            return source(files[split_position(pos)[0]], locator)
+
+        # the one-machine summary's keys (docs/corpus.md), then the job's own
         summary = {"records": n_records, "kept": n_records - n_dropped, "dropped": n_dropped,
-                   "unfingerprinted": {r: v for r, v in reasons.items() if r not in SKIP_REASONS},
-                   "bad": bad, "distance_count": {str(d): distance_count[d] for d in sorted(distance_count)},
+                   "unfingerprinted": by_status(OK), "bad": by_status(BAD), "skipped": by_status(SKIP),
+                   "distance_count": {str(d): distance_count[d] for d in sorted(distance_count)},
+                   "bad_records": [{**where(p, v[5]), "reason": v[3]} for p, v in named if v[0] == BAD],
+                   "file_errors": [{"file": files[split_position(p)[0]].name, "error": v[3]}
+                                   for p, v in named if v[0] == FILE_ERROR],
                    "seconds": round(seconds, 3), "docs_per_s": round(n_records / seconds, 1) if seconds else None,
-                   "inputs": [display_path(f) for f in files], "max_distance": k, "scheme": scheme,
-                   "engine": "spark", "master": sc.master, "layout": lay.describe(),
+                   "inputs": [f.name for f in files], "max_distance": k, "scheme": scheme,
+                   "engine": "spark", "master": sc.master, "format": output_format, "layout": lay.describe(),
                    "fingerprinted": with_fp.count(), "distinct": n_distinct, "pairs": n_pairs,
                    **pair_stats, **comp_stats}
         _write_text(sc, os.path.join(out, "summary.json"), json.dumps(summary, indent=1) + "\n")
@@ -219,20 +314,36 @@ def run(inputs: Sequence[str], out: str, *, spark: Any = None, master: str | Non
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="job.py", description="near-duplicate removal of JSON lines on Spark")
-    ap.add_argument("inputs", nargs="+", help="JSON lines files, directories or globs (any path Spark reads)")
+    ap = argparse.ArgumentParser(prog="job.py", description="near-duplicate removal of a corpus on Spark")
+    ap.add_argument("inputs", nargs="+",
+                    help="JSON lines, HTML, WARC or Parquet files, directories or globs (any path Spark reads)")
     ap.add_argument("-o", "--out", required=True, help="output folder (unique/, duplicates/, summary.json)")
     ap.add_argument("--spark-master", default=None, help="Spark master URL (default: spark-submit's)")
     ap.add_argument("-k", "--max-distance", type=int, default=3)
     ap.add_argument("--text-field", default="text")
-    ap.add_argument("--id-field", default="id")
+    ap.add_argument("--html-field", default=None)
+    ap.add_argument("--id-field", default=None, help="default: the one-machine ids (FILE:LINE, ...)")
+    ap.add_argument("--title-field", default=None)
+    ap.add_argument("--url-field", default=None)
+    ap.add_argument("--language-field", default=None)
+    ap.add_argument("--min-tokens", type=int, default=None)
+    ap.add_argument("--format", choices=FORMATS, default="jsonl", help="of unique/ and duplicates/")
     ap.add_argument("--max-group", type=int, default=None, help="split prefix groups larger than this")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    summary = run(args.inputs, args.out, master=args.spark_master, k=args.max_distance,
-                  text_field=args.text_field, id_field=args.id_field, max_group=args.max_group)
+    fields = field_options(args)
+    summary = run(args.inputs, args.out, master=args.spark_master, k=args.max_distance, fields=fields,
+                  output_format=args.format, max_group=args.max_group)
     print(json.dumps(summary))
     return 0
+
+
+def field_options(args: argparse.Namespace) -> FieldOptions:
+    """The ``FieldOptions`` of parsed ``dedup`` arguments (the command's or the script's)."""
+    extra = {} if args.min_tokens is None else {"min_tokens": args.min_tokens}
+    return FieldOptions(text_field=None if args.html_field else args.text_field, html_field=args.html_field,
+                        id_field=args.id_field, title_field=args.title_field, url_field=args.url_field,
+                        language_field=args.language_field, **extra)
 
 
 if __name__ == "__main__":

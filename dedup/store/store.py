@@ -35,6 +35,7 @@ from .layout import Layout
 from .match import Match
 from .meta import settle_meta
 from .redis import RedisSimhashStore, is_redis_url
+from .self_join import PairGraph
 from .tables import PermutedTables
 
 DEFAULT_CAPACITY = 1_000_000
@@ -281,20 +282,31 @@ class SimhashStore:
         with self._lock:
             return self.tables.row_pairs()
 
+    def pair_graph(self) -> PairGraph:
+        """Every pair within ``max_distance`` with exact copies collapsed, as row
+        numbers (``PermutedTables.pair_graph``): its size does not grow with copies."""
+        with self._lock:
+            return self.tables.pair_graph()
+
     def pairs(self) -> Iterator[tuple[str, str, int]]:
         """Yield ``(key_a, key_b, distance)`` for every stored pair within
-        ``max_distance``, each pair once (the batch self-join)."""
+        ``max_distance``, each pair once (the batch self-join). Exact copies are
+        expanded as the pairs are taken, a chunk at a time, so memory stays
+        bounded however many copies a value has (their pairs are quadratic)."""
         with self._lock:
-            ra, rb, dd = self.tables.row_pairs()
-            rows = np.unique(np.concatenate([ra, rb]))
-            if isinstance(self.backend, SQLiteBackend) and len(rows) > len(self.tables) // 8:
-                all_keys = self.backend.all_keys()
+            chunks = self.tables.iter_row_pairs()
+            # (many rows: every key in one query rather than one look-up per chunk)
+            all_keys = (self.backend.all_keys()
+                        if isinstance(self.backend, SQLiteBackend) and chunks.rows > len(self.tables) // 8 else None)
+        for ra, rb, dd in chunks:
+            if all_keys is not None:
                 lookup = all_keys.__getitem__
             else:
-                keyed = dict(zip(rows.tolist(), self.backend.keys(rows.tolist())))
-                lookup = keyed.__getitem__
-        for a, b, d in zip(ra.tolist(), rb.tolist(), dd.tolist()):
-            yield lookup(a), lookup(b), d
+                rows = np.unique(np.concatenate([ra, rb])).tolist()
+                with self._lock:
+                    lookup = dict(zip(rows, self.backend.keys(rows))).__getitem__
+            for a, b, d in zip(ra.tolist(), rb.tolist(), dd.tolist()):
+                yield lookup(a), lookup(b), d
 
     def fingerprints(self) -> np.ndarray:
         """All stored fingerprints in insertion order (uint64 array)."""

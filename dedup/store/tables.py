@@ -33,11 +33,14 @@ fingerprint plus main's prefix directory (about 2 bytes; ``Layout.bytes_per_fing
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 
 from .. import jit
 from . import kernels as K
 from .layout import FP_BITS, Layout
+from .self_join import PairGraph
 
 DEFAULT_BUFFER = 512
 
@@ -373,41 +376,40 @@ class PermutedTables:
                 return out_a[:cnt], out_b[:cnt], out_d[:cnt]
             cap *= 4
 
+    def pair_graph(self) -> PairGraph:
+        """Every pair within k with exact copies collapsed, as ``self_join.PairGraph``:
+        each pair of distinct stored values once, as their first rows, and each
+        row's first row. Its size is the pairs of distinct values however many
+        copies there are (a template stored 10**6 times is one value, not
+        5 x 10**11 pairs); ``greedy.decide`` decides from it. O(n + value pairs)."""
+        va, vb, d = self.value_pairs()  # (compacts: every row is in main)
+        arr, ids = self.main[0], self.main_ids.astype(np.int64)
+        n = len(arr)
+        starts = np.flatnonzero(np.r_[True, arr[1:] != arr[:-1]]) if n else np.empty(0, dtype=np.int64)
+        group_first = np.minimum.reduceat(ids, starts) if n else np.empty(0, dtype=np.int64)
+        first = np.empty(n, dtype=np.int64)
+        first[ids] = np.repeat(group_first, np.diff(np.r_[starts, n]))
+        fa = group_first[np.searchsorted(arr[starts], va)]
+        fb = group_first[np.searchsorted(arr[starts], vb)]
+        return PairGraph(n, self.k, first, np.minimum(fa, fb), np.maximum(fa, fb), d.astype(np.int8))
+
+    def iter_row_pairs(self, chunk: int = 1 << 20) -> RowPairs:
+        """Every pair of *rows* within k, each once (row_a < row_b), as chunks
+        (a, b, distance) of fewer than 2 x ``chunk`` pairs: ``pair_graph`` expanded to
+        the copies as the chunks are taken, so memory stays bounded whatever
+        the copies (their pairs are quadratic in number, and so is the time to
+        take them all). The tables are read when this is called."""
+        return RowPairs(self.pair_graph(), chunk)
+
     def row_pairs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """All pairs of rows within k, each once (row_a < row_b): (a, b, distance)."""
-        va, vb, d = self.value_pairs()
-        arr, ids = self.main[0], self.main_ids
-        ra_parts, rb_parts, d_parts = [], [], []
-        # rows of each value: [lo, hi) in table 0
-        lo_a = np.searchsorted(arr, va, "left")
-        hi_a = np.searchsorted(arr, va, "right")
-        lo_b = np.searchsorted(arr, vb, "left")
-        hi_b = np.searchsorted(arr, vb, "right")
-        single = (hi_a - lo_a == 1) & (hi_b - lo_b == 1)
-        ra_parts.append(ids[lo_a[single]].astype(np.int64))
-        rb_parts.append(ids[lo_b[single]].astype(np.int64))
-        d_parts.append(d[single])
-        for i in np.flatnonzero(~single):  # values stored more than once: all combinations
-            a_rows = ids[lo_a[i] : hi_a[i]].astype(np.int64)
-            b_rows = ids[lo_b[i] : hi_b[i]].astype(np.int64)
-            ra_parts.append(np.repeat(a_rows, len(b_rows)))
-            rb_parts.append(np.tile(b_rows, len(a_rows)))
-            d_parts.append(np.full(len(a_rows) * len(b_rows), d[i]))
-        # exact repeats of one value: pairs among its rows at distance 0
-        if len(arr):
-            starts = np.flatnonzero(np.r_[True, arr[1:] != arr[:-1]])
-            counts = np.diff(np.r_[starts, len(arr)])
-            for s, c in zip(starts[counts > 1], counts[counts > 1]):
-                rows = ids[s : s + c].astype(np.int64)
-                ia, ib = np.triu_indices(c, 1)
-                ra_parts.append(rows[ia])
-                rb_parts.append(rows[ib])
-                d_parts.append(np.zeros(len(ia), dtype=np.int64))
-        ra = np.concatenate(ra_parts)
-        rb = np.concatenate(rb_parts)
-        dd = np.concatenate(d_parts).astype(np.int64)
-        lo, hi = np.minimum(ra, rb), np.maximum(ra, rb)
-        return lo, hi, dd
+        """All pairs of rows within k, each once (row_a < row_b): (a, b, distance).
+        Exact copies make these quadratic (g copies of a value: g (g - 1) / 2
+        pairs): ``pair_graph`` collapses them, ``iter_row_pairs`` takes them in
+        bounded chunks."""
+        parts = list(self.iter_row_pairs())
+        if not parts:
+            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+        return tuple(np.concatenate([p[i] for p in parts]) for i in range(3))  # type: ignore[return-value]
 
     # -- checking -------------------------------------------------------------
 
@@ -440,3 +442,76 @@ class PermutedTables:
                                    self.src, self.dst, self.mask)
             if not np.array_equal(back, sample):
                 raise InvariantError(f"table {t} permutation does not invert")
+
+
+class RowPairs:
+    """The pairs of rows of a ``PairGraph``, copies expanded, as chunks
+    (a, b, distance) of fewer than 2 x ``chunk`` pairs (``PermutedTables.iter_row_pairs``).
+    ``rows``: how many rows are in some pair (a hint for looking their keys up)."""
+
+    def __init__(self, graph: PairGraph, chunk: int) -> None:
+        if chunk < 1:
+            raise ValueError("chunk must be >= 1")
+        self.graph, self.chunk = graph, chunk
+        order = np.argsort(graph.first, kind="stable")  # rows grouped by their first row, in row order
+        firsts = graph.first[order]
+        self._order = order
+        self._starts = np.flatnonzero(np.r_[True, firsts[1:] != firsts[:-1]]) if len(order) else order
+        self._sizes = np.diff(np.r_[self._starts, len(order)])
+        self._group_of = np.full(graph.n, -1, dtype=np.int64)  # first row -> its group
+        self._group_of[firsts[self._starts]] = np.arange(len(self._starts))
+        involved = np.zeros(len(self._starts), dtype=bool)
+        involved[self._sizes > 1] = True
+        involved[self._group_of[graph.a]] = True
+        involved[self._group_of[graph.b]] = True
+        self.rows = int(self._sizes[involved].sum())
+
+    def _rows(self, g: int) -> np.ndarray:
+        s = self._starts[g]
+        return self._order[s : s + self._sizes[g]]
+
+    def __iter__(self) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        g, c = self.graph, self.chunk
+        ga, gb = self._group_of[g.a], self._group_of[g.b]
+        single = (self._sizes[ga] == 1) & (self._sizes[gb] == 1)
+        d64 = g.distance.astype(np.int64)
+        a1, b1, d1 = g.a[single], g.b[single], d64[single]
+        for i in range(0, len(a1), c):  # pairs of values stored once: as they are
+            yield a1[i : i + c], b1[i : i + c], d1[i : i + c]
+        buf: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        held = 0
+        for x, y, d in zip(ga[~single].tolist(), gb[~single].tolist(), d64[~single].tolist()):
+            for part in _cross(self._rows(x), self._rows(y), d, c):  # every row of one with every row of the other
+                buf.append(part)
+                held += len(part[0])
+                if held >= c:
+                    yield _joined(buf)
+                    buf, held = [], 0
+        for grp in np.flatnonzero(self._sizes > 1).tolist():  # the copies of one value: distance 0
+            rows = self._rows(grp)
+            for i in range(len(rows) - 1):
+                for j in range(i + 1, len(rows), c):
+                    right = rows[j : j + c]
+                    buf.append((np.full(len(right), rows[i]), right, np.zeros(len(right), dtype=np.int64)))
+                    held += len(right)
+                    if held >= c:
+                        yield _joined(buf)
+                        buf, held = [], 0
+        if buf:
+            yield _joined(buf)
+
+
+def _cross(left: np.ndarray, right: np.ndarray, d: int, chunk: int
+           ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Every (l, r) of ``left`` x ``right`` as (min, max, d), in pieces of at most ``chunk``."""
+    step = max(1, chunk // len(right))
+    for i in range(0, len(left), step):
+        lp = left[i : i + step]
+        for j in range(0, len(right), chunk):
+            rp = right[j : j + chunk]
+            x, y = np.repeat(lp, len(rp)), np.tile(rp, len(lp))
+            yield np.minimum(x, y), np.maximum(x, y), np.full(len(x), d, dtype=np.int64)
+
+
+def _joined(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    return tuple(np.concatenate([p[i] for p in parts]) for i in range(3))  # type: ignore[return-value]

@@ -246,9 +246,9 @@ class RedisSimhashStore:
         keys = [k for _, _, k in recs]
         local = PermutedTables(self.layout)
         local.add_many(np.array([fp for _, fp, _ in recs], dtype=np.uint64))
-        ra, rb, dd = local.row_pairs()
-        for a, b, d in zip(ra.tolist(), rb.tolist(), dd.tolist()):
-            yield keys[a], keys[b], d
+        for ra, rb, dd in local.iter_row_pairs():  # (copies expanded a chunk at a time: bounded memory)
+            for a, b, d in zip(ra.tolist(), rb.tolist(), dd.tolist()):
+                yield keys[a], keys[b], d
 
     def __len__(self) -> int:
         return sum(int(x or 0) for x in self.connection.each("GET", [self.keyspace.count_key(s)
