@@ -292,7 +292,8 @@ def main(argv: Sequence[str] | None = None, prog: str = "python -m scrapy_neardu
                    help=f"fewer tokens than this: no fingerprint, kept (default {DEFAULT_MIN_TOKENS})")
     p.add_argument("--format", choices=("jsonl", "parquet"), default="jsonl",
                    help="the outputs as JSON lines (default) or Parquet: unique.parquet (the inputs' columns when "
-                        "all are Parquet, else id, url, title, text) and duplicates.parquet")
+                        "all are Parquet, else id, url, title, text) and duplicates.parquet; with --engine spark, "
+                        "part files")
     p.add_argument("--engine", choices=("local", "spark"), default="local",
                    help="local (default: this machine, resumable) or spark (the Spark job, docs/spark.md)")
     p.add_argument("--spark-master", default=None, metavar="URL",
