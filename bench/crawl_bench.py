@@ -183,8 +183,8 @@ def generate_outlink_site(root: Path, pages: int = 2000, outlinks: int = 100, se
                 f"<p class='date'>Updated 2026-0{1 + i % 9}-1{i % 10} at {rng.randrange(24)}:00, "
                 f"{rng.randrange(10_000)} views</p>{article}</main><footer>The generated site</footer></body></html>")
         (root / "p" / f"{i}.html").write_text(html)
-    (root / "index.html").write_text("<html><body>" + "".join(f'<a href="p/{i}.html">{i}</a> ' for i in range(0, pages, 50))
-                                     + "</body></html>")
+    index = "".join(f'<a href="p/{i}.html">{i}</a> ' for i in range(0, pages, 50))
+    (root / "index.html").write_text(f"<html><body>{index}</body></html>")
 
 
 def serve_outlink_site(prefix: str, pages: int) -> tuple[Path, Path, int, subprocess.Popen]:

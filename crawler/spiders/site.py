@@ -125,9 +125,9 @@ class SiteSpider(scrapy.Spider):
         hosts = sorted({urlsplit(u).hostname or "" for u in args.start_urls})
         self.allowed_domains = hosts if args.stay_on_host else []
         self.link_extractor = LinkExtractor(allow=args.allow or (), deny=args.deny or ())
-        extractor = self.link_extractor
-        self.link_spec = LinkSpec(tuple(r.pattern for r in extractor.allow_res), tuple(r.pattern for r in extractor.deny_res),
-                                  tuple(sorted(extractor.deny_extensions)))
+        extractor = self.link_extractor  # (the same, for the filter's worker: links_from_worker)
+        self.link_spec = LinkSpec(tuple(r.pattern for r in extractor.allow_res),
+                                  tuple(r.pattern for r in extractor.deny_res), tuple(sorted(extractor.deny_extensions)))
         self.max_depth = args.max_depth
         self.max_pages = args.max_pages  # enforced by page_limit.PageLimitMiddleware
         self.extract_text = False  # set by from_crawler when the near-duplicate filter is off
