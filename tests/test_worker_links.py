@@ -115,3 +115,23 @@ def test_scrapy_encoding_is_the_responses():
                         (b"\xef\xbb\xbfbom", "text/html; charset=latin-1"), (b"ascii", "")):
         response = HtmlResponse("http://example.com/", body=body, headers={"Content-Type": ctype} if ctype else {})
         assert scrapy_encoding(body, ctype) == response.encoding
+
+
+def test_the_ready_spider_follows_the_workers_links(tmp_path):
+    """A real crawl of the demo site (slow enough for the worker to be up): the
+    links of most pages come from the worker, and the crawl keeps and drops what it
+    must, requesting no outlink of a dropped page."""
+    from scrapy_neardup.crawler.demo_site import DemoSite
+    from tests.test_crawl import paths, read_jsonl, scrapy_crawl, stat
+
+    s = DemoSite()
+    with s.serve() as server:
+        r = scrapy_crawl(server.url, tmp_path, f"NEARDUP_STORE={tmp_path / 'store'}", "DOWNLOAD_DELAY=0.2")
+        requested = server.requests
+    assert r.returncode == 0, r.stderr[-3000:]
+    log = r.stderr
+    assert (stat(log, "neardup/links/from_worker") or 0) > (stat(log, "neardup/links/in_thread") or 0), log[-3000:]
+    assert (stat(log, "neardup/fingerprinted_while_workers_start") or 0) <= 4
+    items = read_jsonl(tmp_path / "pages.jsonl")
+    assert paths([i["url"] for i in items], server.url) == sorted(s.expected_kept() | {"/short.html"})
+    assert not s.never_requested() & set(requested)
