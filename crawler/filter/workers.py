@@ -8,15 +8,10 @@ script that runs a crawl at its top level without an ``if __name__ ==
 "__main__":`` guard runs once. Each has a thread here that hands it one page
 at a time from a shared queue.
 
-While the workers first start (importing, loading rjieba's dictionary: a
-second or two, more on a busy machine) the first ``START_IN_THREAD`` pages
-are fingerprinted in the crawl's thread rather than waiting for them
-(``neardup/fingerprinted_while_workers_start``), so that the start pages'
-links go out at once; later ones wait in the queue for the first worker (the
-downloads go on meanwhile): the crawl's thread fingerprints by the reference
-path, about 25 ms a page, which a start of several seconds on a busy machine
-would otherwise pay for hundreds of pages. From then on the crawl's thread
-never fingerprints:
+Pages that arrive while the workers first start (importing, loading rjieba's
+dictionary: a second or two) are fingerprinted in the crawl's thread rather
+than waiting for them (``neardup/fingerprinted_while_workers_start``). From
+then on the crawl's thread never fingerprints:
 
 * a page that takes a worker longer than ``NEARDUP_WORKER_TIMEOUT`` seconds
   passes unchecked (``neardup/skipped/timeout``, a warning naming its URL),
@@ -68,8 +63,6 @@ logger = logging.getLogger(__name__)
 
 #: How long this process waits for a worker to put the store's kernels in the cache before compiling them itself
 STORE_CACHE_WAIT = 600.0
-#: Pages fingerprinted in the crawl's thread, at most, while the workers first start (the rest wait for them)
-START_IN_THREAD = 4
 #: Worker restarts (after a death, a timeout or a failed start) in a crawl past which the filter stops checking
 MAX_WORKER_RESTARTS = 5
 
@@ -103,7 +96,6 @@ class FingerprintWorkers:
         self.up = threading.Event()
         self._store_cached = threading.Event()
         self._threads: list[threading.Thread] = []
-        self._in_thread = 0  # pages fingerprinted here while the workers first start (START_IN_THREAD)
         self.restarts = 0
         self.stopped = False  # past MAX_WORKER_RESTARTS: no more checking
         self._closing = False
@@ -124,7 +116,7 @@ class FingerprintWorkers:
         workers are first up, the result, computed here. ``links``: the worker
         reads the page's outlinks too (``JobResult.links``; not here)."""
         encoding = declared_encoding(response)
-        if self.count and (self.up.is_set() or self._in_thread >= START_IN_THREAD):
+        if self.count and self.up.is_set():
             pending: Future = Future()
             job = None if links is None else LinkJob(
                 response.url, (response.headers.get(b"Content-Type") or b"").decode("latin-1"), links)
@@ -135,7 +127,6 @@ class FingerprintWorkers:
                     self._jobs.put((pending, response.body, encoding, job))
             return pending
         if self.count:
-            self._in_thread += 1
             self.stats.inc_value("neardup/fingerprinted_while_workers_start")
         return fingerprint_job(response.body, encoding, self.min_text)
 
