@@ -1,8 +1,11 @@
 """Crawl throughput with and without the near-duplicate filter, on a real site served by nginx.
 
-    .venv/bin/python bench/crawl_bench.py [--rounds 7] [--spiders ready,user,jobdir]
+    .venv/bin/python bench/crawl_bench.py [--rounds 7] [--spiders ready,user,jobdir] [--outlink-site [--pages 2000]]
 
-Serves ``../shared/data/sites/sqlite3-doc.tar.gz`` with nginx (installed from
+Serves ``../shared/data/sites/sqlite3-doc.tar.gz`` (or, with ``--outlink-site``,
+a generated static site of ``--pages`` pages of 100 outlinks each, a third of
+them near-duplicates: ``generate_outlink_site``; results to
+``bench/results/crawl-outlinks.json``) with nginx (installed from
 Debian's packages if missing) on a free 127.0.0.1 port, then, for each
 spider, runs its crawl without and with the filter in alternating order
 (plain first in even rounds, filtered first in odd ones), at the same
@@ -29,6 +32,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import random
 import shutil
 import socket
 import statistics
@@ -105,7 +110,8 @@ def read_stats(stderr: str, wall: float, min_pages: int = 100) -> dict:
         raise RuntimeError(stderr[-2000:])
     stats = {}
     for key in ("response_received_count", "elapsed_time_seconds", "neardup/kept", "neardup/dropped",
-                "neardup/outlinks_dropped", "downloader/response_bytes", "bench/thread_cpu_s"):
+                "neardup/outlinks_dropped", "downloader/response_bytes", "bench/thread_cpu_s",
+                "neardup/fingerprinted_while_workers_start", "neardup/links/from_worker", "neardup/links/in_thread"):
         for line in stderr.splitlines():
             if f"'{key}':" in line:
                 stats[key] = float(line.split(":")[-1].strip(" ,}"))
@@ -152,6 +158,43 @@ def serve_sqlite_doc(data: str, prefix: str, access_log: bool = False
     site = work / "site" / "sqlite3-doc" / "site"
     port = free_port()
     return work, site, port, start_nginx(site, port, work, work / "access.log" if access_log else None)
+
+
+def generate_outlink_site(root: Path, pages: int = 2000, outlinks: int = 100, seed: int = 1) -> None:
+    """A static site of ``pages`` pages under ``root`` (``index.html`` and
+    ``p/N.html``), each with ``outlinks`` links to other pages (a few fixed
+    navigation links, the rest drawn at random, relative and absolute paths, some
+    with a #fragment) and an article of made-up words; every third page is a
+    near-duplicate of the page before it (the same article, another date line
+    and view counter), as template sites have them."""
+    rng = random.Random(seed)
+    vocab = ["".join(rng.choice("aeioukltmnrsdpbg") for _ in range(rng.randint(3, 9))) for _ in range(3000)]
+    (root / "p").mkdir(parents=True, exist_ok=True)
+    article = ""
+    for i in range(pages):
+        if i % 3 != 2:
+            article = "\n".join("<p>" + " ".join(rng.choice(vocab) for _ in range(rng.randint(40, 90))) + ".</p>"
+                                for _ in range(rng.randint(4, 8)))
+        targets = [(i * 7 + k) % pages for k in range(1, 11)] + [rng.randrange(pages) for _ in range(outlinks - 10)]
+        links = "\n".join(f'<li><a href="{"/p/" if k % 2 else "../p/"}{t}.html{"#c" if k % 10 == 3 else ""}">'
+                          f'{rng.choice(vocab)} {rng.choice(vocab)}</a></li>' for k, t in enumerate(targets))
+        html = (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>Page {i} of the site</title></head><body>"
+                f"<nav><ul>{links}</ul></nav><main><h1>Article {i - (i % 3 == 2)}</h1>"
+                f"<p class='date'>Updated 2026-0{1 + i % 9}-1{i % 10} at {rng.randrange(24)}:00, "
+                f"{rng.randrange(10_000)} views</p>{article}</main><footer>The generated site</footer></body></html>")
+        (root / "p" / f"{i}.html").write_text(html)
+    index = "".join(f'<a href="p/{i}.html">{i}</a> ' for i in range(0, pages, 50))
+    (root / "index.html").write_text(f"<html><body>{index}</body></html>")
+
+
+def serve_outlink_site(prefix: str, pages: int) -> tuple[Path, Path, int, subprocess.Popen]:
+    """(work directory, site root, port, nginx) with ``generate_outlink_site`` served on 127.0.0.1."""
+    work = Path(tempfile.mkdtemp(prefix=prefix))
+    work.chmod(0o755)
+    site = work / "site"
+    generate_outlink_site(site, pages)
+    port = free_port()
+    return work, site, port, start_nginx(site, port, work)
 
 
 def finish(result: dict, out: str, work: Path) -> None:
@@ -214,11 +257,21 @@ def summary(rounds: list[dict]) -> dict:
 
 
 def main() -> None:
-    a = crawl_args("bench/results/crawl.json", rounds=7)
+    command = " ".join(["bench/crawl_bench.py", *sys.argv[1:]])
     spiders = SPIDERS
     if "--spiders" in sys.argv:  # (crawl_args knows integer options only)
-        spiders = tuple(sys.argv[sys.argv.index("--spiders") + 1].split(","))
-    work, site, port, nginx = serve_sqlite_doc(a.data, "neardup-crawl-")
+        i = sys.argv.index("--spiders")
+        spiders = tuple(sys.argv[i + 1].split(","))
+        del sys.argv[i : i + 2]
+    outlink_site = "--outlink-site" in sys.argv
+    if outlink_site:
+        sys.argv.remove("--outlink-site")
+    a = crawl_args("bench/results/crawl-outlinks.json" if outlink_site else "bench/results/crawl.json",
+                   rounds=7, pages=2000)
+    if outlink_site:
+        work, site, port, nginx = serve_outlink_site("neardup-crawl-", a.pages)
+    else:
+        work, site, port, nginx = serve_sqlite_doc(a.data, "neardup-crawl-")
     url = f"http://127.0.0.1:{port}/index.html"
     runs: dict[str, list[dict]] = {s: [] for s in spiders}
     try:
@@ -239,9 +292,10 @@ def main() -> None:
     finally:
         nginx.terminate()
         nginx.wait(10)
-    result: dict = {"command": " ".join(["bench/crawl_bench.py", *sys.argv[1:]]), "concurrency": a.concurrency,
-                    "spiders": {s: summary(r) for s, r in runs.items()}}
-    if "ready" in spiders:
+    result: dict = {"command": command, "concurrency": a.concurrency,
+                    "site": f"generated, {a.pages} pages of 100 outlinks" if outlink_site else "sqlite3-doc",
+                    "load_average": os.getloadavg(), "spiders": {s: summary(r) for s, r in runs.items()}}
+    if "ready" in spiders and not outlink_site:
         # every dropped pair of the ready spider's last filtered run, by Jaccard of visible text
         dups = [json.loads(x) for x in (work / f"ready-filtered-{a.rounds - 1}" / "store" / "duplicates.jsonl"
                                         ).read_text().splitlines()]

@@ -26,6 +26,7 @@ page leaves, and the pages in hand stay in the frontier for the resume.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import weakref
 from collections.abc import AsyncIterator
@@ -140,7 +141,10 @@ class NearDupMiddleware:
             self._pending[response] = reason
             return
         assert isinstance(response, TextResponse)
-        self._pending[response] = self.workers.submit(response)
+        # a spider that follows a LinkExtractor's links (the ready spider) may have the
+        # worker read them from the tree it parses anyway: see worker_links
+        wants = getattr(self.crawler.spider, "links_from_worker", None)
+        self._pending[response] = self.workers.submit(response, wants(response) if wants is not None else None)
 
     # -- 2. decide and filter ---------------------------------------------------
 
@@ -208,6 +212,21 @@ class NearDupMiddleware:
         # (a new request, not a copy: the page's headers, Referer included, are not the canonical URL's)
         return [Request(canonical, callback=request.callback, errback=request.errback,
                         cb_kwargs=dict(request.cb_kwargs), priority=request.priority + CANONICAL_PRIORITY)]
+
+    async def worker_links(self, response: Response) -> list[str] | None:
+        """The page's outlinks as the worker read them, for a spider whose
+        ``links_from_worker(response)`` gave a ``LinkSpec`` (the ready spider's
+        ``LinkExtractor``, as ``dedup.fingerprint.links``); None when the worker
+        did not read them (a page fingerprinted while the workers start, one
+        passed unchecked, hostile or failed): the spider extracts them itself.
+        Awaited in the callback; the verdict waits for the same answer."""
+        pending = self._pending.get(response)
+        if isinstance(pending, Future):
+            try:
+                pending = await asyncio.wrap_future(pending)
+            except Exception:  # (a failed page: counted and logged where the verdict takes it)
+                return None
+        return pending.links if isinstance(pending, JobResult) else None
 
     async def _fingerprint(self, response: Response) -> JobResult | str:
         """The page's fingerprint, once it is there, or why it passes unchecked."""

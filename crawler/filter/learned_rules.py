@@ -115,6 +115,8 @@ class LearnedRules:
         Explained in the duplicates file, once per URL. One look-up round for
         all (a shared rule book is a Redis round trip). ``scheduled``: they have
         passed the dupe filter (``AvoidMiddleware``)."""
+        if not self.book.acts():  # (no rule acts anywhere: nothing to look up, per outlink or at all)
+            return set()
         if self.confirm_bytes and not scheduled:
             return set()  # (outlinks are queued: each predicted copy is confirmed before its download)
         todo = [r for r in requests if not r.dont_filter and not r.meta.get(self.skip_meta_key)

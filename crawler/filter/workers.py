@@ -53,6 +53,7 @@ from scrapy.utils.reactor import is_asyncio_reactor_installed
 from scrapy_neardup.dedup import jit
 from scrapy_neardup.dedup.fingerprint.jobs import (JobFailed, JobResult, WorkerDied, WorkerOutOfMemory, WorkerProcess,
                                                    WorkerTimeout, fingerprint_job)
+from scrapy_neardup.dedup.fingerprint.links import LinkJob, LinkSpec
 
 from ..config import NearDupConfig
 from ..counts import count_unchecked
@@ -68,7 +69,7 @@ MAX_WORKER_RESTARTS = 5
 # why a page passes unchecked
 TIMEOUT, WORKER_DIED, OUT_OF_MEMORY, NO_WORKER = "timeout", "worker_died", "out_of_memory", "no_worker"
 
-_Job = tuple[Future, bytes, "str | None"]  # (its answer, the body, the declared encoding)
+_Job = tuple[Future, bytes, "str | None", "LinkJob | None"]  # (its answer, the body, the declared encoding, links?)
 
 
 class FingerprintWorkers:
@@ -109,18 +110,21 @@ class FingerprintWorkers:
         jit.warm_in_background(("store",) if self.count else ("store", "fingerprint"), reference_first=True,
                                wait=self._wait_for_store_cache if self.count else None)
 
-    def submit(self, response: TextResponse) -> Future | JobResult:
+    def submit(self, response: TextResponse, links: LinkSpec | None = None) -> Future | JobResult:
         """Start fingerprinting ``response``: a Future a worker will answer
         (a ``JobResult``, or why the page passes unchecked), or, before the
-        workers are first up, the result, computed here."""
+        workers are first up, the result, computed here. ``links``: the worker
+        reads the page's outlinks too (``JobResult.links``; not here)."""
         encoding = declared_encoding(response)
         if self.count and self.up.is_set():
             pending: Future = Future()
+            job = None if links is None else LinkJob(
+                response.url, (response.headers.get(b"Content-Type") or b"").decode("latin-1"), links)
             with self._lock:
                 if self.stopped:
                     pending.set_result(NO_WORKER)
                 else:
-                    self._jobs.put((pending, response.body, encoding))
+                    self._jobs.put((pending, response.body, encoding, job))
             return pending
         if self.count:
             self.stats.inc_value("neardup/fingerprinted_while_workers_start")
@@ -205,7 +209,7 @@ class FingerprintWorkers:
                     job[0].set_result(NO_WORKER)
                 self._retire(worker, kill=False)
                 return
-            pending, body, encoding = job
+            pending, body, encoding, links = job
             if not pending.set_running_or_notify_cancel():
                 continue
             if self.stopped:
@@ -213,7 +217,7 @@ class FingerprintWorkers:
                 self._retire(worker, kill=False)
                 return
             try:
-                pending.set_result(worker.run(body, encoding, self.min_text, self.timeout))
+                pending.set_result(worker.run(body, encoding, self.min_text, self.timeout, links))
                 continue
             except JobFailed as exc:
                 pending.set_exception(exc)

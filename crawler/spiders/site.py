@@ -31,12 +31,13 @@ from scrapy.linkextractors import LinkExtractor
 from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
 
 from scrapy_neardup.dedup import jit
+from scrapy_neardup.dedup.fingerprint.links import LinkSpec
 from scrapy_neardup.dedup.text import extract
 from scrapy_neardup.dedup.text.hostile_scan import hostile_reason
 
 from ..clock import utc_now
 from ..config import NearDupConfig
-from ..middleware import declared_encoding
+from ..middleware import NearDupMiddleware, declared_encoding
 from .page_limit import PAGE_LIMIT_ORDER, PageLimitMiddleware
 
 logger = logging.getLogger(__name__)
@@ -124,6 +125,9 @@ class SiteSpider(scrapy.Spider):
         hosts = sorted({urlsplit(u).hostname or "" for u in args.start_urls})
         self.allowed_domains = hosts if args.stay_on_host else []
         self.link_extractor = LinkExtractor(allow=args.allow or (), deny=args.deny or ())
+        extractor = self.link_extractor  # (the same, for the filter's worker: links_from_worker)
+        self.link_spec = LinkSpec(tuple(r.pattern for r in extractor.allow_res),
+                                  tuple(r.pattern for r in extractor.deny_res), tuple(sorted(extractor.deny_extensions)))
         self.max_depth = args.max_depth
         self.max_pages = args.max_pages  # enforced by page_limit.PageLimitMiddleware
         self.extract_text = False  # set by from_crawler when the near-duplicate filter is off
@@ -159,10 +163,24 @@ class SiteSpider(scrapy.Spider):
         for url in self.start_urls:
             yield scrapy.Request(url, callback=self.parse)
 
+    def links_from_worker(self, response: Response) -> LinkSpec | None:
+        """What the near-duplicate filter's worker should extract of this page's
+        links (its ``LinkExtractor``'s settings), or None: past ``max_depth``
+        none are followed."""
+        if self.max_depth is not None and response.meta.get("depth", 0) >= self.max_depth:
+            return None
+        return self.link_spec
+
     async def parse(self, response: Response) -> AsyncIterator[Any]:
         if not isinstance(response, TextResponse):
             return
-        hostile = hostile_reason(response.body)  # (0.04 ms on a median page: see hostile_scan)
+        # the page's links as the filter's worker read them from its own parse (the same
+        # as the LinkExtractor's: dedup.fingerprint.links), or None: then extracted here
+        neardup = NearDupMiddleware.of(self.crawler)  # (made after the spider, with the engine)
+        links = await neardup.worker_links(response) \
+            if neardup is not None and self.links_from_worker(response) is not None else None
+        # (a page the worker parsed is not hostile)
+        hostile = hostile_reason(response.body) if links is None else None  # (0.04 ms on a median page)
         if hostile is not None:
             logger.warning("%s is not parsed for its links or text: %s", response.url, hostile)
         if b"html" in (response.headers.get("Content-Type", b"text/html") or b"").lower():
@@ -180,5 +198,12 @@ class SiteSpider(scrapy.Spider):
             }
         if hostile is not None or (self.max_depth is not None and response.meta.get("depth", 0) >= self.max_depth):
             return
+        if links is not None:
+            self.crawler.stats.inc_value("neardup/links/from_worker")
+            for url in links:  # (absolute already: response.follow would decode the page for its base URL)
+                yield scrapy.Request(url, callback=self.parse)
+            return
+        if neardup is not None:
+            self.crawler.stats.inc_value("neardup/links/in_thread")
         for link in self.link_extractor.extract_links(response):
             yield response.follow(link, callback=self.parse)

@@ -125,6 +125,7 @@ class RuleBook:
         # changed only when a rule is added or changes state (_rules_changed).
         self._acting_by_host: dict[str, list[RuleState]] = {}
         self._strip_by_host: dict[str, UrlRule | None] = {}
+        self._any_acting: bool | None = None  # (acts(): None until asked after a change)
         self.events: list[tuple[str, RuleState]] = []  # ("learned" | "retired", rule): for the caller's stats
         for rule in self.pins:
             self.store.create(rule.spec, rule.host)
@@ -277,6 +278,8 @@ class RuleBook:
     def avoid_many(self, urls: list[str]) -> list[tuple[str, str, bool] | None]:
         """``avoid`` for each URL, with one look-up round for all (``Storage.forms``),
         and one more for those it would avoid (``Storage.fetched``)."""
+        if not self.acts():  # (most crawls, most of the time: no outlink is canonicalised for nothing)
+            return [None] * len(urls)
         asks = [(j, st, self._form(st, url)) for j, url in enumerate(urls)
                 for st in self._acting_for(host_of(url)) if touches(st.rule, parts_of(url)[2])]
         firsts = self.store.forms([(st.rule.spec, form) for _, st, form in asks]) if asks else []
@@ -354,8 +357,16 @@ class RuleBook:
             acting = self._acting_by_host[host] = [st for st in self._rules_for(host) if st.acting]
         return acting
 
+    def acts(self) -> bool:
+        """Whether any rule acts, on any host: O(1) but after a change. With none,
+        ``avoid_many`` answers without looking at the URLs."""
+        if self._any_acting is None:
+            self._any_acting = any(st.acting for st in self.rules())
+        return self._any_acting
+
     def _rules_changed(self) -> None:
         """A rule was added or changed state: the per-host look-ups are made again when next needed."""
+        self._any_acting = None
         self._acting_by_host.clear()
         self._strip_by_host.clear()
 

@@ -18,7 +18,10 @@ from collections.abc import Callable
 from multiprocessing.connection import Client, Connection
 from typing import IO, Any, NamedTuple
 
+from selectolax.lexbor import LexborHTMLParser
+
 from ..features import UNDETERMINED
+from .links import LinkJob, page_links
 from .pipeline import Fingerprinter
 
 _FINGERPRINTERS: dict[int, Fingerprinter] = {}
@@ -33,15 +36,34 @@ class JobResult(NamedTuple):
     title: str
     text: str
     language: str = UNDETERMINED  # of the page's prose (``features.language``)
+    #: the page's outlinks when asked for (``links.LinkJob``) and the page was parsed; else None
+    links: list[str] | None = None
 
 
-def fingerprint_job(body: bytes, encoding: str | None, min_tokens: int) -> JobResult:
-    """Fingerprint HTML bytes (one ``Fingerprinter`` per process and ``min_tokens``)."""
+def fingerprint_job(body: bytes, encoding: str | None, min_tokens: int, links: LinkJob | None = None) -> JobResult:
+    """Fingerprint HTML bytes (one ``Fingerprinter`` per process and ``min_tokens``);
+    with ``links``, read the page's outlinks from the same tree (``links.page_links``)."""
     fper = _FINGERPRINTERS.get(min_tokens)
     if fper is None:
         fper = _FINGERPRINTERS[min_tokens] = Fingerprinter(min_tokens=min_tokens)
-    r = fper.fingerprint_html(body, encoding)
-    return JobResult(r.value, r.reason, r.title, r.text, r.language)
+    if links is None:
+        r = fper.fingerprint_html(body, encoding)
+        return JobResult(r.value, r.reason, r.title, r.text, r.language)
+    found: list[list[str] | None] = []
+
+    def read_links(doc: LexborHTMLParser, tree_encoding: str) -> None:
+        try:
+            found.append(page_links(doc, body, links, tree_encoding))
+        except MemoryError:  # (the worker's cap: as for the fingerprint)
+            raise
+        except Exception:  # (never at the fingerprint's cost: the spider falls back to its LinkExtractor)
+            found.append(None)
+
+    r = fper.fingerprint_html(body, encoding, on_document=read_links)
+    if not found and r.reason == "empty":  # (blank bytes are not parsed: they have no links)
+        found.append([])
+    # (a binary page, one the pre-parse scan calls hostile, one that failed to parse: None)
+    return JobResult(r.value, r.reason, r.title, r.text, r.language, found[0] if found else None)
 
 
 class WorkerDied(Exception):
@@ -98,13 +120,14 @@ class WorkerProcess:
     def pid(self) -> int:
         return self.process.pid
 
-    def run(self, body: bytes, encoding: str | None, min_tokens: int, timeout: float) -> JobResult:
-        """Fingerprint a page in the worker, within ``timeout`` seconds; else
+    def run(self, body: bytes, encoding: str | None, min_tokens: int, timeout: float,
+            links: LinkJob | None = None) -> JobResult:
+        """Fingerprint a page in the worker (and read its links: ``links``), within ``timeout`` seconds; else
         ``WorkerTimeout`` (the worker is left as it is: kill it), ``WorkerDied``
         (``WorkerOutOfMemory`` when it said so) or ``JobFailed``."""
         assert self.conn is not None
         try:
-            self.conn.send((body, encoding, min_tokens))
+            self.conn.send((body, encoding, min_tokens, links))
         except OSError as exc:  # (a broken pipe: it is gone)
             raise WorkerDied(repr(exc)) from None
         return self._receive(time.monotonic() + timeout, "result")

@@ -24,6 +24,7 @@ from ..text import Page, extract
 from ..text.plain import text_page
 from ..text.binary_sniff import binary_kind
 from ..text.hostile_scan import hostile_reason
+from ..text.visible import OnDocument
 
 #: Bump when extraction, tokenisation, features or hashing change output.
 # v9: Thai, Lao, Khmer, Myanmar and Tibetan cut in character trigrams (v8: bigrams); CLD2's pseudo-languages
@@ -106,12 +107,13 @@ class Fingerprinter:
         return Fingerprint(value ^ language_mask(language, self.seed), None, page.title, text, n_tokens, page, language)
 
     def fingerprint_html(self, data: bytes, encoding: str | None = None,
-                         compiled: bool | None = None) -> Fingerprint:
+                         compiled: bool | None = None, on_document: OnDocument | None = None) -> Fingerprint:
         """Never raises on bad bytes: unparsable input gives reason
         ``unparsable``, a binary file (PDF, image, archive...) ``binary: KIND``,
         a page past a bound of the pre-parse scan (``text.hostile_scan``: an
         element of 200,000 attributes, millions of elements) ``hostile: WHY``,
-        without parsing it. ``compiled`` as in ``fingerprint_page``."""
+        without parsing it. ``compiled`` as in ``fingerprint_page``;
+        ``on_document`` as in ``text.extract`` (not called for such pages)."""
         kind = binary_kind(data)
         if kind is not None:
             return Fingerprint(None, f"binary: {kind}")
@@ -121,7 +123,7 @@ class Fingerprinter:
         if compiled is None:
             compiled = jit.ready("fingerprint")
         try:
-            page = extract(data, encoding, compiled)
+            page = extract(data, encoding, compiled, on_document)
         except MemoryError:  # not the page's fault: the process's (a worker's cap says so itself)
             raise
         except Exception as exc:  # parser/codec failures on hostile input

@@ -18,8 +18,9 @@ socket, a named pipe on Windows):
    kernels, the store's first, and says ``("store_cached", None)`` once they
    are in the cache, so that the parent loads them from there rather than
    compiling them beside the crawl; jobs use the compiled kernels once warm;
-3. it answers each ``(body, encoding, min_tokens)`` with ``("result",
-   JobResult)``, or ``("error", message)`` if fingerprinting raised.
+3. it answers each ``(body, encoding, min_tokens, links)`` with ``("result",
+   JobResult)``, or ``("error", message)`` if fingerprinting raised;
+   ``links`` (a ``links.LinkJob``, or None) asks for the page's outlinks too.
 
 It ends when its stdin closes: the parent closed it, or died however it died
 (killed with SIGKILL too). Ctrl-C is the parent's to handle.
@@ -92,11 +93,11 @@ def serve(conn: Connection) -> None:
     threading.Thread(target=compile_all, name="neardup-warmup", daemon=True).start()
     while True:
         try:
-            body, encoding, min_tokens = conn.recv()
+            body, encoding, min_tokens, links = conn.recv()
         except (EOFError, OSError):
             return
         try:
-            answer: tuple[str, Any] = ("result", fingerprint_job(body, encoding, min_tokens))
+            answer: tuple[str, Any] = ("result", fingerprint_job(body, encoding, min_tokens, links))
         except MemoryError as exc:  # (past --memory-mib): say so, and end, to be replaced
             del body
             say("out_of_memory", repr(exc))

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import codecs
 import re
+from collections.abc import Callable
 
 import numpy as np
 from selectolax.lexbor import LexborDocumentOptions, LexborHTMLParser, LexborNode
@@ -171,23 +172,34 @@ def page_of_document(doc: LexborHTMLParser, encoding: str, compiled: bool | None
     return scan_page(serialise_for_scan(doc), title, encoding)
 
 
-def _extract_utf8(data: bytes, encoding: str, compiled: bool | None) -> Page:
+#: Called with the parsed tree, before the text is read from it (which changes it), and the encoding decoded from
+OnDocument = Callable[[LexborHTMLParser, str], None]
+
+
+def _extract_utf8(data: bytes, encoding: str, compiled: bool | None, on_document: OnDocument | None = None) -> Page:
     """Visible text of a UTF-8 encoded document."""
     if not data or data.isspace():  # (isspace does not copy the page, strip would)
         return Page(title="", blocks=[], encoding=encoding)
-    return page_of_document(parse_document(data), encoding, compiled)
+    doc = parse_document(data)
+    if on_document is not None:
+        on_document(doc, encoding)
+    return page_of_document(doc, encoding, compiled)
 
 
-def extract_text(text: str, encoding: str = "utf-8", compiled: bool | None = None) -> Page:
+def extract_text(text: str, encoding: str = "utf-8", compiled: bool | None = None,
+                 on_document: OnDocument | None = None) -> Page:
     """Visible text of an already decoded HTML document."""
-    return _extract_utf8(text.encode("utf-8", "surrogatepass"), encoding, compiled)
+    return _extract_utf8(text.encode("utf-8", "surrogatepass"), encoding, compiled, on_document)
 
 
-def extract(data: bytes, encoding: str | None = None, compiled: bool | None = None) -> Page:
+def extract(data: bytes, encoding: str | None = None, compiled: bool | None = None,
+            on_document: OnDocument | None = None) -> Page:
     """Visible text of HTML bytes; never raises on malformed markup.
 
     ``encoding`` is an encoding declared outside the document (HTTP header);
-    ``compiled`` as in ``page_of_document``.
+    ``compiled`` as in ``page_of_document``; ``on_document`` is given the
+    parsed tree first (the worker reads the page's links there:
+    ``fingerprint.links``), and the encoding the bytes were decoded from.
     """
     enc, skip = sniff_encoding(data, encoding)
     if codecs.lookup(enc).name == "utf-8" and b"\x00" not in data:
@@ -195,5 +207,5 @@ def extract(data: bytes, encoding: str | None = None, compiled: bool | None = No
         # exactly as Python's "replace" does (tested), without a decode/encode
         # round trip. Not with NUL bytes: lexbor drops them before decoding,
         # which joins the bytes around them into other characters.
-        return _extract_utf8(data[skip:] if skip else data, enc, compiled)
-    return extract_text(to_unicode(data[skip:], enc), enc, compiled)
+        return _extract_utf8(data[skip:] if skip else data, enc, compiled, on_document)
+    return extract_text(to_unicode(data[skip:], enc), enc, compiled, on_document)
