@@ -114,9 +114,9 @@ class LearnedRules:
         page has their content (that page's outlinks stand for theirs).
         Explained in the duplicates file, once per URL. One look-up round for
         all (a shared rule book is a Redis round trip). ``scheduled``: they have
-        passed the dupe filter (``AvoidMiddleware``)."""
-        if self.confirm_bytes and not scheduled:
-            return set()  # (outlinks are queued: each predicted copy is confirmed before its download)
+        passed the dupe filter (``AvoidMiddleware``). A sub-tree rule's prediction
+        (``RuleBook.confirmed_only``) is never left out unconfirmed: its outlink is
+        queued, and made a ranged GET just before its download (``_to_confirm``)."""
         todo = [r for r in requests if not r.dont_filter and not r.meta.get(self.skip_meta_key)
                 and CONFIRM_KEY not in r.meta]
         if not todo:
@@ -136,8 +136,9 @@ class LearnedRules:
             if explored:
                 self.stats.inc_value("neardup/url_rules/explored")
                 continue
-            if self.confirm_bytes:
-                self._to_confirm(request, spec, target)
+            if self.book.confirmed_only(spec):
+                if scheduled:
+                    self._to_confirm(request, spec, target)
                 continue
             try:
                 data: str | None = encode_request(self._as_made_again(request, referer), self.crawler.spider)
