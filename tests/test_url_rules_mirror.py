@@ -71,7 +71,8 @@ def check(site: MirrorSite, r, tmp_path: Path, log: Path, base: str) -> None:
     assert ranged, "no copy was confirmed by a ranged GET"
     mirrored = (len(site.langs) - 1) * len(site.pages()) - len(site.translated)  # (copies a plain crawl downloads)
     saved = stat(r.stderr, "neardup/url_rules/range_confirmed")
-    assert saved >= mirrored // 4, f"{saved} of {mirrored} copies confirmed"  # (the savings come with the defaults)
+    # (the savings come with the defaults: 83 of 115 in a run; the order pages arrive in moves it)
+    assert saved >= mirrored // 2, f"{saved} of {mirrored} copies confirmed"
     confirmed = [d for d in read_jsonl(tmp_path / "store" / "duplicates.jsonl") if d.get("avoided")]
     assert len(confirmed) == stat(r.stderr, "neardup/url_rules/range_confirmed")
     for d in confirmed:  # (every confirmation checked against the file it would have served)
