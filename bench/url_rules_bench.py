@@ -46,7 +46,7 @@ from scrapy_neardup.crawler.demo_site import DemoSite  # noqa: E402
 from tests.fixtures.trap_site import CopiesSite, TrapSite  # noqa: E402
 
 MODES = {"plain": ["NEARDUP_ENABLED=False"], "no rules": ["NEARDUP_URL_RULES=False"], "rules": []}
-CONFIRM = 256  # bytes of a ranged GET confirming a predicted copy (the mirror site's fourth mode)
+CONFIRM = 256  # bytes of a ranged GET confirming a predicted copy (NEARDUP_URL_RULES_CONFIRM_BYTES's default)
 
 
 def run_crawl(url: str, out: Path, settings: list[str]) -> str:
@@ -238,7 +238,7 @@ def main() -> None:
     ap.add_argument("--out", default="bench/results/url_rules.json")
     ap.add_argument("--sites", default="trap,changing,copies,demo,sqlite3-doc,developers-reference,debian-reference")
     ap.add_argument("--mirror-modes", default="", help="the mirror site's crawls besides plain Scrapy "
-                    "(of: no rules, rules, rules+range, rules+range+3pairs; default all)")
+                    "(of: no rules, rules, rules without sub-trees, rules+3pairs; default all)")
     a = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="neardup-rules-bench-"))
     work.chmod(0o755)  # nginx's workers run unprivileged and must read the sites
@@ -267,9 +267,10 @@ def main() -> None:
 
             rows.append(local_site("demo", respond, lambda t: dropped.get(t, t), work, "/"))
         if "mirror" in sites:  # language folders of symlinks, partly translated, with validator traps
-            confirm = f"NEARDUP_URL_RULES_CONFIRM_BYTES={CONFIRM}"
-            modes = {**MODES, "rules+range": [confirm],
-                     "rules+range+3pairs": [confirm, "NEARDUP_URL_RULES_MIN_EVIDENCE=3"]}
+            # ("rules": the defaults, sub-tree rules confirmed by a ranged GET of CONFIRM bytes;
+            # "rules without sub-trees": without confirmation, as before it was the default)
+            modes = {**MODES, "rules without sub-trees": ["NEARDUP_URL_RULES_CONFIRM_BYTES=0"],
+                     "rules+3pairs": [f"NEARDUP_URL_RULES_CONFIRM_BYTES={CONFIRM}", "NEARDUP_URL_RULES_MIN_EVIDENCE=3"]}
             if a.mirror_modes:
                 modes = {m: modes[m] for m in ["plain", *a.mirror_modes.split(",")]}
             rows.append(mirror_site(work, modes))

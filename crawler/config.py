@@ -86,7 +86,7 @@ class NearDupConfig:
     url_rules_explore: float = 0.05  # share of avoidable requests made all the same, to keep testing the rules
     url_rules_pin: tuple[str, ...] = ()  # rule lines that always act
     url_rules_forbid: tuple[str, ...] = ()  # rule lines never learned
-    url_rules_confirm_bytes: int = 0  # >0: a predicted copy is confirmed by a ranged GET of this many bytes first
+    url_rules_confirm_bytes: int = 256  # >0: a sub-tree rule's predicted copy is confirmed by a ranged GET of this many bytes; 0: no sub-tree rules
     dropped_text_bytes: int = 0  # keep dropped pages' text for the report, up to this many bytes (0: off)
     report: str | None = None  # write the HTML report here when the crawl closes (``crawler.report``)
     canonical_first: bool = False  # request a kept page's declared canonical URL (same host) ahead
@@ -239,7 +239,7 @@ class NearDupConfig:
             url_rules_explore=share("NEARDUP_URL_RULES_EXPLORE", 0.05),
             url_rules_pin=rule_lines("NEARDUP_URL_RULES_PIN"),
             url_rules_forbid=rule_lines("NEARDUP_URL_RULES_FORBID"),
-            url_rules_confirm_bytes=integer("NEARDUP_URL_RULES_CONFIRM_BYTES", 0, 0),
+            url_rules_confirm_bytes=integer("NEARDUP_URL_RULES_CONFIRM_BYTES", 256, 0),
             dropped_text_bytes=dropped_text_bytes,
             report=path("NEARDUP_REPORT"),
             canonical_first=boolean("NEARDUP_CANONICAL_FIRST", False),

@@ -408,3 +408,42 @@ def test_a_request_left_out_before_its_download_is_acknowledged_behind_the_gate_
     t.tick()
     t.tick()
     assert t.acknowledgeable() == [2]
+
+
+def test_a_sub_tree_rule_acts_on_three_pairs_and_only_through_confirmation():
+    """With the default ``min_evidence`` (10), a sub-tree rule acts on ``SUB_TREE_MIN_EVIDENCE``
+    pairs (each prediction is checked by content); the other rules still need ten and act
+    unconfirmed; a book read without confirmation (``narrow`` off) leaves its sub-tree rules idle."""
+    from scrapy_neardup.crawler.url_rules.book import SUB_TREE_MIN_EVIDENCE
+
+    assert SUB_TREE_MIN_EVIDENCE == 3
+    assert UrlRule.parse("prefix h /de/api/ /en/api/").sub_tree
+    assert not UrlRule.parse("prefix h /de/ /en/").sub_tree and not UrlRule.parse("prefix h /mirror/ /").sub_tree
+    assert not UrlRule.parse("suffix h /a/print /a/").sub_tree
+    book = RuleBook(None, max_distance=3, min_evidence=10, explore=0.0, narrow=True)
+    book.observe(f"{H}/en/index.html", 1 << 40)
+    book.observe(f"{H}/de/index.html", (1 << 40) ^ 0xFFFF)  # translated
+    for i in range(3):
+        book.observe(f"{H}/en/api/p{i}.html", 1000 + i)
+        book.observe(f"{H}/de/api/p{i}.html", 1000 + i, duplicate_of=f"{H}/en/api/p{i}.html")
+    sub = "prefix h.test /en/api/ /de/api/"
+    assert {st.rule.spec: st.state for st in book.rules()}[sub] == ACTIVE
+    book.observe(f"{H}/en/api/p9.html", 77)
+    assert book.avoid(f"{H}/de/api/p9.html") == (sub, f"{H}/en/api/p9.html", False)
+    assert book.confirmed_only(sub) and not book.confirmed_only("param h.test sid")
+    assert {st.rule.spec: st.state for st in book.rules()} == {"prefix h.test /en/ /de/": RETIRED, sub: ACTIVE}
+
+
+def test_a_book_read_without_confirmation_leaves_its_sub_tree_rules_idle(tmp_path):
+    path = tmp_path / "b.sqlite3"
+    book = RuleBook(path, max_distance=3, min_evidence=3, explore=0.0, narrow=True)
+    book.observe(f"{H}/en/index.html", 1 << 40)
+    book.observe(f"{H}/de/index.html", (1 << 40) ^ 0xFFFF)
+    for i in range(4):
+        book.observe(f"{H}/en/api/p{i}.html", 1000 + i)
+        book.observe(f"{H}/de/api/p{i}.html", 1000 + i, duplicate_of=f"{H}/en/api/p{i}.html")
+    book.observe(f"{H}/en/api/p9.html", 77)
+    assert book.avoid(f"{H}/de/api/p9.html") is not None
+    book.close()
+    again = RuleBook(path, max_distance=3, min_evidence=3, explore=0.0)  # (NEARDUP_URL_RULES_CONFIRM_BYTES=0)
+    assert again.avoid(f"{H}/de/api/p9.html") is None

@@ -87,8 +87,9 @@ class LearnedRules:
         self._avoided_here: dict[str, str] = {}  # URL -> rule: what this run counts in neardup/requests_avoided
         self._written = self._synced = 0  # avoided requests noted / committed (the gate)
         self.confirm_bytes = config.url_rules_confirm_bytes
-        # fetched URL -> (body length, window offset, hash of its window): what a ranged GET is checked against
-        self._heads: dict[str, tuple[int, int, int]] = {}
+        # fetched URL's 64-bit hash -> its body length << 32 | the 32-bit hash of its middle window: what a
+        # ranged GET is checked against (two ints a page, not its URL: on by default, it is kept for every page)
+        self._heads: dict[int, int] = {}
         AckTracker.of(crawler).add_gate(self)
         crawler.signals.connect(self._resume, signal=signals.spider_opened)
         crawler.signals.connect(self._downloaded, signal=signals.response_received)
@@ -114,11 +115,11 @@ class LearnedRules:
         page has their content (that page's outlinks stand for theirs).
         Explained in the duplicates file, once per URL. One look-up round for
         all (a shared rule book is a Redis round trip). ``scheduled``: they have
-        passed the dupe filter (``AvoidMiddleware``)."""
+        passed the dupe filter (``AvoidMiddleware``). A sub-tree rule's prediction
+        (``RuleBook.confirmed_only``) is never left out unconfirmed: its outlink is
+        queued, and made a ranged GET just before its download (``_to_confirm``)."""
         if not self.book.acts():  # (no rule acts anywhere: nothing to look up, per outlink or at all)
             return set()
-        if self.confirm_bytes and not scheduled:
-            return set()  # (outlinks are queued: each predicted copy is confirmed before its download)
         todo = [r for r in requests if not r.dont_filter and not r.meta.get(self.skip_meta_key)
                 and CONFIRM_KEY not in r.meta]
         if not todo:
@@ -138,8 +139,9 @@ class LearnedRules:
             if explored:
                 self.stats.inc_value("neardup/url_rules/explored")
                 continue
-            if self.confirm_bytes:
-                self._to_confirm(request, spec, target)
+            if self.book.confirmed_only(spec):
+                if scheduled:
+                    self._to_confirm(request, spec, target)
                 continue
             try:
                 data: str | None = encode_request(self._as_made_again(request, referer), self.crawler.spider)
@@ -169,13 +171,22 @@ class LearnedRules:
         ``target``'s body (the fetched page a rule says it copies: pages of one template
         share their first and last bytes, their middle is their text), to be compared
         with those; made whole when ``target``'s bytes are not known (fetched before a resume)."""
-        head = self._heads.get(target)
+        head = self._heads.get(self._key(target))
         if head is None:
             self.stats.inc_value("neardup/url_rules/unconfirmable")
             return
-        length, offset, _ = head
+        length, digest = head >> 32, head & 0xFFFFFFFF
+        offset = self._window(length)
         request.headers[b"Range"] = f"bytes={offset}-{offset + self.confirm_bytes - 1}"
-        request.meta[CONFIRM_KEY] = (spec, target, *head)
+        request.meta[CONFIRM_KEY] = (spec, target, length, offset, digest)
+
+    @staticmethod
+    def _key(url: str) -> int:
+        return mmh3.hash64(url, signed=False)[0]
+
+    def _window(self, length: int) -> int:
+        """The offset of the ``confirm_bytes`` compared in a body of ``length`` bytes: its middle."""
+        return max(0, length // 2 - self.confirm_bytes // 2)
 
     def confirmation(self, request: Request, response: Response) -> Response | Request | None:
         """The answer to a ranged GET of ``_to_confirm``: None when its bytes and
@@ -233,9 +244,9 @@ class LearnedRules:
         url = urldefrag(request.url)[0] if "#" in request.url else request.url
         if self.confirm_bytes and response.status == 200:
             body = response.body
-            offset = max(0, len(body) // 2 - self.confirm_bytes // 2)
-            self._heads[url] = (len(body), offset,
-                                mmh3.hash(body[offset : offset + self.confirm_bytes], signed=False))
+            offset = self._window(len(body))
+            self._heads[self._key(url)] = len(body) << 32 | mmh3.hash(body[offset : offset + self.confirm_bytes],
+                                                                       signed=False)
         spec = self._avoided_here.get(url)
         if spec is not None:
             self._withdraw(url, spec)

@@ -49,6 +49,7 @@ import logging
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import mmh3
@@ -63,6 +64,12 @@ PIN, FORBID = "pin", "forbid"  # the book's settings that name rules (JSON lists
 MAX_RULES_PER_HOST = 256  # (a site of 12 language trees of a few sections each: ~200 prefix rules)
 BACKFILL = 20_000  # a new rule is tried on at most this many of the host's latest pages
 REFRESH_EVERY = 5.0  # seconds: rules another process learned or retired (a shared book)
+#: Agreeing pairs a sub-tree rule (``UrlRule.sub_tree``) needs to act (or ``min_evidence``, if fewer).
+#: It acts only through confirmation by content (each predicted copy is a ranged GET checked against
+#: the fetched page's bytes), so a wrong prediction costs a ranged GET and then the full GET, never a
+#: page: it need not wait for the evidence a rule acting unconfirmed does. Its scope (a sub-directory
+#: of a tree where a translated page was met) is small: at ten pairs, most of it would be fetched first.
+SUB_TREE_MIN_EVIDENCE = 3
 
 
 def forbidden_by(rule: UrlRule, forbids: Iterable[UrlRule]) -> bool:
@@ -70,10 +77,23 @@ def forbidden_by(rule: UrlRule, forbids: Iterable[UrlRule]) -> bool:
     return any(f.covers(rule) for f in forbids)
 
 
+@lru_cache(maxsize=1024)
+def _parsed(spec: str) -> UrlRule:
+    """``UrlRule.parse``, once per rule line (asked for each request a rule avoids)."""
+    return UrlRule.parse(spec)
+
+
+def min_evidence_of(rule: UrlRule, min_evidence: int) -> int:
+    """The agreeing pairs ``rule`` needs to act: ``min_evidence``, and for a
+    sub-tree rule (confirmed by content) at most ``SUB_TREE_MIN_EVIDENCE``."""
+    return min(min_evidence, SUB_TREE_MIN_EVIDENCE) if rule.sub_tree else min_evidence
+
+
 def state_of(evidence: int, counter: int, min_evidence: int, *, pinned: bool = False,
              forbidden: bool = False) -> str:
     """A rule's state from its counts: pinned by the user, retired by a
-    counter-example (or forbidden), active with enough evidence, else a candidate."""
+    counter-example (or forbidden), active with enough evidence (``min_evidence_of``
+    the rule), else a candidate."""
     if pinned:
         return PINNED
     if counter or forbidden:
@@ -156,7 +176,8 @@ class RuleBook:
         for name in ("evidence", "counter", "avoided", "example", "counter_example"):
             if counts.get(name) is not None:
                 setattr(st, name, counts[name])
-        was, st.state = st.state, state_of(st.evidence, st.counter, self.min_evidence, pinned=st.pinned,
+        was, st.state = st.state, state_of(st.evidence, st.counter, min_evidence_of(st.rule, self.min_evidence),
+                                           pinned=st.pinned,
                                            forbidden=self._forbidden(st.rule))
         if st.state != was:
             self._rules_changed()
@@ -268,6 +289,15 @@ class RuleBook:
 
     # -- acting -------------------------------------------------------------------
 
+    def confirmed_only(self, spec: str) -> bool:
+        """Whether the rule ``spec`` (an ``avoid`` verdict's) acts only through
+        confirmation by content: a sub-tree rule the user did not pin."""
+        rule = _parsed(spec)
+        if not rule.sub_tree:
+            return False
+        st = self._state_of(rule)
+        return st is None or not st.pinned
+
     def avoid(self, url: str) -> tuple[str, str, bool] | None:
         """(rule, the fetched URL standing for it, explored) when an active rule
         gives ``url`` the form of a page already fetched, else None. ``explored``:
@@ -351,10 +381,16 @@ class RuleBook:
         return self.by_host.get(host, []) + self.by_host.get("*", [])
 
     def _acting_for(self, host: str) -> list[RuleState]:
-        """``host``'s acting rules (and those for every host): O(1) but after a change."""
+        """``host``'s acting rules (and those for every host): O(1) but after a change.
+        Sub-tree rules last (a URL another rule also predicts is avoided outright, unconfirmed),
+        and only with ``narrow`` (a book written by a crawl that confirmed them, read by one
+        that does not: they do not act unconfirmed); a pinned rule acts as the user said."""
         acting = self._acting_by_host.get(host)
         if acting is None:
-            acting = self._acting_by_host[host] = [st for st in self._rules_for(host) if st.acting]
+            acting = self._acting_by_host[host] = sorted(
+                (st for st in self._rules_for(host)
+                 if st.acting and (self.narrow or st.pinned or not st.rule.sub_tree)),
+                key=lambda st: st.rule.sub_tree and not st.pinned)
         return acting
 
     def acts(self) -> bool:
@@ -394,7 +430,7 @@ def list_rules(location: str | Path, *, min_evidence: int | None = None) -> list
     out = []
     for row in rows:
         rule = UrlRule.parse(row["spec"])
-        state = state_of(row["evidence"], row["counter"], min_evidence, pinned=rule in pins,
+        state = state_of(row["evidence"], row["counter"], min_evidence_of(rule, min_evidence), pinned=rule in pins,
                          forbidden=forbidden_by(rule, forbids))
         out.append({"rule": row["spec"], "state": state,
                     "evidence": row["evidence"],

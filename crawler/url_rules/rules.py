@@ -101,6 +101,22 @@ class UrlRule:
                  "suffix": "suffix HOST /FROM /TO (or '')"}
         raise RuleSyntaxError(f"{line!r}: write {forms[kind]}")
 
+    @property
+    def sub_tree(self) -> bool:
+        """A prefix rule whose two sides end in the same directory (``/de/api/`` ->
+        ``/en/api/``): ``derive`` never suggests one (it maps the widest prefixes in
+        which a pair differs), only ``narrower`` does, once the wider rule met a
+        counter-example. Read from the rule itself, so a resumed crawl and every
+        process of a shared book know it alike.
+
+        >>> UrlRule("prefix", "h", "/de/api/", "/en/api/").sub_tree, UrlRule("prefix", "h", "/de/", "/en/").sub_tree
+        (True, False)
+        """
+        if self.kind != "prefix":
+            return False
+        a, b = self.a.rstrip("/").split("/"), self.b.rstrip("/").split("/")
+        return len(a) > 1 and len(b) > 1 and a[-1] == b[-1] and a[-1] != ""
+
     def covers(self, other: UrlRule) -> bool:
         """This rule is ``other``, or the same for every host."""
         return (self.kind, self.a, self.b) == (other.kind, other.a, other.b) and self.host in ("*", other.host)
