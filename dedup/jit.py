@@ -11,20 +11,22 @@ and the tests never call ``defer``: every group is ready there, and the
 first call compiles.
 
 Groups: ``fingerprint`` (the visible-text scan, the word kernel with jieba's
-segmenter, MurmurHash3 over many strings, the simhash sums) and ``store``
-(the permuted tables' probes, merges and self-join).
+segmenter, MurmurHash3 over many strings, the simhash sums), ``store``
+(the permuted tables' probes, merges and self-join) and ``batch`` (a corpus
+run's self-join of a whole batch and its input-order decision; a crawl never
+calls them, so its worker does not warm them).
 
 Each group owns its warm-up, next to its kernels (``fingerprint.warmup``,
-``store.warmup``), and registers it here (``register``) when imported. This
+``store.warmup``, ``store.batch_warmup``), and registers it here (``register``) when imported. This
 module imports none of the stages: they import it, to ask ``ready``. ``warm(group)``
 imports the group's warm-up module by its name in ``WARMUP_MODULES`` (a
 string, so no import edge points up from here) the first time it is needed.
 
 ``python -m scrapy_neardup.dedup warmup`` (or ``neardup warmup``) compiles
-both, each group in a process of its own so that two cores share the work.
+every group, each in a process of its own so that two cores share the work.
 
 >>> sorted(GROUPS)
-['fingerprint', 'store']
+['batch', 'fingerprint', 'store']
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from typing import NamedTuple
 logger = logging.getLogger(__name__)
 
 #: each group's warm-up module, relative to this package (imported by name: see the module's docstring)
-WARMUP_MODULES = {"fingerprint": ".fingerprint.warmup", "store": ".store.warmup"}
+WARMUP_MODULES = {"fingerprint": ".fingerprint.warmup", "store": ".store.warmup", "batch": ".store.batch_warmup"}
 GROUPS = tuple(WARMUP_MODULES)
 
 

@@ -249,13 +249,13 @@ def test_row_pairs_in_chunks_are_every_pair_of_rows_once():
     assert set(zip(ra.tolist(), rb.tolist(), rd.tolist())) == set(got)
 
 
-def test_the_store_warmup_compiles_the_batch_kernels():
-    # `neardup warmup` (the store group) compiles the self-join's and the decision's kernels too
+def test_the_batch_warmup_compiles_the_batch_kernels():
+    # `neardup warmup` (the batch group) compiles the self-join's and the decision's kernels; a crawl does not
     import subprocess
     import sys
 
-    code = ("from scrapy_neardup.dedup.store import greedy, self_join, warmup\n"
-            "warmup.warm_compiled()\n"
+    code = ("from scrapy_neardup.dedup.store import batch_warmup, greedy, self_join\n"
+            "batch_warmup.warm_compiled()\n"
             "print(all(f.signatures for f in (self_join._radix_pass, self_join._collapse, greedy._decide)))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=600)
     assert out.stdout.strip() == "True"

@@ -3,10 +3,10 @@
 Runs every compiled step of the permuted tables once on a few thousand
 random fingerprints: bulk adds and batch checks (sorting, merging), single
 probes and adds past the buffer (flushes and merges), the self-join, the
-invariants, a persistent store reopened from its snapshot (memory-mapped
-arrays), as a resumed crawl does, and the batch self-join and greedy decision
-of a corpus run (``self_join``, ``greedy``) past the size where they radix-sort. Importing this module registers it with
-``jit``; ``jit.warm`` imports it by name.
+invariants, and a persistent store reopened from its snapshot (memory-mapped
+arrays), as a resumed crawl does. (The corpus run's batch self-join and
+decision are group ``batch``: ``batch_warmup``.) Importing this module
+registers it with ``jit``; ``jit.warm`` imports it by name.
 """
 
 from __future__ import annotations
@@ -16,8 +16,6 @@ import tempfile
 import numpy as np
 
 from .. import jit
-from .greedy import decide
-from .self_join import RADIX_MIN_SIZE, self_join
 from .store import SimhashStore
 
 
@@ -42,12 +40,6 @@ def warm_compiled() -> None:
             store.check_and_add(int(fps[5]) ^ 3, "z")
             store.query(int(fps[6]))
 
-    # the batch self-join (radix passes, the collapse of copies) and the greedy decision
-    rng = np.random.default_rng(1)
-    many = rng.integers(0, 2**63, RADIX_MIN_SIZE + 1000, dtype=np.uint64)
-    many[-1000:] = many[:1000] ^ np.uint64(5)  # some pairs
-    many[-10:] = many[:10]  # some copies
-    decide(self_join(many, 3))
 
 
 jit.register("store", warm_compiled)
