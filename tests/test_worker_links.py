@@ -10,7 +10,7 @@ from scrapy.http import HtmlResponse
 from scrapy.linkextractors import LinkExtractor
 
 from scrapy_neardup.dedup.fingerprint.jobs import fingerprint_job
-from scrapy_neardup.dedup.fingerprint.links import LinkJob, LinkSpec, scrapy_encoding
+from scrapy_neardup.dedup.fingerprint.links import LinkJob, LinkSpec, decodes_alike, scrapy_encoding
 from tests.conftest import shared_path
 
 SITES = ("sqlite3-doc", "debian-reference", "developers-reference", "installation-guide")
@@ -108,6 +108,22 @@ def test_pages_the_worker_does_not_parse_have_no_links():
     assert fingerprint_job(b"%PDF-1.4 binary", None, 15, job).links is None
     assert fingerprint_job(b"  ", None, 15, job).links == []
     assert fingerprint_job(b"<a href=x>", None, 15).links is None  # (not asked)
+
+
+def test_an_ascii_page_is_not_parsed_twice_and_a_second_parse_is_bounded(monkeypatch):
+    # Scrapy infers "ascii" for an undeclared ASCII page that the fingerprint reads as UTF-8: one text,
+    # so the fingerprint's tree serves; a stateful codec's escapes do not decode alike
+    assert decodes_alike(b"<p>plain</p>", "ascii", "utf-8")
+    assert not decodes_alike(b"a\x1b$B0!\x1b(Bz", "iso-2022-jp", "utf-8")
+    assert not decodes_alike("é".encode(), "latin-1", "utf-8")
+    # a second parse (another decoding) goes through the nesting bound, as the fingerprint's does
+    import scrapy_neardup.dedup.fingerprint.links as links
+
+    bounded = []
+    monkeypatch.setattr(links, "bound_nesting", lambda data: bounded.append(len(data)) or data)
+    body = "<p>é <a href='/x'>x</a></p>".encode("latin-1")
+    result = fingerprint_job(body, None, 1, LinkJob("http://h/", "text/html; charset=latin-1", LinkSpec()))
+    assert result.links == ["http://h/x"] and bounded
 
 
 def test_scrapy_encoding_is_the_responses():

@@ -40,6 +40,8 @@ from w3lib.encoding import (html_body_declared_encoding, html_to_unicode, http_c
 from w3lib.html import get_base_url, strip_html5_whitespace
 from w3lib.url import safe_url_string
 
+from ..text.deep_nesting import bound_nesting
+
 #: URL schemes a link may have (``scrapy.linkextractors._is_valid_url``)
 VALID_SCHEMES = frozenset({"http", "https", "file", "ftp"})
 #: Bytes of the body decoded to find ``<base href>`` in its first 4,096 characters
@@ -96,6 +98,21 @@ def same_encoding(a: str, b: str) -> bool:
         return False
 
 
+def decodes_alike(body: bytes, a: str, b: str) -> bool:
+    """Whether ``body`` decoded as ``a`` and as ``b`` gives one text: one codec,
+    or an ASCII body that both decode alike (Scrapy infers ``ascii`` for such a
+    page where the fingerprint reads ``utf-8``; a stateful codec such as
+    ISO-2022-JP may still read its escapes otherwise). O(len(body))."""
+    if same_encoding(a, b):
+        return True
+    if not body.isascii():
+        return False
+    try:
+        return body.decode(a, "replace") == body.decode(b, "replace")
+    except LookupError:
+        return False
+
+
 def unicode_body(body: bytes, encoding: str) -> str:
     """The body as Scrapy's ``TextResponse.text`` decodes it."""
     return html_to_unicode(f"charset={encoding}", body)[1]
@@ -116,9 +133,10 @@ def page_links(doc: LexborHTMLParser | None, body: bytes, job: LinkJob, tree_enc
     encoding = scrapy_encoding(body, job.content_type)
     head = html_to_unicode(f"charset={encoding}", body[:BASE_PREFIX_BYTES])[1][:4096]
     base = get_base_url(head, job.url, encoding)
-    if doc is None or tree_encoding is None or not same_encoding(encoding, tree_encoding):
+    if doc is None or tree_encoding is None or not decodes_alike(body, encoding, tree_encoding):
         text = unicode_body(body, encoding).strip().replace("\x00", "")
-        doc = LexborHTMLParser(text.encode("utf-8", "surrogatepass"))
+        # (bounded as the fingerprint's parse is: tree construction is quadratic in nesting depth)
+        doc = LexborHTMLParser(bound_nesting(text.encode("utf-8", "surrogatepass")))
     return resolve(hrefs(doc), base, job.url, encoding, job.spec)
 
 
