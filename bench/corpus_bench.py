@@ -506,14 +506,11 @@ def main() -> None:
     res["cpu_ms_per_doc"] = res["cpu_seconds"] / meta["docs"] * 1e3
     results["tools"]["neardup dedup"] = res
     print("neardup dedup", json.dumps(res), flush=True)
-    for algo in ("simhash", "minhash"):
-        if algo in args.skip.split(","):
-            continue
-        got = run_textdedup(algo, corpus, work, Path(args.peers), args.workers, args.peer_timeout)
-        name = f"text-dedup 0.4.0 {algo}"
+    def record_peer(name: str, got: tuple[dict, set[str]] | None) -> None:
+        """A peer's run, scored as ours is (or why it did not run)."""
         if got is None:
             results["tools"][name] = {"skipped": "not installed"}
-            continue
+            return
         res, kept = got
         if res["rc"] == 0:
             res.update(score(kept, None, texts, meta["planted"], meta["docs"]))
@@ -521,19 +518,14 @@ def main() -> None:
             res["cpu_ms_per_doc"] = res["cpu_seconds"] / meta["docs"] * 1e3
         results["tools"][name] = res
         print(name, json.dumps(res), flush=True)
-    if "datatrove" not in args.skip.split(","):
-        name = "datatrove MinHash"
-        got = run_datatrove(corpus, work, Path(args.peers), args.workers, args.peer_timeout)
-        if got is None:
-            results["tools"][name] = {"skipped": "not installed"}
-        else:
-            res, kept = got
-            if res["rc"] == 0:
-                res.update(score(kept, None, texts, meta["planted"], meta["docs"]))
-                res["docs_per_s"] = meta["docs"] / res["seconds"]
-                res["cpu_ms_per_doc"] = res["cpu_seconds"] / meta["docs"] * 1e3
-            results["tools"][name] = res
-            print(name, json.dumps(res), flush=True)
+
+    skip = args.skip.split(",")
+    for algo in ("simhash", "minhash"):
+        if algo not in skip:
+            record_peer(f"text-dedup 0.4.0 {algo}",
+                        run_textdedup(algo, corpus, work, Path(args.peers), args.workers, args.peer_timeout))
+    if "datatrove" not in skip:
+        record_peer("datatrove MinHash", run_datatrove(corpus, work, Path(args.peers), args.workers, args.peer_timeout))
     results["load_average_at_start"] = load_at_start
     results["load_average_at_end"] = os.getloadavg()
     out = Path(args.out)
