@@ -83,6 +83,24 @@ class RawRecord:
     skip: str | None = None  # not a record: why (a non-HTML WARC record)
 
 
+def source_of(file: InputFile, rec: RawRecord) -> dict[str, Any]:
+    """Where a record is, as the duplicates file and the bad-record list name it:
+    its file and its line (JSON lines), row (Parquet) or byte offset (WARC)."""
+    where = {"jsonl": "line", "parquet": "row", "warc": "offset"}.get(file.kind)
+    return {"file": file.path, where: rec.locator} if where else {"file": file.path}
+
+
+def default_id(file: InputFile, rec: RawRecord) -> str:
+    """A record's id when the input names none (no ``--id-field``): ``FILE:LINE``,
+    ``FILE:ROW``, the WARC record's id (else ``FILE@OFFSET``), or an HTML file's path.
+    One machine and the Spark job give the same."""
+    if file.kind in ("jsonl", "parquet"):
+        return f"{file.path}:{rec.locator}"
+    if file.kind == "warc":
+        return rec.record_id or f"{file.path}@{rec.locator}"
+    return file.path
+
+
 def expand_inputs(args: list[str]) -> list[InputFile]:
     """The files the arguments name, in order: a file as given, a directory's
     files of a known kind sorted by path (recursively), a glob's matches sorted.

@@ -48,7 +48,7 @@ import numpy as np
 from ..fingerprint import Fingerprinter
 from ..simhash import to_hex
 from ..store import Match, SimhashStore
-from .inputs import InputError, InputFile, RawRecord, Reader, expand_inputs, json_line
+from .inputs import InputError, InputFile, RawRecord, Reader, default_id, expand_inputs, json_line, source_of
 from .jobs import FieldOptions, Outcome, fingerprint_batch, warm
 from .kept import KeptSet
 
@@ -107,19 +107,6 @@ class _Counts:
     distance_count: Counter = field(default_factory=Counter)
     bad_records: list = field(default_factory=list)
     file_errors: list = field(default_factory=list)
-
-
-def _source(file: InputFile, rec: RawRecord) -> dict[str, Any]:
-    where = {"jsonl": "line", "parquet": "row", "warc": "offset"}.get(file.kind)
-    return {"file": file.path, where: rec.locator} if where else {"file": file.path}
-
-
-def _default_id(file: InputFile, rec: RawRecord) -> str:
-    if file.kind in ("jsonl", "parquet"):
-        return f"{file.path}:{rec.locator}"
-    if file.kind == "warc":
-        return rec.record_id or f"{file.path}@{rec.locator}"
-    return file.path
 
 
 class CorpusRun:
@@ -332,7 +319,7 @@ class CorpusRun:
             if oc.value is None:
                 c.unfingerprinted[oc.reason or "none"] += 1
                 continue
-            rid = oc.record_id or _default_id(file, rec)
+            rid = oc.record_id or default_id(file, rec)
             if self.store is not None:
                 found = self._store_match(oc.value, rid)
                 if found is not None:
@@ -361,33 +348,33 @@ class CorpusRun:
                     if self.rows_of_inputs:
                         unique.write(json_line({"f": fi, "r": rec.locator}))
                     else:
-                        unique.write(json_line({"id": oc.record_id or _default_id(file, rec), "url": rec.url or oc.url,
+                        unique.write(json_line({"id": oc.record_id or default_id(file, rec), "url": rec.url or oc.url,
                                                 "title": oc.title, "text": oc.text}))
                 elif kind == "jsonl":
                     unique.write(rec.payload if rec.payload.endswith(b"\n") else rec.payload + b"\n")
                 elif kind == "parquet":
                     unique.write(json_line(rec.payload))
                 else:
-                    unique.write(json_line({"id": oc.record_id or _default_id(file, rec),
+                    unique.write(json_line({"id": oc.record_id or default_id(file, rec),
                                             "url": rec.url or oc.url, "title": oc.title, "text": oc.text}))
                 continue
             assert isinstance(v, Match) and oc.value is not None
             c.dropped += 1
             c.distance_count[v.distance] += 1
-            line: dict[str, Any] = {"id": oc.record_id or _default_id(file, rec), "duplicate_of": v.key,
+            line: dict[str, Any] = {"id": oc.record_id or default_id(file, rec), "duplicate_of": v.key,
                                     "distance": v.distance, "fingerprint": to_hex(oc.value),
                                     "duplicate_of_fingerprint": to_hex(v.fingerprint)}
             url = rec.url or oc.url
             if url:
                 line["url"] = url
-            line["source"] = _source(file, rec)
+            line["source"] = source_of(file, rec)
             dups.write(json_line(line))
 
     def _bad(self, file: InputFile, rec: RawRecord, reason: str) -> None:
         c = self.counts
         category = reason.split(":")[0]
         c.bad[category] += 1
-        named = {**_source(file, rec), "reason": reason}
+        named = {**source_of(file, rec), "reason": reason}
         where = f"{file.path}:{rec.locator}"
         if self.options.strict:
             raise StrictStop(f"{where}: {reason}")

@@ -64,16 +64,16 @@ def fingerprint_text(fingerprinter: Any, text: str) -> Any:
 def default_id(f: SparkInput, rec: RawRecord) -> str:
     """The id of a record without ``id_field``: the one-machine run's
     (``FILE:LINE``, ``FILE:ROW``, a WARC record's id, an HTML file's path)."""
-    from scrapy_neardup.dedup.corpus.run import _default_id
+    from scrapy_neardup.dedup.corpus.inputs import default_id as one_machine_id
 
-    return _default_id(f.input_file(), rec)
+    return one_machine_id(f.input_file(), rec)
 
 
 def source(f: SparkInput, locator: int) -> dict[str, Any]:
     """A drop's ``source``, as the one-machine run writes it (``file``, and ``line``, ``row`` or ``offset``)."""
-    from scrapy_neardup.dedup.corpus.run import _source
+    from scrapy_neardup.dedup.corpus.inputs import source_of
 
-    return _source(f.input_file(), RawRecord(None, locator, 0))
+    return source_of(f.input_file(), RawRecord(None, locator, 0))
 
 
 class SchemeMismatch(RuntimeError):
