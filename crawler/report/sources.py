@@ -18,6 +18,8 @@ import json
 import logging
 import sqlite3
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -222,12 +224,20 @@ def _read_duplicates(path: Path, data: CrawlData) -> None:
     data.clusters = sorted(members.values(), key=lambda c: (-c.size, c.twin))[:TOP_CLUSTERS]
 
 
-def _read_index(path: Path, data: CrawlData) -> None:
+@contextmanager
+def _reading(path: Path | str) -> Iterator[None]:
+    """Whatever keeps ``path`` from being read as the file it should be (another
+    kind of file, a damaged one): a one-line ``ReportInputError`` naming it."""
     try:
-        db = open_readonly(path, INDEX)
+        yield
     except WrongFileError as exc:
         raise ReportInputError(str(exc)) from None
-    try:
+    except sqlite3.DatabaseError as exc:
+        raise ReportInputError(f"{path} cannot be read: {exc}") from None
+
+
+def _read_index(path: Path, data: CrawlData) -> None:
+    with _reading(path), closing(open_readonly(path, INDEX)) as db:
         columns = {name for _, name, *_ in db.execute("PRAGMA table_info(pages)")}
         language = "language" if "language" in columns else "NULL"
         data.kept = 0
@@ -243,23 +253,11 @@ def _read_index(path: Path, data: CrawlData) -> None:
             for url, title, text in db.execute(f"SELECT url, title, text FROM pages WHERE url IN ({marks})", twins):
                 data.texts[url] = text or ""
                 data.titles[url] = title or ""
-    except sqlite3.DatabaseError as exc:
-        raise ReportInputError(f"{path} cannot be read: {exc}") from None
-    finally:
-        db.close()
 
 
 def _read_store(path: Path, data: CrawlData) -> None:
-    try:
-        db = open_readonly(path, STORE)
-    except WrongFileError as exc:
-        raise ReportInputError(str(exc)) from None
-    try:
+    with _reading(path), closing(open_readonly(path, STORE)) as db:
         data.fingerprints = db.execute("SELECT COUNT(*) FROM records").fetchone()[0]
-    except sqlite3.DatabaseError as exc:
-        raise ReportInputError(f"{path} cannot be read: {exc}") from None
-    finally:
-        db.close()
 
 
 def read(inputs: Inputs) -> CrawlData:
@@ -283,20 +281,14 @@ def read(inputs: Inputs) -> CrawlData:
     if inputs.rules is not None:
         from ..url_rules.book import list_rules
 
-        try:
+        with _reading(inputs.rules):
             data.rules = list_rules(inputs.rules)
-        except WrongFileError as exc:
-            raise ReportInputError(str(exc)) from None
-        except sqlite3.DatabaseError as exc:
-            raise ReportInputError(f"{inputs.rules} cannot be read: {exc}") from None
     if inputs.runs is not None:
         data.runs, bad = read_runs(inputs.runs)
         data.skipped_lines += bad
     if inputs.captured is not None:
         data.captured = True
         wanted = {url for c in data.clusters for url, _ in c.pairs} | {c.twin for c in data.clusters}
-        try:
+        with _reading(inputs.captured):
             data.texts.update(read_texts(inputs.captured, wanted))
-        except sqlite3.DatabaseError as exc:
-            raise ReportInputError(f"{inputs.captured} cannot be read: {exc}") from None
     return data
