@@ -71,6 +71,12 @@ def _content_range(response: Response) -> tuple[int | None, int | None]:
     return (int(first) if first.isdigit() else None), (int(total) if total.isdigit() else None)
 
 
+def _defragged(url: str) -> str:
+    """``url`` without its #fragment, as the rule book and the duplicates file name it.
+    (``urldefrag`` parses the whole URL: only for the few URLs that have a fragment.)"""
+    return urldefrag(url)[0] if "#" in url else url
+
+
 class LearnedRules:
     """The crawl's rule book, fed with verdicts and asked about requests."""
 
@@ -124,8 +130,7 @@ class LearnedRules:
                 and CONFIRM_KEY not in r.meta]
         if not todo:
             return set()
-        # (urldefrag parses the whole URL: only for the few outlinks that have a #fragment)
-        urls = [urldefrag(r.url)[0] if "#" in r.url else r.url for r in todo]
+        urls = [_defragged(r.url) for r in todo]
         try:
             verdicts = self.book.avoid_many(urls)
         except FILE_ERRORS as exc:
@@ -199,7 +204,7 @@ class LearnedRules:
         if response.status == 200:
             return response
         start, total = _content_range(response)
-        url = urldefrag(request.url)[0] if "#" in request.url else request.url
+        url = _defragged(request.url)
         self.stats.inc_value("neardup/url_rules/ranged_gets")
         self.stats.inc_value("neardup/url_rules/ranged_bytes", len(response.body))
         if response.status == 206 and (start, total) == (offset, length) \
@@ -241,7 +246,7 @@ class LearnedRules:
         """A response came: if its URL was counted as avoided (a request for it
         was in flight when an outlink to it was left out), it is not. O(1).
         Confirming by content: its length and the hash of its middle bytes are kept."""
-        url = urldefrag(request.url)[0] if "#" in request.url else request.url
+        url = _defragged(request.url)
         if self.confirm_bytes and response.status == 200:
             body = response.body
             offset = self._window(len(body))
@@ -330,7 +335,7 @@ class LearnedRules:
         if data is None:
             return
         try:
-            same = urldefrag(decode_request(data, self.crawler.spider).url)[0] == url
+            same = _defragged(decode_request(data, self.crawler.spider).url) == url
         except CorruptRequest:
             return
         if same:
