@@ -73,18 +73,11 @@ def write_unique(part: Path, files: list[InputFile], out: Path, rows_of_inputs: 
     """``unique.parquet`` from ``part`` (a line per kept record: ``{"f": file index,
     "r": row}`` when ``rows_of_inputs``, else ``{"id", "url", "title", "text"}``).
     Returns the rows written."""
+    if not rows_of_inputs:
+        return _lines_to_parquet(part, out, text_schema())
     pa, pq = _pyarrow()
     tmp = out.with_name(out.name + ".tmp")
     written = 0
-    if not rows_of_inputs:
-        with pq.ParquetWriter(tmp, text_schema()) as writer:
-            for chunk in _chunks(_lines(part)):
-                writer.write_table(pa.Table.from_pylist(chunk, schema=text_schema()))
-                written += len(chunk)
-            if not written:
-                writer.write_table(text_schema().empty_table())
-        os.replace(tmp, out)
-        return written
     kept: dict[int, list[int]] = {}
     for ref in _lines(part):
         kept.setdefault(int(ref["f"]), []).append(int(ref["r"]))
@@ -118,8 +111,13 @@ def write_unique(part: Path, files: list[InputFile], out: Path, rows_of_inputs: 
 
 def write_duplicates(source: Path, out: Path) -> int:
     """``duplicates.parquet`` from the run's duplicates lines. Returns the rows written."""
+    return _lines_to_parquet(source, out, duplicates_schema())
+
+
+def _lines_to_parquet(source: Path, out: Path, schema: Any) -> int:
+    """``out`` (by a temporary file and a rename) from the JSON lines of ``source``,
+    ``CHUNK`` rows at a time, as ``schema``'s columns. Returns the rows written."""
     pa, pq = _pyarrow()
-    schema = duplicates_schema()
     tmp = out.with_name(out.name + ".tmp")
     written = 0
     with pq.ParquetWriter(tmp, schema) as writer:
