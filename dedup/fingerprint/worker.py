@@ -56,9 +56,16 @@ def _exit_with_parent() -> None:
     threading.Thread(target=watch, name="neardup-parent-watch", daemon=True).start()
 
 
-def _connect() -> Connection:
-    """Listen, tell the parent where (stdout), take its key (stdin), accept it."""
-    authkey = bytes.fromhex(sys.stdin.buffer.readline().decode().strip())
+def _read_key() -> bytes:
+    """The authentication key, the first line on stdin (none: the parent is gone, end)."""
+    line = sys.stdin.buffer.readline()
+    if not line.endswith(b"\n"):
+        os._exit(0)
+    return bytes.fromhex(line.decode().strip())
+
+
+def _connect(authkey: bytes) -> Connection:
+    """Listen, tell the parent where (stdout), accept it (with ``authkey``)."""
     with Listener(authkey=authkey) as listener:
         print(listener.address, flush=True)
         conn = listener.accept()
@@ -125,9 +132,10 @@ def main() -> None:
     parser.add_argument("--memory-mib", type=int, default=0, help="address space cap in MiB (0: none)")
     limit_memory(parser.parse_args().memory_mib)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    conn = _connect()
+    authkey = _read_key()
+    # (watched before the connection: a parent killed before it connects would leave this blocked in accept)
     _exit_with_parent()
-    serve(conn)
+    serve(_connect(authkey))
 
 
 if __name__ == "__main__":
