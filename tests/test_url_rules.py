@@ -251,11 +251,11 @@ def test_the_rules_command_reads_a_file_a_directory_or_a_redis_url(tmp_path, red
     assert out.returncode == 2 and "no URL rules" in out.stderr
 
 
-def _sid_and_prefix_rules() -> tuple[RuleBook, Any, Any]:
+def _sid_and_prefix_rules(location: str | None = None) -> tuple[RuleBook, Any, Any]:
     """A book whose five pages ``/p/N.html`` have copies under ``?sid=N`` and
     ``/m/N.html``: it holds a ``sid`` parameter rule and a ``/p/`` -> ``/m/``
     prefix rule (returned with the book, in that order)."""
-    book = RuleBook(None, min_evidence=3, explore=0.0)
+    book = RuleBook(location, min_evidence=3, explore=0.0)
     for i in range(5):
         fp = 1_000_003 * (i + 1)
         book.observe(f"{H}/p/{i}.html", fp)
@@ -332,6 +332,30 @@ def test_a_parameter_rules_retirement_releases_what_path_rules_avoided_with_its_
     assert sid.state == RETIRED and prefix.state == ACTIVE
     assert [a.request for a in book.release(sid)] == ["R1"]
     assert [a.request for a in book.release(prefix, claim=False)] == ["R2"]
+
+
+@pytest.mark.parametrize("where", ["memory", "redis"])
+def test_a_parameter_rules_retirement_takes_back_the_forms_path_rules_made_with_it(where, request):
+    """While ``sid`` acts, the personalised ``/p/9.html?sid=7``, fetched first, is
+    the first page of the form ``/p/9.html`` under ``prefix /p/ /m/`` (made with
+    ``sid`` stripped). Once ``sid`` is retired that is not its form any more:
+    ``/m/9.html`` is not avoided as its copy (the page it would stand for has
+    other content: a crawl that met the session URL first lost ``/m/9.html``'s
+    content for good), and a fetched ``/m/9.html`` is not judged against it."""
+    book, sid, prefix = _sid_and_prefix_rules(request.getfixturevalue("redis_url") if where == "redis" else None)
+    book.observe(f"{H}/p/9.html?sid=7", 0xABC_DEF0_1234)  # a session page, met before /p/9.html
+    assert book.avoid(f"{H}/m/9.html") == (prefix.rule.spec, f"{H}/p/9.html?sid=7", False)
+    book.observe(f"{H}/p/2.html?sid=77", 1)  # the parameter mattered here
+    assert sid.state == RETIRED and prefix.state == ACTIVE
+    assert book.avoid(f"{H}/m/9.html") is None
+    assert book.avoid(f"{H}/m/9.html?sid=7") == (prefix.rule.spec, f"{H}/p/9.html?sid=7", False)
+    evidence = prefix.evidence
+    book.observe(f"{H}/m/9.html", 0x5555_0000_7777)
+    book.observe(f"{H}/p/9.html", 0x5555_0000_7777)
+    assert prefix.state == ACTIVE and prefix.counter == 0 and prefix.evidence == evidence + 1
+    assert book.avoid(f"{H}/m/9.html") is None  # (fetched)
+    book.observe(f"{H}/p/20.html", 20)
+    assert book.avoid(f"{H}/m/20.html") == (prefix.rule.spec, f"{H}/p/20.html", False)
 
 
 def test_a_retired_language_prefix_gives_way_to_the_sub_trees_that_still_mirror():

@@ -87,13 +87,14 @@ PUTTING_BACK = "sid retired)"
 
 def run_until_done(url: str, jobdir: Path, server, rng: random.Random, plan: list[str]) -> tuple[list[str], str]:
     """Start the crawl and kill it (SIGKILL) as ``plan`` says, one entry a run:
-    ``"hits"`` after a random number of new requests reached the server,
+    ``"hits"`` after a random number (20-400) of new requests reached the server,
+    ``"early hits"`` the same, 20-60: before the sid rule is retired (it is on
+    page 40 or 47, some 80 requests in at the least), so a ``"putting back"`` can follow,
     ``"retired"`` a random 0-60 ms after the log says the sid rule is retired,
     ``"putting back"`` (the crawl kills itself, ``tests.fixtures.kill_at``) as
     it puts back a random one of the first 8 requests the retired sid rule
     avoided, before the frontier has committed them; no kill if that run
     finishes first. Then let it finish; returns the kills made and the logs."""
-    log = jobdir.parent / f"{jobdir.name}.log"
     kills = 0
     killed: list[str] = []
     plan = list(plan)
@@ -101,6 +102,7 @@ def run_until_done(url: str, jobdir: Path, server, rng: random.Random, plan: lis
     while True:
         before = sum(server.hits.values())
         how = plan.pop(0) if plan else None
+        log = jobdir.parent / f"{jobdir.name}.{len(logs)}.log"  # (one a run: kept for a failure's post-mortem)
         settings = ['EXTENSIONS={"tests.fixtures.kill_at.KillAt": 0}', f"KILL_AT={PUTTING_BACK}",
                     f"KILL_AT_COUNT={rng.randint(1, 8)}"] if how == "putting back" else []
         with open(log, "w") as err:
@@ -115,9 +117,9 @@ def run_until_done(url: str, jobdir: Path, server, rng: random.Random, plan: lis
                 continue
         elif how is not None:
             deadline = time.monotonic() + 120
-            target_hits = before + rng.randint(20, 400)
+            target_hits = before + rng.randint(20, 60 if how == "early hits" else 400)
             while proc.poll() is None and time.monotonic() < deadline:
-                if how == "hits" and sum(server.hits.values()) >= target_hits:
+                if how.endswith("hits") and sum(server.hits.values()) >= target_hits:
                     break
                 if how == "retired" and RETIRED in log.read_text(errors="replace"):
                     time.sleep(rng.uniform(0, 0.06))
@@ -163,7 +165,7 @@ def clean_kept(tmp_path_factory) -> list[str]:
 def test_kills_at_random_moments_and_right_after_a_retirement_lose_nothing(seed, tmp_path, clean_kept):
     site = CopiesSite()
     rng = random.Random(seed)
-    plan = ["hits", "putting back", "retired", "hits"] if seed % 2 else ["putting back", "hits"]
+    plan = ["early hits", "putting back", "retired", "hits"] if seed % 2 else ["putting back", "hits"]
     with site.serve() as server:
         killed, log = run_until_done(server.url, tmp_path / "job", server, rng, plan)
         hits = dict(server.hits)

@@ -189,7 +189,27 @@ class RuleBook:
             logger.warning("URL rule retired: %s (%s)", st.rule.spec, st.counter_example)
         if st.state == RETIRED and was != RETIRED:
             self.store.drop_forms(st.rule.spec)  # (never looked at again)
+            if st.rule.kind == "param":
+                self._reform(st)
             self.store.commit()  # (a retirement is never lost: a resumed crawl must not act on the rule again)
+
+    def _reform(self, retired: RuleState) -> None:
+        """Parameter rule ``retired`` no longer strips its parameters: the forms
+        path rules made with them stripped are not their first pages' forms any
+        more (under ``prefix /p/ /m/``, the personalised ``/p/9.html?sid=7`` met
+        first was the page of the form ``/p/9.html``: ``/m/9.html`` would be
+        avoided as its copy, or judged against it). Each such form is made again
+        from its page's URL as forms are made now. O(the host's path rules' forms
+        whose page has a query): a retirement is rare."""
+        names = set(retired.rule.a.split(","))
+        for st in self._rules_for(retired.rule.host):
+            if st.rule.kind == "param" or st.state == RETIRED:
+                continue
+            stale = [(form, url, fp) for form, url, fp in self.store.query_forms(st.rule.spec)
+                     if any(k in names for k, _ in parts_of(url)[3])]
+            if stale:
+                self.store.drop_form_keys(st.rule.spec, [form for form, _, _ in stale])
+                self.store.set_forms([(st.rule.spec, self._form(st, url), url, fp) for _, url, fp in stale])
 
     # -- learning ---------------------------------------------------------------
 

@@ -80,6 +80,13 @@ class Storage(Protocol):
 
     def drop_forms(self, spec: str) -> None: ...
 
+    def query_forms(self, spec: str) -> list[tuple[str, str, int]]:
+        """The rule's forms whose first page has a query: (form, url, fingerprint).
+        O(the rule's forms): for a parameter rule's retirement, which is rare."""
+
+    def drop_form_keys(self, spec: str, forms: list[str]) -> None:
+        """Delete these forms of the rule (their first pages are forgotten)."""
+
     def avoid_once(self, spec: str, url: str, target: str, request: str | None, scheduled: bool = False,
                    params: tuple[str, ...] = (), frontier_id: int | None = None) -> bool:
         """Note an avoided request; False if the URL was avoided before.
@@ -246,6 +253,13 @@ class SqliteStorage:
     def drop_forms(self, spec: str) -> None:
         self.db.execute("DELETE FROM forms WHERE rule = ?", (self._ids[spec],))
 
+    def query_forms(self, spec: str) -> list[tuple[str, str, int]]:
+        return [(form, url, from_sqlite_int(fp)) for form, url, fp in self.db.execute(
+            "SELECT form, url, fp FROM forms WHERE rule = ? AND instr(url, '?') > 0", (self._ids[spec],))]
+
+    def drop_form_keys(self, spec: str, forms: list[str]) -> None:
+        self.db.executemany("DELETE FROM forms WHERE rule = ? AND form = ?", [(self._ids[spec], f) for f in forms])
+
     def avoid_once(self, spec: str, url: str, target: str, request: str | None, scheduled: bool = False,
                    params: tuple[str, ...] = (), frontier_id: int | None = None) -> bool:
         cur = self.db.execute("INSERT OR IGNORE INTO avoided VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -404,6 +418,18 @@ class RedisStorage:
 
     def drop_forms(self, spec: str) -> None:
         self.client.delete(f"{self._rule(spec)}:f")
+
+    def query_forms(self, spec: str) -> list[tuple[str, str, int]]:
+        out = []
+        for form, raw in self.client.hscan_iter(f"{self._rule(spec)}:f", count=1000):
+            page = self._page(raw)
+            if page is not None and "?" in page[0]:
+                out.append((form.decode(), page[0], page[1]))
+        return out
+
+    def drop_form_keys(self, spec: str, forms: list[str]) -> None:
+        if forms:
+            self.client.hdel(f"{self._rule(spec)}:f", *forms)
 
     def avoid_once(self, spec: str, url: str, target: str, request: str | None, scheduled: bool = False,
                    params: tuple[str, ...] = (), frontier_id: int | None = None) -> bool:
