@@ -52,7 +52,9 @@ SCRIPT = textwrap.dedent('''
 
 def test_an_unguarded_script_runs_once_with_the_worker(tmp_path):
     runs, stats = tmp_path / "runs.txt", tmp_path / "stats.json"
-    with DemoSite().serve() as server:
+    # (40 articles at 0.25 s a request: some 15 s of crawl, so that the worker serves pages even when a
+    # loaded machine takes several seconds to start it)
+    with DemoSite(n_articles=40).serve() as server:
         script = tmp_path / "run_spider.py"
         script.write_text(SCRIPT.format(url=server.url, runs=str(runs), stats=str(stats)))
         r = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
