@@ -80,7 +80,7 @@ class DedupOptions:
     store: str | None = None
     strict: bool = False
     progress: bool = False
-    batch: int = 256
+    batch: int = 1024
     #: and at most this many bytes of payload a batch (HTML pages are ~40 KB: 256 of them in each of the
     #: 2 x workers batches in flight, and their copies on the way to and in the workers, were ~100 MB)
     batch_bytes: int = 1 << 21
