@@ -20,6 +20,7 @@ missing is skipped and said so.
     .venv/bin/python bench/corpus_bench.py --docs 100000 --peers /work/peers
     .venv/bin/python bench/corpus_bench.py --scale 1000000 --work /tmp/corpus-scale \
         --out bench/results/corpus_scale_1m.json
+    .venv/bin/python bench/corpus_bench.py --angles --work /tmp/corpus-bench --out bench/results/corpus_angles.json
     .venv/bin/python bench/corpus_bench.py --formats 4 --work /tmp/corpus-formats \
         --out bench/results/corpus_formats.json
 
@@ -439,6 +440,88 @@ def formats_run(copies: int, work: Path, out: Path, workers: int, peers: Path, s
     print(f"wrote {out}")
 
 
+def _feature_vector(fper, text: str) -> tuple[dict[int, float], int | None, str]:
+    """(feature hash -> summed weight, fingerprint, language code) of a text, as ``neardup dedup`` makes them."""
+    import numpy as np
+
+    from scrapy_neardup.dedup.features import hashed_features
+    from scrapy_neardup.dedup.features.language import language_mask, page_language_code, public_code
+    from scrapy_neardup.dedup.text.plain import text_page
+
+    page = text_page(text)
+    code = page_language_code(page, fper.params)
+    hashes, weights, _ = hashed_features(page, fper.params, fper.seed, None, code)
+    uniq, inv = np.unique(hashes, return_inverse=True)
+    summed = np.zeros(len(uniq))
+    np.add.at(summed, inv, weights)
+    value = fper.fingerprint_text(text).value
+    if value is not None:  # the simhash itself: the language's mask taken off
+        value ^= language_mask(public_code(code), fper.seed)
+    return dict(zip(uniq.tolist(), summed.tolist())), value, code
+
+
+def angles_run(work: Path, out: Path, k: int = 3) -> None:
+    """What a 64-bit simhash at distance ``k`` can find of the planted pairs of the corpus in ``work``
+    (built by a run of this benchmark), per J5 band: the cosine of the two documents' weighted
+    feature vectors, the distance a random-hyperplane simhash expects of it (64 x arccos(cos) / pi,
+    each bit differing with probability arccos(cos) / pi), the share a binomial(64, that) puts
+    within ``k``, and the distances the fingerprints have: with their language masks (the rule's),
+    and of the simhashes alone (the masks taken off: what a pair whose two documents CLD2 reads as
+    two languages would be without them)."""
+    import math
+    from statistics import median
+
+    from scrapy_neardup.dedup.features.language import language_mask, public_code
+    from scrapy_neardup.dedup.fingerprint import Fingerprinter
+
+    meta = json.loads((work / "truth.json").read_text())
+    want = {p["copy"] for p in meta["planted"]} | {p["source"] for p in meta["planted"]}
+    texts = {}
+    for line in open(work / "corpus.jsonl", encoding="utf-8"):
+        rec = json.loads(line)
+        if rec["id"] in want:
+            texts[rec["id"]] = rec["text"]
+    fper = Fingerprinter()
+    rows: dict[str, list[dict]] = {f"{lo:.2f}-{min(hi, 1):.2f}": [] for lo, hi in BANDS}
+    for p in meta["planted"]:
+        (va, fa, la), (vb, fb, lb) = _feature_vector(fper, texts[p["copy"]]), _feature_vector(fper, texts[p["source"]])
+        dot = sum(w * vb[h] for h, w in va.items() if h in vb)
+        na, nb = math.sqrt(sum(w * w for w in va.values())), math.sqrt(sum(w * w for w in vb.values()))
+        cos = dot / (na * nb) if na and nb else 0.0
+        theta = math.acos(max(-1.0, min(1.0, cos)))
+        q = theta / math.pi
+        within = sum(math.comb(64, i) * q**i * (1 - q) ** (64 - i) for i in range(k + 1))
+        dist = bin(fa ^ fb).count("1") if fa is not None and fb is not None else None  # (unmasked)
+        if dist is not None and la != lb:  # the fingerprints: masked by two languages, ~32 bits apart
+            masked = bin(fa ^ fb ^ language_mask(public_code(la)) ^ language_mask(public_code(lb))).count("1")
+        else:
+            masked = dist
+        band = next(f"{lo:.2f}-{min(hi, 1):.2f}" for lo, hi in BANDS if lo <= p["j5"] < hi)
+        rows[band].append({"cos": cos, "expected": 64 * q, "p_within": within, "distance": masked,
+                           "simhash_distance": dist, "same_language": la == lb})
+    result: dict = {"k": k, "pairs": len(meta["planted"]), "bands": {}}
+    for band, rs in rows.items():
+        got = [r["distance"] for r in rs if r["distance"] is not None]
+        result["bands"][band] = {
+            "pairs": len(rs), "median_cos": median(r["cos"] for r in rs),
+            "median_expected_distance": median(r["expected"] for r in rs),
+            "share_cos_at_least": {str(c): sum(r["cos"] >= c for r in rs) / len(rs) for c in (0.99, 0.98, 0.95, 0.9)},
+            "expected_recall": sum(r["p_within"] for r in rs) / len(rs),
+            "median_distance": median(got) if got else None,
+            "share_within_k": sum(d <= k for d in got) / len(rs),
+            "share_within": {str(d): sum(x <= d for x in got) / len(rs) for d in (3, 6, 10)},
+            "simhash_within_k": sum(r["simhash_distance"] is not None and r["simhash_distance"] <= k
+                                    for r in rs) / len(rs),
+            "same_language": sum(r["same_language"] for r in rs) / len(rs),
+            "within_k_same_language": (sum(r["distance"] is not None and r["distance"] <= k and r["same_language"]
+                                           for r in rs) / max(1, sum(r["same_language"] for r in rs))),
+        }
+        print(band, json.dumps(result["bands"][band]), flush=True)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"wrote {out}")
+
+
 def rescore(work: Path, out: Path) -> None:
     """Score the outputs a finished run left in ``work`` again (into ``out``'s tools)."""
     meta = json.loads((work / "truth.json").read_text())
@@ -478,8 +561,12 @@ def main() -> None:
     ap.add_argument("--scale", type=int, default=0, help="a scale run of this many generated documents, neardup only")
     ap.add_argument("--formats", type=int, default=0, metavar="COPIES",
                     help="HTML and WARC inputs beside the same pages as text: the real pages COPIES times each")
+    ap.add_argument("--angles", action="store_true",
+                    help="what a 64-bit simhash at k=3 can find of the planted pairs of the corpus already in --work")
     args = ap.parse_args()
     work = Path(args.work)
+    if args.angles:
+        return angles_run(work, Path(args.out))
     if args.rescore:
         return rescore(work, Path(args.out))
     if args.formats:

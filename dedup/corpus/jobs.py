@@ -66,8 +66,10 @@ def warm(min_tokens: int) -> None:
     in this process, before workers are forked from it."""
     from .. import jit
 
-    for group in ("store", "fingerprint"):  # here (not in jit.warm_all's processes): the workers share the code
-        jit.warm(group)  # (not "batch": a run decides online against the kept set, it never self-joins)
+    # here (not in jit.warm_all's processes): the workers share the code. Only the fingerprinting kernels:
+    # the workers use nothing else ("store": the run's process loads it after the fork, for its kept set;
+    # not "batch": a run decides online against the kept set, it never self-joins)
+    jit.warm("fingerprint")
     fper = fingerprinter(min_tokens)
     samples = ["near duplicate detection for web crawling and corpus building " * 4,
                "网页去重是搜索引擎和语料库建设中的一个重要问题，我们需要找到近似重复的文档。" * 3,

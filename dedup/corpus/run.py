@@ -80,7 +80,7 @@ class DedupOptions:
     store: str | None = None
     strict: bool = False
     progress: bool = False
-    batch: int = 256
+    batch: int = 1024
     #: and at most this many bytes of payload a batch (HTML pages are ~40 KB: 256 of them in each of the
     #: 2 x workers batches in flight, and their copies on the way to and in the workers, were ~100 MB)
     batch_bytes: int = 1 << 21
@@ -125,7 +125,7 @@ class CorpusRun:
         self.position = _Position()
         self.elapsed = 0.0
         self.ext_synced = 0
-        self.kept: KeptSet | None = None  # (opened with the state files)
+        self.kept: KeptSet | None = None  # (opened at the first batch decided: see _finish)
         self.store: SimhashStore | None = None
         self._files: dict[str, IO[bytes]] = {}
         self._done_bytes = 0
@@ -163,7 +163,8 @@ class CorpusRun:
 
     def _open_outputs(self) -> dict[str, Any] | None:
         """Open (or create) the output and state files; on a resume, truncate
-        each to the checkpoint and rebuild the kept set. Returns the checkpoint."""
+        each to the checkpoint. Returns the checkpoint. (The kept set is rebuilt
+        from them by ``_open_kept``.)"""
         self.out.mkdir(parents=True, exist_ok=True)
         self.state_dir.mkdir(exist_ok=True)
         # (--format parquet: the JSON lines are the run's own, converted when it is done)
@@ -198,7 +199,6 @@ class CorpusRun:
                                   c["bad_records"], c["file_errors"])
             self.elapsed = ck["elapsed"]
             self.ext_synced = ck["ext_synced"]
-        self._open_kept()
         return ck
 
     def _open_kept(self) -> None:
@@ -393,6 +393,7 @@ class CorpusRun:
                 return json.loads((self.out / "summary.json").read_text())
             self._open_store()
             if self.store is not None:
+                self._open_kept()
                 self._sync_store()
             self._loop()
             self._checkpoint(complete=False)
@@ -494,6 +495,11 @@ class CorpusRun:
 
     def _finish(self, fi: int, records: list[RawRecord], error: str | None, job: Any, lo: int, hi: int,
                 bar: Any) -> None:
+        if self.kept is None:
+            # here, at the first batch decided, not before the workers are forked: the kept set (and the
+            # store's kernels it loads, which only this process uses) is loaded while the workers
+            # fingerprint the first batches (at start-up they waited for it, ~1 s)
+            self._open_kept()
         got: list[Outcome] = job.get() if hasattr(job, "get") else job
         outcomes = iter(got[lo:hi])
         filled = [next(outcomes) if r.skip is None else Outcome(None, None, None, None, None) for r in records]
