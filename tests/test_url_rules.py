@@ -447,3 +447,23 @@ def test_a_book_read_without_confirmation_leaves_its_sub_tree_rules_idle(tmp_pat
     book.close()
     again = RuleBook(path, max_distance=3, min_evidence=3, explore=0.0)  # (NEARDUP_URL_RULES_CONFIRM_BYTES=0)
     assert again.avoid(f"{H}/de/api/p9.html") is None
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "redis"])
+def test_the_heads_a_ranged_get_is_checked_against_survive_a_resume(backend, tmp_path, request):
+    """Each fetched page's head (two ints: a hash of its URL; its length and the hash of its middle
+    window) is kept in the rule book with its commits, and read back by a book opened again
+    (a resumed crawl), or by another process sharing the book on Redis."""
+    from scrapy_neardup.crawler.url_rules.storage import open_storage
+
+    where = str(tmp_path / "b.sqlite3") if backend == "sqlite" else request.getfixturevalue("redis_url")
+    big = (1 << 64) - 1  # (unsigned 64-bit values, stored as SQLite's signed integers)
+    s = open_storage(where)
+    s.set_heads([(big, 4000 << 32 | 0xFFFFFFFF), (7, 12 << 32 | 5)])
+    s.set_heads([(7, 13 << 32 | 6)])  # (a page fetched again: its latest head)
+    s.commit()
+    s.close()
+    again = open_storage(where)
+    assert again.heads([big, 7, 8]) == [4000 << 32 | 0xFFFFFFFF, 13 << 32 | 6, None]
+    assert again.heads([]) == []
+    again.close()

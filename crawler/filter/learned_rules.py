@@ -93,9 +93,8 @@ class LearnedRules:
         self._avoided_here: dict[str, str] = {}  # URL -> rule: what this run counts in neardup/requests_avoided
         self._written = self._synced = 0  # avoided requests noted / committed (the gate)
         self.confirm_bytes = config.url_rules_confirm_bytes
-        # fetched URL's 64-bit hash -> its body length << 32 | the 32-bit hash of its middle window: what a
-        # ranged GET is checked against (two ints a page, not its URL: on by default, it is kept for every page)
-        self._heads: dict[int, int] = {}
+        # (each fetched page's head, what a ranged GET is checked against, is kept in the rule book:
+        # ``_keep_head``, committed through the gate with the book, so that a resumed crawl confirms too)
         AckTracker.of(crawler).add_gate(self)
         crawler.signals.connect(self._resume, signal=signals.spider_opened)
         crawler.signals.connect(self._downloaded, signal=signals.response_received)
@@ -176,7 +175,11 @@ class LearnedRules:
         ``target``'s body (the fetched page a rule says it copies: pages of one template
         share their first and last bytes, their middle is their text), to be compared
         with those; made whole when ``target``'s bytes are not known (fetched before a resume)."""
-        head = self._heads.get(self._key(target))
+        try:
+            head = self.book.store.heads([self._key(target)])[0]
+        except FILE_ERRORS as exc:
+            self._unavailable(exc)
+            head = None
         if head is None:
             self.stats.inc_value("neardup/url_rules/unconfirmable")
             return
@@ -185,9 +188,24 @@ class LearnedRules:
         request.headers[b"Range"] = f"bytes={offset}-{offset + self.confirm_bytes - 1}"
         request.meta[CONFIRM_KEY] = (spec, target, length, offset, digest)
 
-    @staticmethod
-    def _key(url: str) -> int:
-        return mmh3.hash64(url, signed=False)[0]
+    def _key(self, url: str) -> int:
+        """A fetched page's key in the rule book's heads: its URL's 64-bit hash, seeded with the
+        window's size (a crawl resumed with another ``confirm_bytes`` finds none of the old heads)."""
+        return mmh3.hash64(url, seed=self.confirm_bytes, signed=False)[0]
+
+    def _keep_head(self, url: str, body: bytes) -> None:
+        """Keep ``url``'s head in the rule book: its body length << 32 | the 32-bit hash of its middle
+        window (two ints a page, not its URL: on by default, it is kept for every page). Committed
+        through the gate with the book (``mark``), before the page is acknowledged, so that after a
+        kill and a resume the pages fetched before it still confirm their copies."""
+        offset = self._window(len(body))
+        head = len(body) << 32 | mmh3.hash(body[offset : offset + self.confirm_bytes], signed=False)
+        try:
+            self.book.store.set_heads([(self._key(url), head)])
+        except FILE_ERRORS as exc:
+            self._unavailable(exc)
+            return
+        self._written += 1
 
     def _window(self, length: int) -> int:
         """The offset of the ``confirm_bytes`` compared in a body of ``length`` bytes: its middle."""
@@ -245,13 +263,10 @@ class LearnedRules:
     def _downloaded(self, response: Response, request: Request) -> None:
         """A response came: if its URL was counted as avoided (a request for it
         was in flight when an outlink to it was left out), it is not. O(1).
-        Confirming by content: its length and the hash of its middle bytes are kept."""
+        Confirming by content: its length and the hash of its middle bytes are kept (``_keep_head``)."""
         url = _defragged(request.url)
         if self.confirm_bytes and response.status == 200:
-            body = response.body
-            offset = self._window(len(body))
-            self._heads[self._key(url)] = len(body) << 32 | mmh3.hash(body[offset : offset + self.confirm_bytes],
-                                                                       signed=False)
+            self._keep_head(url, response.body)
         spec = self._avoided_here.get(url)
         if spec is not None:
             self._withdraw(url, spec)

@@ -97,6 +97,14 @@ class Storage(Protocol):
     def forget(self, urls: list[str]) -> None:
         """Delete these avoided requests (after ``release(claim=False)``)."""
 
+    def set_heads(self, rows: list[tuple[int, int]]) -> None:
+        """Keep, per fetched page (the 64-bit hash of its URL), what a ranged GET
+        confirming a copy of it is checked against (``LearnedRules``: its length and
+        the hash of its middle window, one int): two ints a page, read back after a resume."""
+
+    def heads(self, keys: list[int]) -> list[int | None]:
+        """For each key, in one round: what ``set_heads`` kept, or None."""
+
     def save_settings(self, values: dict[str, str]) -> None:
         """Keep the settings the book acts under (its evidence threshold, the
         pinned and forbidden rules), so that a listing shows each rule's state
@@ -155,6 +163,7 @@ CREATE TABLE IF NOT EXISTS forms (rule INTEGER, form TEXT, url TEXT NOT NULL, fp
 CREATE TABLE IF NOT EXISTS avoided (url TEXT PRIMARY KEY, rule INTEGER, target TEXT, request TEXT,
     scheduled INTEGER NOT NULL DEFAULT 0, params TEXT NOT NULL DEFAULT '', frontier_id INTEGER) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS settings (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS heads (key INTEGER PRIMARY KEY, head INTEGER NOT NULL);
 """
 
 
@@ -269,6 +278,17 @@ class SqliteStorage:
     def forget(self, urls: list[str]) -> None:
         self.db.executemany("DELETE FROM avoided WHERE url = ?", [(url,) for url in urls])
 
+    def set_heads(self, rows: list[tuple[int, int]]) -> None:
+        self.db.executemany("INSERT OR REPLACE INTO heads VALUES (?, ?)",
+                            [(to_sqlite_int(key), to_sqlite_int(head)) for key, head in rows])
+
+    def heads(self, keys: list[int]) -> list[int | None]:
+        out: list[int | None] = []
+        for key in keys:
+            row = self.db.execute("SELECT head FROM heads WHERE key = ?", (to_sqlite_int(key),)).fetchone()
+            out.append(None if row is None else from_sqlite_int(row[0]))
+        return out
+
     def save_settings(self, values: dict[str, str]) -> None:
         self.db.executemany("INSERT OR REPLACE INTO settings VALUES (?, ?)", values.items())
 
@@ -324,6 +344,7 @@ class RedisStorage:
         NAME:rules:<rule>:f     hash: form -> fingerprint (8 bytes) + URL of its first page
         NAME:rules:a            hash: avoided URL -> {"rule": ..., "target": ..., "request": ...}
         NAME:rules:settings     hash: name -> value (``save_settings``)
+        NAME:rules:h            hash: page key (8 bytes) -> head (8 bytes) (``set_heads``)
 
     ``<rule>`` is a hash of the spec. Every call is one Redis command (or a
     pipeline of independent ones), atomic on its own: HINCRBY, HSETNX."""
@@ -441,6 +462,17 @@ class RedisStorage:
     def forget(self, urls: list[str]) -> None:
         if urls:
             self.client.hdel(f"{self.name}:a", *urls)
+
+    def set_heads(self, rows: list[tuple[int, int]]) -> None:
+        if rows:
+            self.client.hset(f"{self.name}:h", mapping={key.to_bytes(8, "big"): head.to_bytes(8, "big")
+                                                        for key, head in rows})
+
+    def heads(self, keys: list[int]) -> list[int | None]:
+        if not keys:
+            return []
+        raw = self.client.hmget(f"{self.name}:h", [key.to_bytes(8, "big") for key in keys])
+        return [None if r is None else int.from_bytes(r, "big") for r in raw]
 
     def save_settings(self, values: dict[str, str]) -> None:
         if values:
