@@ -279,7 +279,7 @@ def test_the_ranged_gets_are_in_the_url_rules_part_summed_over_the_runs_or_from_
     from scrapy_neardup.crawler.report.render import render
     from scrapy_neardup.crawler.report.sources import Inputs
 
-    values = dict(zip(RANGED_GET_STATS, (80, 100, 25_600, 20, 3, 1_200_000)))
+    values = dict(zip(RANGED_GET_STATS, (80, 100, 25_600, 20, 9, 3, 1_200_000)))
     for run in range(2):  # two runs that close, each with these counts
         stats = _Stats()
         for key, value in values.items():
@@ -289,16 +289,17 @@ def test_the_ranged_gets_are_in_the_url_rules_part_summed_over_the_runs_or_from_
         log.closed("finished")
     lines, _ = read_runs(runs_path(tmp_path))
     assert lines[1]["ranged"] == {"range_confirmed": 80, "ranged_gets": 100, "ranged_bytes": 25_600,
-                                  "range_mismatch": 20, "unconfirmable": 3, "bytes_saved_estimate": 1_200_000}
+                                  "range_mismatch": 20, "range_whole": 9, "unconfirmable": 3,
+                                  "bytes_saved_estimate": 1_200_000}
     data = read(Inputs("crawl", "here", runs=runs_path(tmp_path)))
     assert data.ranged["range_confirmed"] == 160 and data.ranged["bytes_saved_estimate"] == 2_400_000
     html = render(data)
     avoided = html.split('<section id="avoided">', 1)[1].split("</section>", 1)[0]
     assert "Copies confirmed by content" in avoided and "20.0% of the ranged GETs did not match" in avoided
-    for words in ("ranged GETs made", "copies confirmed", "did not match", "unchecked", "bytes of the ranged GETs",
-                  "an estimate"):
+    for words in ("answered with the range", "copies confirmed", "did not match", "answered whole", "unchecked",
+                  "bytes of the ranged GETs", "an estimate"):
         assert words in avoided, words
-    assert ">200<" in avoided and ">160<" in avoided and ">40<" in avoided and ">6<" in avoided
+    assert ">200<" in avoided and ">160<" in avoided and ">40<" in avoided and ">18<" in avoided and ">6<" in avoided
     # without a runs file: the crawl's own stats (NEARDUP_REPORT); a crawl without ranged GETs says nothing of them
     own = read(Inputs("crawl", "here", stats={key: value for key, value in values.items()}))
     assert own.ranged["ranged_gets"] == 100 and "Copies confirmed by content" in render(own)

@@ -174,18 +174,28 @@ class LearnedRules:
         """Make ``request`` a ranged GET of ``confirm_bytes`` bytes from the middle of
         ``target``'s body (the fetched page a rule says it copies: pages of one template
         share their first and last bytes, their middle is their text), to be compared
-        with those; made whole when ``target``'s bytes are not known (fetched before a resume)."""
+        with those; made whole when ``target``'s bytes are not known (its rule book unavailable).
+
+        With ``If-Range: <target's ETag>`` when ``target`` had a strong one: a server answers
+        the range only if the predicted page has that validator, else the whole body in the
+        same response. The validator only picks the answer's form, it never confirms (files
+        installed together share mtime and size, nginx's ETag): a page that is not a copy
+        and has another ETag (a translated page, of another size) costs one request, not a
+        ranged GET and then the whole; a copy is still confirmed by its bytes alone."""
         try:
-            head = self.book.store.heads([self._key(target)])[0]
+            found = self.book.store.heads([self._key(target)])[0]
         except FILE_ERRORS as exc:
             self._unavailable(exc)
-            head = None
-        if head is None:
+            found = None
+        if found is None:
             self.stats.inc_value("neardup/url_rules/unconfirmable")
             return
+        head, etag = found
         length, digest = head >> 32, head & 0xFFFFFFFF
         offset = self._window(length)
         request.headers[b"Range"] = f"bytes={offset}-{offset + self.confirm_bytes - 1}"
+        if etag:
+            request.headers[b"If-Range"] = etag
         request.meta[CONFIRM_KEY] = (spec, target, length, offset, digest)
 
     def _key(self, url: str) -> int:
@@ -193,15 +203,19 @@ class LearnedRules:
         window's size (a crawl resumed with another ``confirm_bytes`` finds none of the old heads)."""
         return mmh3.hash64(url, seed=self.confirm_bytes, signed=False)[0]
 
-    def _keep_head(self, url: str, body: bytes) -> None:
+    def _keep_head(self, url: str, response: Response) -> None:
         """Keep ``url``'s head in the rule book: its body length << 32 | the 32-bit hash of its middle
-        window (two ints a page, not its URL: on by default, it is kept for every page). Committed
-        through the gate with the book (``mark``), before the page is acknowledged, so that after a
-        kill and a resume the pages fetched before it still confirm their copies."""
+        window, and its strong ``ETag`` if it has one (for ``If-Range``; two ints and a short string a
+        page, not its URL: on by default, it is kept for every page). Committed through the gate with
+        the book (``mark``), before the page is acknowledged, so that after a kill and a resume the
+        pages fetched before it still confirm their copies."""
+        body = response.body
         offset = self._window(len(body))
         head = len(body) << 32 | mmh3.hash(body[offset : offset + self.confirm_bytes], signed=False)
+        raw = response.headers.get(b"ETag")
+        etag = raw.decode("latin-1") if raw and raw.startswith(b'"') else None  # (a weak W/"..." may not be sent)
         try:
-            self.book.store.set_heads([(self._key(url), head)])
+            self.book.store.set_heads([(self._key(url), head, etag)])
         except FILE_ERRORS as exc:
             self._unavailable(exc)
             return
@@ -216,10 +230,11 @@ class LearnedRules:
         total length are the target's (a copy confirmed: noted as avoided, its body
         never downloaded); the request made whole (``dont_filter``: the dupe filter
         has seen it) when they differ; ``response`` itself when the server sent the
-        whole body (it ignored the range). Validators (ETag, Last-Modified) are not
-        looked at: files installed together share mtime and size."""
+        whole body (the page's ETag is not the target's, ``If-Range``; or it ignores
+        ranges). Validators never confirm: files installed together share mtime and size."""
         spec, target, length, offset, digest = request.meta[CONFIRM_KEY]
         if response.status == 200:
+            self.stats.inc_value("neardup/url_rules/range_whole")
             return response
         start, total = _content_range(response)
         url = _defragged(request.url)
@@ -236,6 +251,7 @@ class LearnedRules:
         logger.info("ranged GET of %s does not match %s (rule %s): fetched whole", url, target, spec)
         whole = request.replace(dont_filter=True)
         whole.headers.pop(b"Range", None)
+        whole.headers.pop(b"If-Range", None)
         whole.meta.pop(CONFIRM_KEY, None)
         return whole
 
@@ -266,7 +282,7 @@ class LearnedRules:
         Confirming by content: its length and the hash of its middle bytes are kept (``_keep_head``)."""
         url = _defragged(request.url)
         if self.confirm_bytes and response.status == 200:
-            self._keep_head(url, response.body)
+            self._keep_head(url, response)
         spec = self._avoided_here.get(url)
         if spec is not None:
             self._withdraw(url, spec)

@@ -204,9 +204,10 @@ def _timeline_section(data: CrawlData) -> str:
 
 #: The ranged GETs' counts (``CrawlData.ranged``), as the report says them
 RANGED_WORDS = {
-    "ranged_gets": "ranged GETs made (predicted copies checked before their bodies)",
+    "ranged_gets": "ranged GETs answered with the range (predicted copies checked before their bodies)",
     "range_confirmed": "copies confirmed: bytes matched, body never downloaded",
     "range_mismatch": "ranged GETs that did not match: the page was downloaded whole",
+    "range_whole": "ranged GETs answered whole (another ETag than the page it would copy: If-Range)",
     "unconfirmable": "predicted copies downloaded whole unchecked (the fetched page's bytes unknown)",
     "ranged_bytes": "bytes of the ranged GETs",
     "bytes_saved_estimate": "bytes not downloaded (an estimate: the fetched page's length)",
