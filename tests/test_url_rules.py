@@ -527,3 +527,40 @@ def test_a_ranged_get_carries_if_range_and_confirms_by_bytes_alone(tmp_path):
     assert (stats["neardup/url_rules/range_confirmed"], stats["neardup/url_rules/range_whole"],
             stats["neardup/url_rules/range_mismatch"], stats["neardup/url_rules/ranged_gets"]) == (1, 1, 1, 2)
     rules.close()
+
+
+def test_a_shared_books_retired_requests_are_claimed_and_queued_in_one_step(redis_url):
+    """On a shared Redis, a retired rule's avoided requests are released without being taken,
+    then claimed from the book and pushed to the shared frontier's queue by one server-side
+    script (``claim_and_push``): a kill before it leaves them in the book (``unreleased``: queued
+    at the next start), a second process releasing them too queues none, and one the dupe
+    filter has seen is claimed and not queued."""
+    pytest.importorskip("scrapy_redis", reason="the shared frontier needs the [redis] extra")
+    from scrapy_neardup.crawler.frontier.redis_scheduler import claim_and_push
+    from scrapy_neardup.dedup.store.redis import connect, split_url
+
+    book = RuleBook(redis_url, max_distance=3, min_evidence=2, explore=0.0)
+    for i in range(3):
+        book.observe(f"{H}/a{i}.html", 1000 + i)
+        book.observe(f"{H}/a{i}.html?sid={i}", 1000 + i, duplicate_of=f"{H}/a{i}.html")
+    for i in range(3):
+        assert book.record_avoided(f"{H}/a{i}.html?sid=x", "param h.test sid", f"{H}/a{i}.html", f"req{i}")
+    book.observe(f"{H}/a9.html", 1 << 40)
+    book.observe(f"{H}/a9.html?sid=9", (1 << 40) ^ 0xFFFF)  # a counter-example: the sid rule is retired
+    st = next(st for st in book.rules() if st.rule.spec == "param h.test sid")
+    assert st.state == RETIRED
+    rows = book.release(st, claim=False)
+    assert sorted(r.url for r in rows) == [f"{H}/a{i}.html?sid=x" for i in range(3)]
+    # (a kill here) the requests are still in the book, for the next start
+    assert [s.rule.spec for s in book.unreleased()] == ["param h.test sid"]
+    client, _ = connect(split_url(redis_url)[0])
+    queue, seen, key = "q:requests", "q:dupefilter", book.store.avoided_key  # type: ignore[attr-defined]
+    client.sadd(seen, "fp1")  # (a1 was reached by an ordinary link meanwhile)
+    items = [(r.url, f"data {r.url}", 0.0, "fp" + r.url.split("/a")[1][0]) for r in rows]
+    assert claim_and_push(client, key, queue, seen, "priority", items) == [True, True, True]
+    assert sorted(x.decode() for x in client.zrange(queue, 0, -1)) == sorted(
+        f"data {r.url}" for r in rows if not r.url.endswith("a1.html?sid=x"))
+    assert claim_and_push(client, key, queue, seen, "priority", items) == [False, False, False]  # (another process)
+    assert client.zcard(queue) == 2 and book.unreleased() == []
+    client.delete(queue, seen)
+    book.close()

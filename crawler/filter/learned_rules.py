@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urldefrag
 
 import mmh3
@@ -51,8 +51,12 @@ from ..frontier.codec import CorruptRequest, UnserializableRequest, decode_reque
 from ..frontier.scheduler import DurableScheduler
 from ..url_rules import RuleBook
 from ..url_rules.book import RuleState
+from ..url_rules.storage import Avoided
 from .duplicates_log import DuplicatesLog
 from .store_faults import FILE_ERRORS
+
+if TYPE_CHECKING:  # (the shared frontier needs scrapy-redis, the [redis] extra)
+    from ..frontier.redis_scheduler import ReliableRedisScheduler
 
 logger = logging.getLogger(__name__)
 
@@ -313,6 +317,17 @@ class LearnedRules:
             return cast(DurableScheduler, scheduler)
         return None
 
+    def _shared(self) -> tuple[ReliableRedisScheduler, str] | None:
+        """The crawl's shared frontier and the shared rule book's hash of avoided requests, when
+        the book is on the frontier's Redis server: then a retired rule's requests are claimed
+        from the book and queued in one step."""
+        scheduler: Any = getattr(getattr(self.crawler.engine, "_slot", None), "scheduler", None)
+        store: Any = self.book.store
+        if any(c.__name__ == "ReliableRedisScheduler" for c in type(scheduler).__mro__) \
+                and hasattr(store, "avoided_key") and scheduler.shares_server(store.client):
+            return cast("ReliableRedisScheduler", scheduler), str(store.avoided_key)
+        return None
+
     def _resume(self) -> None:
         """Retired rules whose avoided requests a kill kept from the frontier: queue them now."""
         try:
@@ -327,8 +342,10 @@ class LearnedRules:
         if engine is None or self.crawler.spider is None:
             return
         durable = self._durable()
-        rows = self.book.release(st, claim=durable is None)
+        shared = self._shared() if durable is None else None
+        rows = self.book.release(st, claim=durable is None and shared is None)
         made = skipped = lost = 0
+        to_claim: list[tuple[Avoided, Request]] = []
         for row in rows:
             if row.request is None:
                 lost += 1
@@ -345,16 +362,30 @@ class LearnedRules:
             if durable is not None and row.scheduled and row.frontier_id is not None:
                 self._supersede(durable, row.frontier_id, row.url)
             # (one that passed the dupe filter already would be refused by it: made once, unfiltered)
-            engine.crawl(request.replace(dont_filter=True) if row.scheduled else request)
+            request = request.replace(dont_filter=True) if row.scheduled else request
+            if shared is not None:
+                to_claim.append((row, request))
+                continue
+            engine.crawl(request)
             made += 1
             self._withdraw(row.url, spec, retired=True)
+        if shared is not None and to_claim:
+            # claimed from the shared book and queued in one step: a kill leaves them in the book (queued
+            # at the next start, ``unreleased``) or queued, and a process releasing them too queues none
+            frontier, claim_key = shared
+            claimed = frontier.push_claimed(claim_key, [(row.url, r) for row, r in to_claim])
+            for (row, _), mine in zip(to_claim, claimed):
+                if mine:
+                    made += 1
+                    self._withdraw(row.url, spec, retired=True)
         if durable is not None:
             durable.commit()  # the requests and their marks, in one frontier transaction
             self.book.forget(rows)  # then the rule book lets them go
         self.stats.inc_value("neardup/url_rules/requeued", made)
-        logger.info("URL rule %s retired: %d request(s) it avoided are made after all%s%s", spec, made,
+        logger.info("URL rule %s retired: %d request(s) it avoided are made after all%s%s%s", spec, made,
                     f" ({lost} could not be)" if lost else "",
-                    f" ({skipped} queued before the last stop)" if skipped else "")
+                    f" ({skipped} queued before the last stop)" if skipped else "",
+                    " (claimed from the shared rule book and queued in one step)" if shared is not None else "")
 
     def _supersede(self, durable: DurableScheduler, rid: int, url: str) -> None:
         """The request left out as frontier row ``rid`` is queued again: if the row

@@ -358,6 +358,13 @@ class RedisStorage:
         self.location = redact(url)
         self.client, _ = connect(redis_url)
 
+    @property
+    def avoided_key(self) -> str:
+        """The hash of avoided requests (URL -> entry): what a shared frontier claims them from
+        when it queues a retired rule's requests in one step with the claim
+        (``redis_scheduler.claim_and_push``)."""
+        return f"{self.name}:a"
+
     def _rule(self, spec: str) -> str:
         return f"{self.name}:{mmh3.hash(spec, signed=False):08x}"
 
