@@ -369,15 +369,23 @@ class LearnedRules:
             engine.crawl(request)
             made += 1
             self._withdraw(row.url, spec, retired=True)
-        if shared is not None and to_claim:
+        if shared is not None:
             # claimed from the shared book and queued in one step: a kill leaves them in the book (queued
             # at the next start, ``unreleased``) or queued, and a process releasing them too queues none
             frontier, claim_key = shared
-            claimed = frontier.push_claimed(claim_key, [(row.url, r) for row, r in to_claim])
+            try:
+                claimed = frontier.push_claimed(claim_key, [(row.url, r) for row, r in to_claim])
+            except Exception as exc:  # (Redis away: they stay in the book, for the next start)
+                logger.warning("URL rule %s retired: its %d avoided request(s) could not be queued (%r); they "
+                               "stay in the rule book and are queued when a crawl of it starts", spec,
+                               len(to_claim), exc)
+                claimed = [False] * len(to_claim)
             for (row, _), mine in zip(to_claim, claimed):
                 if mine:
                     made += 1
                     self._withdraw(row.url, spec, retired=True)
+            queued = {row.url for row, _ in to_claim}
+            self.book.forget([row for row in rows if row.url not in queued])  # (those that cannot be made)
         if durable is not None:
             durable.commit()  # the requests and their marks, in one frontier transaction
             self.book.forget(rows)  # then the rule book lets them go
