@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import shutil
 import subprocess
 import sys
@@ -46,6 +47,8 @@ from scrapy_neardup.crawler.demo_site import DemoSite  # noqa: E402
 from tests.fixtures.trap_site import CopiesSite, TrapSite  # noqa: E402
 
 MODES = {"plain": ["NEARDUP_ENABLED=False"], "no rules": ["NEARDUP_URL_RULES=False"], "rules": []}
+JOBDIR, KILLED = "rules+jobdir", "rules+killed"  # mirror modes: the defaults with JOBDIR, uninterrupted; killed and
+#                                                 resumed (``crawl_killed``)
 CONFIRM = 256  # bytes of a ranged GET confirming a predicted copy (NEARDUP_URL_RULES_CONFIRM_BYTES's default)
 
 
@@ -58,6 +61,56 @@ def run_crawl(url: str, out: Path, settings: list[str]) -> str:
     if r.returncode or "'finish_reason': 'finished'" not in r.stderr:
         raise RuntimeError(r.stderr[-2000:])
     return r.stderr
+
+
+def crawl_killed(url: str, out: Path, settings: list[str], access_log: Path, plan: list[int | str],
+                 rng: random.Random) -> tuple[str, int, list[list[int]]]:
+    """``run_crawl`` with ``JOBDIR`` (``out/job``), killed (``SIGKILL``) as ``plan``
+    says, one entry a run: an int ``n``, after a random 1..n new requests reached the
+    server (lines of nginx's ``access_log``); a regular expression, a random 0-60 ms
+    after the crawl's log first matches it. Then resumed until it finishes (a run
+    that ends before its moment is not killed). Returns the logs, the kills made and
+    each killed crawl's child processes (its fingerprint workers, which must end with it)."""
+    import re
+    import signal
+
+    from tests.test_kill_resume import children
+
+    shutil.rmtree(out, ignore_errors=True)
+    cmd = crawl_cmd(url, out, 1, [f"NEARDUP_STORE={out / 'store'}", "NEARDUP_INDEX=", "ROBOTSTXT_OBEY=False",
+                                  "LOG_LEVEL=INFO", f"JOBDIR={out / 'job'}", *settings])
+    del cmd[cmd.index("-O"): cmd.index("-O") + 2]  # (the items are not looked at: no feed to resume)
+    plan, logs, kills, workers = list(plan), [], 0, []
+    log = out / "crawl.log"
+
+    def hits() -> int:
+        return len(access_log.read_bytes().splitlines()) if access_log.exists() else 0
+
+    while True:
+        how = plan.pop(0) if plan else None
+        target = hits() + rng.randint(1, how) if isinstance(how, int) else None
+        with open(log, "w") as err:
+            proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=err)
+        while how is not None and proc.poll() is None:
+            if target is not None and hits() >= target:
+                break
+            if isinstance(how, str) and re.search(how, log.read_text(errors="replace")):
+                time.sleep(rng.uniform(0, 0.06))
+                break
+            time.sleep(0.003)
+        if how is not None and proc.poll() is None:
+            workers.append(children(proc.pid))
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(timeout=60)
+            kills += 1
+            logs.append(log.read_text(errors="replace"))
+            continue
+        proc.wait(timeout=1800)
+        text = log.read_text(errors="replace")
+        logs.append(text)
+        if proc.returncode or "'finish_reason': 'finished'" not in text:
+            raise RuntimeError(text[-2000:])
+        return "\n".join(logs), kills, workers
 
 
 def summarize(targets: list[str], out: Path, truth: Callable[[str], str | None]) -> dict:
@@ -174,13 +227,15 @@ def static_site(data: str, name: str, starts: list[str], work: Path) -> dict:
     return compare(name, results)
 
 
-def mirror_site(work: Path, modes: dict[str, list[str]]) -> dict:
+def mirror_site(work: Path, modes: dict[str, list[str]], kills: int = 3, seed: int = 1) -> dict:
     """The generated language-mirror site (``tests/fixtures/mirror_site.py``: 10
     language folders, 80-95% of each the default language's file under a symlink,
     planted distinct pages of the same size and mtime at predicted-copy URLs),
     served by nginx, crawled from five language front pages. Besides the
     common figures: bodies transferred (a 200's file size; a ranged 206 its
-    range), ranged GETs, and the planted traps not fetched whole (``traps_lost``)."""
+    range), ranged GETs, and the planted traps not fetched whole (``traps_lost``). Modes
+    ``JOBDIR`` and ``KILLED`` run with ``JOBDIR``, the latter killed ``kills`` times, each
+    after a seeded random 1-400 requests, and resumed (``crawl_killed``)."""
     from tests.fixtures.mirror_site import MirrorSite
 
     site = MirrorSite()
@@ -194,7 +249,12 @@ def mirror_site(work: Path, modes: dict[str, list[str]]) -> dict:
         nginx = start_nginx(root, port, _fresh(work / f"mirror-nginx-{slug}"), log)
         base = f"http://127.0.0.1:{port}"
         try:
-            run_crawl(",".join(base + s for s in site.starts()), work / f"mirror-{slug}", settings)
+            if mode in (JOBDIR, KILLED):  # JOBDIR (and SIGKILL at seeded random moments, resumed until done)
+                _, r_kills, _ = crawl_killed(",".join(base + s for s in site.starts()), work / f"mirror-{slug}",
+                                             settings, log, [400] * kills if mode == KILLED else [],
+                                             random.Random(seed))
+            else:
+                run_crawl(",".join(base + s for s in site.starts()), work / f"mirror-{slug}", settings)
         finally:
             nginx.terminate()
             nginx.wait(10)
@@ -210,6 +270,8 @@ def mirror_site(work: Path, modes: dict[str, list[str]]) -> dict:
         r["false_confirmations"] = r["wrong"] if ranged else None  # (an avoided URL whose file differs)
         r["traps"] = len(site.traps)
         r["traps_lost"] = sorted(set(site.traps) - set(full))
+        if mode in (JOBDIR, KILLED):
+            r["kills"] = r_kills
         results[mode] = r
         print("mirror", mode, {k: v for k, v in r.items() if k != "content_set"}, flush=True)
     row = compare("mirror", results)
@@ -238,7 +300,9 @@ def main() -> None:
     ap.add_argument("--out", default="bench/results/url_rules.json")
     ap.add_argument("--sites", default="trap,changing,copies,demo,sqlite3-doc,developers-reference,debian-reference")
     ap.add_argument("--mirror-modes", default="", help="the mirror site's crawls besides plain Scrapy "
-                    "(of: no rules, rules, rules without sub-trees, rules+3pairs; default all)")
+                    f"(of: no rules, rules, rules without sub-trees, rules+3pairs, {JOBDIR}, {KILLED}; default all)")
+    ap.add_argument("--kills", type=int, default=3, help=f"the mirror's {KILLED!r} mode: kills before it finishes")
+    ap.add_argument("--seed", type=int, default=1, help=f"the mirror's {KILLED!r} mode: the seed of its kill moments")
     a = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="neardup-rules-bench-"))
     work.chmod(0o755)  # nginx's workers run unprivileged and must read the sites
@@ -270,10 +334,11 @@ def main() -> None:
             # ("rules": the defaults, sub-tree rules confirmed by a ranged GET of CONFIRM bytes;
             # "rules without sub-trees": without confirmation, as before it was the default)
             modes = {**MODES, "rules without sub-trees": ["NEARDUP_URL_RULES_CONFIRM_BYTES=0"],
-                     "rules+3pairs": [f"NEARDUP_URL_RULES_CONFIRM_BYTES={CONFIRM}", "NEARDUP_URL_RULES_MIN_EVIDENCE=3"]}
+                     "rules+3pairs": [f"NEARDUP_URL_RULES_CONFIRM_BYTES={CONFIRM}", "NEARDUP_URL_RULES_MIN_EVIDENCE=3"],
+                     JOBDIR: [], KILLED: []}
             if a.mirror_modes:
                 modes = {m: modes[m] for m in ["plain", *a.mirror_modes.split(",")]}
-            rows.append(mirror_site(work, modes))
+            rows.append(mirror_site(work, modes, a.kills, a.seed))
         if "sqlite3-doc" in sites:
             rows.append(static_site(a.data, "sqlite3-doc", ["/index.html"], work))
         if "developers-reference" in sites:  # mirrored language trees, partly translated

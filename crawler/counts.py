@@ -48,6 +48,11 @@ OUTLINKS_DROPPED = "neardup/outlinks_dropped"
 REQUESTS_AVOIDED = "neardup/requests_avoided"
 COPIES_CONFIRMED = "neardup/url_rules/range_confirmed"  # (bodies not downloaded: a ranged GET confirmed the copy)
 BYTES_DOWNLOADED = "downloader/response_bytes"  # (Scrapy's: every response, robots.txt too)
+#: Confirming predicted copies by ranged GETs (``NEARDUP_URL_RULES_CONFIRM_BYTES``): the runs log keeps
+#: them per run and the report adds them up (``bytes_saved_estimate`` is an estimate: no body was seen)
+RANGED_GET_STATS = (COPIES_CONFIRMED, "neardup/url_rules/ranged_gets", "neardup/url_rules/ranged_bytes",
+                    "neardup/url_rules/range_mismatch", "neardup/url_rules/range_whole", "neardup/url_rules/unconfirmable",
+                    "neardup/url_rules/bytes_saved_estimate")
 
 
 def count_unchecked(stats: StatsCollector, reason: str) -> None:

@@ -269,3 +269,38 @@ def test_a_crawl_records_what_the_report_needs_and_writes_it_when_it_closes(tmp_
     assert all("a changed line" in t for t in read_texts(captured, urls).values())
     html = report.read_text()
     assert "2 runs, 1 of them resuming the one before" in html and '<span class="ins">+a changed line' in html
+
+
+def test_the_ranged_gets_are_in_the_url_rules_part_summed_over_the_runs_or_from_the_crawls_stats(tmp_path):
+    """Confirmation by content (``NEARDUP_URL_RULES_CONFIRM_BYTES``): each closing run's
+    ranged-GET counts go to its runs line, and the report adds them up in its requests-avoided
+    section; a crawl with no runs file (no ``JOBDIR``) that writes its report shows its own stats."""
+    from scrapy_neardup.crawler.counts import RANGED_GET_STATS
+    from scrapy_neardup.crawler.report.render import render
+    from scrapy_neardup.crawler.report.sources import Inputs
+
+    values = dict(zip(RANGED_GET_STATS, (80, 100, 25_600, 20, 9, 3, 1_200_000)))
+    for run in range(2):  # two runs that close, each with these counts
+        stats = _Stats()
+        for key, value in values.items():
+            stats.set_value(key, value)
+        log = RunsLog(tmp_path, stats)
+        log.started(0)
+        log.closed("finished")
+    lines, _ = read_runs(runs_path(tmp_path))
+    assert lines[1]["ranged"] == {"range_confirmed": 80, "ranged_gets": 100, "ranged_bytes": 25_600,
+                                  "range_mismatch": 20, "range_whole": 9, "unconfirmable": 3,
+                                  "bytes_saved_estimate": 1_200_000}
+    data = read(Inputs("crawl", "here", runs=runs_path(tmp_path)))
+    assert data.ranged["range_confirmed"] == 160 and data.ranged["bytes_saved_estimate"] == 2_400_000
+    html = render(data)
+    avoided = html.split('<section id="avoided">', 1)[1].split("</section>", 1)[0]
+    assert "Copies confirmed by content" in avoided and "20.0% of the ranged GETs did not match" in avoided
+    for words in ("answered with the range", "copies confirmed", "did not match", "answered whole", "unchecked",
+                  "bytes of the ranged GETs", "an estimate"):
+        assert words in avoided, words
+    assert ">200<" in avoided and ">160<" in avoided and ">40<" in avoided and ">18<" in avoided and ">6<" in avoided
+    # without a runs file: the crawl's own stats (NEARDUP_REPORT); a crawl without ranged GETs says nothing of them
+    own = read(Inputs("crawl", "here", stats={key: value for key, value in values.items()}))
+    assert own.ranged["ranged_gets"] == 100 and "Copies confirmed by content" in render(own)
+    assert "Copies confirmed by content" not in render(read(Inputs("crawl", "here", stats={"neardup/fetched": 3})))

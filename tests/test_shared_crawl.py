@@ -195,3 +195,29 @@ def test_two_processes_learn_and_use_one_set_of_url_rules(shared_redis, tmp_path
     assert any(r["state"] == ACTIVE for r in rules), rules
     if not any("'neardup/url_rules/retired'" in text for text in logs):  # (a retired rule's URLs may come again)
         assert len({a["url"] for a in avoided}) == len(avoided), "an avoided URL counted by both processes"
+
+
+def test_a_retired_shared_rules_requests_are_claimed_and_queued_in_one_step(shared_redis, tmp_path):
+    """The 400-page site with session ids whose sid rule is retired on its last pages, by two
+    processes sharing Redis (the rule book and the frontier on one server): the retired rule's
+    avoided requests are claimed from the book and queued in one step, by one process; every
+    content is fetched and none of them twice."""
+    from tests.fixtures.trap_site import CopiesSite
+
+    site = CopiesSite()
+    with site.serve() as server:
+        cmds = [[a if not a.startswith("start_url=") else f"start_url={server.url}/" for a in
+                 shared_cmd(server.url, shared_redis, tmp_path / f"p{i}")] for i in range(2)]
+        procs = run(cmds, [tmp_path / f"p{i}.log" for i in range(2)])
+        for p in procs:
+            p.wait(timeout=300)
+        logs = [(tmp_path / f"p{i}.log").read_text() for i in range(2)]
+        for text in logs:
+            assert "'finish_reason': 'finished'" in text, text[-3000:]
+        hits = {t: n for t, n in server.hits.items() if t != "/robots.txt"}
+    assert site.contents() <= {site.truth(t) for t in hits}
+    assert any("'neardup/url_rules/retired'" in text for text in logs)
+    claimed = [line for text in logs for line in text.splitlines() if "queued in one step" in line]
+    assert claimed and sum(int(line.split(" retired: ")[1].split()[0]) for line in claimed) > 0, claimed
+    twice = sorted(t for t, n in hits.items() if n > 1)
+    assert not twice, f"fetched twice: {twice[:10]}"

@@ -471,3 +471,120 @@ def test_a_book_read_without_confirmation_leaves_its_sub_tree_rules_idle(tmp_pat
     book.close()
     again = RuleBook(path, max_distance=3, min_evidence=3, explore=0.0)  # (NEARDUP_URL_RULES_CONFIRM_BYTES=0)
     assert again.avoid(f"{H}/de/api/p9.html") is None
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "redis"])
+def test_the_heads_a_ranged_get_is_checked_against_survive_a_resume(backend, tmp_path, request):
+    """Each fetched page's head (two ints: a hash of its URL; its length and the hash of its middle
+    window; and its ETag) is kept in the rule book with its commits, and read back by a book opened again
+    (a resumed crawl), or by another process sharing the book on Redis."""
+    from scrapy_neardup.crawler.url_rules.storage import open_storage
+
+    where = str(tmp_path / "b.sqlite3") if backend == "sqlite" else request.getfixturevalue("redis_url")
+    big = (1 << 64) - 1  # (unsigned 64-bit values, stored as SQLite's signed integers)
+    s = open_storage(where)
+    s.set_heads([(big, 4000 << 32 | 0xFFFFFFFF, '"6553f100-fa0"'), (7, 12 << 32 | 5, None)])
+    s.set_heads([(7, 13 << 32 | 6, None)])  # (a page fetched again: its latest head)
+    s.commit()
+    s.close()
+    again = open_storage(where)
+    assert again.heads([big, 7, 8]) == [(4000 << 32 | 0xFFFFFFFF, '"6553f100-fa0"'), (13 << 32 | 6, None), None]
+    assert again.heads([]) == []
+    again.close()
+
+
+def test_a_ranged_get_carries_if_range_and_confirms_by_bytes_alone(tmp_path):
+    """``LearnedRules``' confirmation by content: a predicted copy is a ranged GET of the fetched page's
+    middle with ``If-Range: <its ETag>`` (a page with another ETag comes whole in the same answer, one
+    request as a plain crawl's); its bytes alone confirm it; a mismatch (the same ETag, other bytes: a
+    distinct page of the same size and mtime) makes it whole."""
+    from scrapy import Request
+    from scrapy.http import HtmlResponse, Response
+    from scrapy.settings import Settings
+    from scrapy.utils.test import get_crawler
+
+    from scrapy_neardup.crawler.config import NearDupConfig
+    from scrapy_neardup.crawler.filter.duplicates_log import DuplicatesLog
+    from scrapy_neardup.crawler.filter.learned_rules import CONFIRM_KEY, LearnedRules
+
+    crawler = get_crawler(settings_dict={})
+    config = NearDupConfig.from_settings(Settings({"NEARDUP_URL_RULES_CONFIRM_BYTES": 16,
+                                                   "NEARDUP_DUPLICATES_FILE": str(tmp_path / "d.jsonl")}))
+    rules = LearnedRules(crawler, config, DuplicatesLog(crawler, config.duplicates_file))
+    book = rules.book
+    book.observe(f"{H}/en/index.html", 1 << 40)
+    book.observe(f"{H}/de/index.html", (1 << 40) ^ 0xFFFF)  # translated: the /de/ prefix rule is retired
+    for i in range(3):
+        book.observe(f"{H}/en/api/p{i}.html", 1000 + i)
+        book.observe(f"{H}/de/api/p{i}.html", 1000 + i, duplicate_of=f"{H}/en/api/p{i}.html")
+    bodies = {i: (f"<html>{i:02d}" + "text of the page " * 20 + f"{i}</html>").encode() for i in (7, 8, 9)}
+    for i, body in bodies.items():
+        url = f"{H}/en/api/p{i}.html"
+        book.observe(url, 5000 + i)
+        rules._downloaded(HtmlResponse(url, body=body, headers={"ETag": f'"e-{i}"'}), Request(url))
+
+    def predicted(i: int) -> Request:
+        request = Request(f"{H}/de/api/p{i}.html")
+        assert rules.avoided([request], None, scheduled=True) == set()  # (never left out unconfirmed)
+        return request
+
+    def answer(request: Request, status: int, body: bytes, total: int) -> Response:
+        start = int(request.headers[b"Range"].split(b"=")[1].split(b"-")[0])
+        return Response(request.url, status=status, body=body, request=request,
+                        headers={"Content-Range": f"bytes {start}-{start + len(body) - 1}/{total}"})
+
+    copy = predicted(9)
+    spec, target, length, offset, _ = copy.meta[CONFIRM_KEY]
+    assert (copy.headers[b"Range"], copy.headers[b"If-Range"]) == (f"bytes={offset}-{offset + 15}".encode(), b'"e-9"')
+    assert target == f"{H}/en/api/p9.html" and length == len(bodies[9])
+    assert rules.confirmation(copy, answer(copy, 206, bodies[9][offset : offset + 16], length)) is None
+    # another ETag: the server sent the whole body at once, used as is
+    whole = predicted(7)
+    got = Response(whole.url, status=200, body=b"<html>another page</html>", request=whole)
+    assert rules.confirmation(whole, got) is got
+    # the same ETag, other bytes (a distinct page of the same size and mtime): made whole
+    trap = predicted(8)
+    again = rules.confirmation(trap, answer(trap, 206, b"x" * 16, len(bodies[8])))
+    assert isinstance(again, Request) and again.dont_filter and CONFIRM_KEY not in again.meta
+    assert b"Range" not in again.headers and b"If-Range" not in again.headers
+    stats = crawler.stats.get_stats()
+    assert (stats["neardup/url_rules/range_confirmed"], stats["neardup/url_rules/range_whole"],
+            stats["neardup/url_rules/range_mismatch"], stats["neardup/url_rules/ranged_gets"]) == (1, 1, 1, 2)
+    rules.close()
+
+
+def test_a_shared_books_retired_requests_are_claimed_and_queued_in_one_step(redis_url):
+    """On a shared Redis, a retired rule's avoided requests are released without being taken,
+    then claimed from the book and pushed to the shared frontier's queue by one server-side
+    script (``claim_and_push``): a kill before it leaves them in the book (``unreleased``: queued
+    at the next start), a second process releasing them too queues none, and one the dupe
+    filter has seen is claimed and not queued."""
+    pytest.importorskip("scrapy_redis", reason="the shared frontier needs the [redis] extra")
+    from scrapy_neardup.crawler.frontier.redis_scheduler import claim_and_push
+    from scrapy_neardup.dedup.store.redis import connect, split_url
+
+    book = RuleBook(redis_url, max_distance=3, min_evidence=2, explore=0.0)
+    for i in range(3):
+        book.observe(f"{H}/a{i}.html", 1000 + i)
+        book.observe(f"{H}/a{i}.html?sid={i}", 1000 + i, duplicate_of=f"{H}/a{i}.html")
+    for i in range(3):
+        assert book.record_avoided(f"{H}/a{i}.html?sid=x", "param h.test sid", f"{H}/a{i}.html", f"req{i}")
+    book.observe(f"{H}/a9.html", 1 << 40)
+    book.observe(f"{H}/a9.html?sid=9", (1 << 40) ^ 0xFFFF)  # a counter-example: the sid rule is retired
+    st = next(st for st in book.rules() if st.rule.spec == "param h.test sid")
+    assert st.state == RETIRED
+    rows = book.release(st, claim=False)
+    assert sorted(r.url for r in rows) == [f"{H}/a{i}.html?sid=x" for i in range(3)]
+    # (a kill here) the requests are still in the book, for the next start
+    assert [s.rule.spec for s in book.unreleased()] == ["param h.test sid"]
+    client, _ = connect(split_url(redis_url)[0])
+    queue, seen, key = "q:requests", "q:dupefilter", book.store.avoided_key  # type: ignore[attr-defined]
+    client.sadd(seen, "fp1")  # (a1 was reached by an ordinary link meanwhile)
+    items = [(r.url, f"data {r.url}", 0.0, "fp" + r.url.split("/a")[1][0]) for r in rows]
+    assert claim_and_push(client, key, queue, seen, "priority", items) == [True, True, True]
+    assert sorted(x.decode() for x in client.zrange(queue, 0, -1)) == sorted(
+        f"data {r.url}" for r in rows if not r.url.endswith("a1.html?sid=x"))
+    assert claim_and_push(client, key, queue, seen, "priority", items) == [False, False, False]  # (another process)
+    assert client.zcard(queue) == 2 and book.unreleased() == []
+    client.delete(queue, seen)
+    book.close()

@@ -10,7 +10,10 @@ predict copies, each confirmed by the bytes of a ranged GET before its body
 would be downloaded. Every distinct page is downloaded whole, the planted
 traps (distinct pages with the same size and mtime as the page they would
 copy) among them; every confirmed copy has the bytes of the page it was
-mapped to; no URL is downloaded whole twice.
+mapped to; no URL is downloaded whole twice, and no URL is requested twice
+(a ranged GET, then the whole) but a trap: a ranged GET carries ``If-Range``
+with the ETag of the page it would copy, so a translated page comes whole in
+the answer to it.
 """
 
 from __future__ import annotations
@@ -78,4 +81,9 @@ def check(site: MirrorSite, r, tmp_path: Path, log: Path, base: str) -> None:
     for d in confirmed:  # (every confirmation checked against the file it would have served)
         assert site.truth(d["url"][len(base):]) == site.truth(d["duplicate_of"][len(base):]), d
     assert "URL rule retired: prefix" in r.stderr
+    # politeness: a URL is requested once, as a plain crawl would, but for a planted trap met under an acting
+    # rule (the same ETag as its predicted copy: If-Range lets the range come, its bytes differ, then the whole);
+    # a translated page (another ETag) comes whole in the answer to its ranged GET
+    assert set(ranged) & set(whole) <= set(site.traps), sorted(set(ranged) & set(whole) - set(site.traps))
+    assert len(lines) <= len({t for _, _, t in lines}) + len(site.traps)
     assert re.search(r"URL rule learned: prefix \S+ /\w+/api/ /\w+/api/", r.stderr)  # (a sub-tree's)

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urldefrag
 
 import mmh3
@@ -51,8 +51,12 @@ from ..frontier.codec import CorruptRequest, UnserializableRequest, decode_reque
 from ..frontier.scheduler import DurableScheduler
 from ..url_rules import RuleBook
 from ..url_rules.book import RuleState
+from ..url_rules.storage import Avoided
 from .duplicates_log import DuplicatesLog
 from .store_faults import FILE_ERRORS
+
+if TYPE_CHECKING:  # (the shared frontier needs scrapy-redis, the [redis] extra)
+    from ..frontier.redis_scheduler import ReliableRedisScheduler
 
 logger = logging.getLogger(__name__)
 
@@ -93,9 +97,8 @@ class LearnedRules:
         self._avoided_here: dict[str, str] = {}  # URL -> rule: what this run counts in neardup/requests_avoided
         self._written = self._synced = 0  # avoided requests noted / committed (the gate)
         self.confirm_bytes = config.url_rules_confirm_bytes
-        # fetched URL's 64-bit hash -> its body length << 32 | the 32-bit hash of its middle window: what a
-        # ranged GET is checked against (two ints a page, not its URL: on by default, it is kept for every page)
-        self._heads: dict[int, int] = {}
+        # (each fetched page's head, what a ranged GET is checked against, is kept in the rule book:
+        # ``_keep_head``, committed through the gate with the book, so that a resumed crawl confirms too)
         AckTracker.of(crawler).add_gate(self)
         crawler.signals.connect(self._resume, signal=signals.spider_opened)
         crawler.signals.connect(self._downloaded, signal=signals.response_received)
@@ -175,19 +178,52 @@ class LearnedRules:
         """Make ``request`` a ranged GET of ``confirm_bytes`` bytes from the middle of
         ``target``'s body (the fetched page a rule says it copies: pages of one template
         share their first and last bytes, their middle is their text), to be compared
-        with those; made whole when ``target``'s bytes are not known (fetched before a resume)."""
-        head = self._heads.get(self._key(target))
-        if head is None:
+        with those; made whole when ``target``'s bytes are not known (its rule book unavailable).
+
+        With ``If-Range: <target's ETag>`` when ``target`` had a strong one: a server answers
+        the range only if the predicted page has that validator, else the whole body in the
+        same response. The validator only picks the answer's form, it never confirms (files
+        installed together share mtime and size, nginx's ETag): a page that is not a copy
+        and has another ETag (a translated page, of another size) costs one request, not a
+        ranged GET and then the whole; a copy is still confirmed by its bytes alone."""
+        try:
+            found = self.book.store.heads([self._key(target)])[0]
+        except FILE_ERRORS as exc:
+            self._unavailable(exc)
+            found = None
+        if found is None:
             self.stats.inc_value("neardup/url_rules/unconfirmable")
             return
+        head, etag = found
         length, digest = head >> 32, head & 0xFFFFFFFF
         offset = self._window(length)
         request.headers[b"Range"] = f"bytes={offset}-{offset + self.confirm_bytes - 1}"
+        if etag:
+            request.headers[b"If-Range"] = etag
         request.meta[CONFIRM_KEY] = (spec, target, length, offset, digest)
 
-    @staticmethod
-    def _key(url: str) -> int:
-        return mmh3.hash64(url, signed=False)[0]
+    def _key(self, url: str) -> int:
+        """A fetched page's key in the rule book's heads: its URL's 64-bit hash, seeded with the
+        window's size (a crawl resumed with another ``confirm_bytes`` finds none of the old heads)."""
+        return mmh3.hash64(url, seed=self.confirm_bytes, signed=False)[0]
+
+    def _keep_head(self, url: str, response: Response) -> None:
+        """Keep ``url``'s head in the rule book: its body length << 32 | the 32-bit hash of its middle
+        window, and its strong ``ETag`` if it has one (for ``If-Range``; two ints and a short string a
+        page, not its URL: on by default, it is kept for every page). Committed through the gate with
+        the book (``mark``), before the page is acknowledged, so that after a kill and a resume the
+        pages fetched before it still confirm their copies."""
+        body = response.body
+        offset = self._window(len(body))
+        head = len(body) << 32 | mmh3.hash(body[offset : offset + self.confirm_bytes], signed=False)
+        raw = response.headers.get(b"ETag")
+        etag = raw.decode("latin-1") if raw and raw.startswith(b'"') else None  # (a weak W/"..." may not be sent)
+        try:
+            self.book.store.set_heads([(self._key(url), head, etag)])
+        except FILE_ERRORS as exc:
+            self._unavailable(exc)
+            return
+        self._written += 1
 
     def _window(self, length: int) -> int:
         """The offset of the ``confirm_bytes`` compared in a body of ``length`` bytes: its middle."""
@@ -198,10 +234,11 @@ class LearnedRules:
         total length are the target's (a copy confirmed: noted as avoided, its body
         never downloaded); the request made whole (``dont_filter``: the dupe filter
         has seen it) when they differ; ``response`` itself when the server sent the
-        whole body (it ignored the range). Validators (ETag, Last-Modified) are not
-        looked at: files installed together share mtime and size."""
+        whole body (the page's ETag is not the target's, ``If-Range``; or it ignores
+        ranges). Validators never confirm: files installed together share mtime and size."""
         spec, target, length, offset, digest = request.meta[CONFIRM_KEY]
         if response.status == 200:
+            self.stats.inc_value("neardup/url_rules/range_whole")
             return response
         start, total = _content_range(response)
         url = _defragged(request.url)
@@ -218,6 +255,7 @@ class LearnedRules:
         logger.info("ranged GET of %s does not match %s (rule %s): fetched whole", url, target, spec)
         whole = request.replace(dont_filter=True)
         whole.headers.pop(b"Range", None)
+        whole.headers.pop(b"If-Range", None)
         whole.meta.pop(CONFIRM_KEY, None)
         return whole
 
@@ -245,13 +283,10 @@ class LearnedRules:
     def _downloaded(self, response: Response, request: Request) -> None:
         """A response came: if its URL was counted as avoided (a request for it
         was in flight when an outlink to it was left out), it is not. O(1).
-        Confirming by content: its length and the hash of its middle bytes are kept."""
+        Confirming by content: its length and the hash of its middle bytes are kept (``_keep_head``)."""
         url = _defragged(request.url)
         if self.confirm_bytes and response.status == 200:
-            body = response.body
-            offset = self._window(len(body))
-            self._heads[self._key(url)] = len(body) << 32 | mmh3.hash(body[offset : offset + self.confirm_bytes],
-                                                                       signed=False)
+            self._keep_head(url, response)
         spec = self._avoided_here.get(url)
         if spec is not None:
             self._withdraw(url, spec)
@@ -282,6 +317,17 @@ class LearnedRules:
             return cast(DurableScheduler, scheduler)
         return None
 
+    def _shared(self) -> tuple[ReliableRedisScheduler, str] | None:
+        """The crawl's shared frontier and the shared rule book's hash of avoided requests, when
+        the book is on the frontier's Redis server: then a retired rule's requests are claimed
+        from the book and queued in one step."""
+        scheduler: Any = getattr(getattr(self.crawler.engine, "_slot", None), "scheduler", None)
+        store: Any = self.book.store
+        if any(c.__name__ == "ReliableRedisScheduler" for c in type(scheduler).__mro__) \
+                and hasattr(store, "avoided_key") and scheduler.shares_server(store.client):
+            return cast("ReliableRedisScheduler", scheduler), str(store.avoided_key)
+        return None
+
     def _resume(self) -> None:
         """Retired rules whose avoided requests a kill kept from the frontier: queue them now."""
         try:
@@ -296,8 +342,10 @@ class LearnedRules:
         if engine is None or self.crawler.spider is None:
             return
         durable = self._durable()
-        rows = self.book.release(st, claim=durable is None)
+        shared = self._shared() if durable is None else None
+        rows = self.book.release(st, claim=durable is None and shared is None)
         made = skipped = lost = 0
+        to_claim: list[tuple[Avoided, Request]] = []
         for row in rows:
             if row.request is None:
                 lost += 1
@@ -314,16 +362,38 @@ class LearnedRules:
             if durable is not None and row.scheduled and row.frontier_id is not None:
                 self._supersede(durable, row.frontier_id, row.url)
             # (one that passed the dupe filter already would be refused by it: made once, unfiltered)
-            engine.crawl(request.replace(dont_filter=True) if row.scheduled else request)
+            request = request.replace(dont_filter=True) if row.scheduled else request
+            if shared is not None:
+                to_claim.append((row, request))
+                continue
+            engine.crawl(request)
             made += 1
             self._withdraw(row.url, spec, retired=True)
+        if shared is not None:
+            # claimed from the shared book and queued in one step: a kill leaves them in the book (queued
+            # at the next start, ``unreleased``) or queued, and a process releasing them too queues none
+            frontier, claim_key = shared
+            try:
+                claimed = frontier.push_claimed(claim_key, [(row.url, r) for row, r in to_claim])
+            except Exception as exc:  # (Redis away: they stay in the book, for the next start)
+                logger.warning("URL rule %s retired: its %d avoided request(s) could not be queued (%r); they "
+                               "stay in the rule book and are queued when a crawl of it starts", spec,
+                               len(to_claim), exc)
+                claimed = [False] * len(to_claim)
+            for (row, _), mine in zip(to_claim, claimed):
+                if mine:
+                    made += 1
+                    self._withdraw(row.url, spec, retired=True)
+            queued = {row.url for row, _ in to_claim}
+            self.book.forget([row for row in rows if row.url not in queued])  # (those that cannot be made)
         if durable is not None:
             durable.commit()  # the requests and their marks, in one frontier transaction
             self.book.forget(rows)  # then the rule book lets them go
         self.stats.inc_value("neardup/url_rules/requeued", made)
-        logger.info("URL rule %s retired: %d request(s) it avoided are made after all%s%s", spec, made,
+        logger.info("URL rule %s retired: %d request(s) it avoided are made after all%s%s%s", spec, made,
                     f" ({lost} could not be)" if lost else "",
-                    f" ({skipped} queued before the last stop)" if skipped else "")
+                    f" ({skipped} queued before the last stop)" if skipped else "",
+                    " (claimed from the shared rule book and queued in one step)" if shared is not None else "")
 
     def _supersede(self, durable: DurableScheduler, rid: int, url: str) -> None:
         """The request left out as frontier row ``rid`` is queued again: if the row

@@ -4,7 +4,8 @@ it resumed an earlier run, and how it ended, with its counts.
 ``JOBDIR/neardup/runs.jsonl`` gets a ``start`` line when the spider opens
 (``resume``: an earlier run of the job is in the file; the fingerprints in
 the store and the requests the frontier hands out again) and a ``close``
-line when it closes (the reason and ``crawler.counts``' counts). A run that
+line when it closes (the reason and ``crawler.counts``' counts, and under
+``ranged`` those of ``RANGED_GET_STATS`` it counted, by their last part). A run that
 was killed has a ``start`` line and no ``close``: ``neardup report`` shows
 it as killed. Each line is flushed when written; a last line a kill cut short
 is skipped by the reader (``read_runs``). Nothing is written without ``JOBDIR``.
@@ -23,7 +24,7 @@ from scrapy.statscollectors import StatsCollector
 from scrapy_neardup.dedup.store.backends import private_file
 
 from ..clock import utc_now
-from ..counts import CrawlCounts
+from ..counts import RANGED_GET_STATS, CrawlCounts
 
 logger = logging.getLogger(__name__)
 
@@ -77,5 +78,8 @@ class RunsLog:
                      "redelivered": int(self.stats.get_value("neardup/frontier/redelivered", 0))})
 
     def closed(self, reason: str) -> None:
-        counts = CrawlCounts.from_stats(self.stats.get_stats())
-        self._write({"event": "close", "time": utc_now(), "reason": reason, **asdict(counts)})
+        stats = self.stats.get_stats()
+        counts = CrawlCounts.from_stats(stats)
+        ranged = {key.rsplit("/", 1)[1]: int(stats[key]) for key in RANGED_GET_STATS if stats.get(key)}
+        self._write({"event": "close", "time": utc_now(), "reason": reason, **asdict(counts),
+                     **({"ranged": ranged} if ranged else {})})

@@ -113,6 +113,40 @@ if kind == 'priority' then queued = redis.call('ZCARD', KEYS[2]) else queued = r
 return {moved, live, queued}
 """
 
+# KEYS: a claim hash (the shared rule book's avoided requests), queue, dupe filter set.
+# ARGV: kind, then per request: its claim field, data, score, dupe-filter fingerprint ('' for none).
+# Each request is pushed only by the call that deletes its claim field (so once, whichever process
+# releases it), and only if its fingerprint is new to the dupe filter; claim and push are one step.
+# Returns a 1 per request this call claimed, else 0.
+_CLAIM_PUSH = """
+local kind, out = ARGV[1], {}
+for i = 2, #ARGV, 4 do
+  local claimed = redis.call('HDEL', KEYS[1], ARGV[i])
+  out[#out + 1] = claimed
+  if claimed == 1 and (ARGV[i + 3] == '' or redis.call('SADD', KEYS[3], ARGV[i + 3]) == 1) then
+    if kind == 'priority' then redis.call('ZADD', KEYS[2], ARGV[i + 2], ARGV[i + 1])
+    else redis.call('LPUSH', KEYS[2], ARGV[i + 1]) end
+  end
+end
+return out
+"""
+
+
+def claim_and_push(server: Any, claim_key: str, queue_key: str, dupefilter_key: str, kind: str,
+                   items: list[tuple[str, str, float, str | None]]) -> list[bool]:
+    """Push ``items`` (claim field, request data, score, dupe-filter fingerprint or None for
+    one the dupe filter has let through already) to the queue, each only if this call deletes
+    its field from ``claim_key`` and the dupe filter has not seen it: one server-side step, so
+    a kill leaves a request either still claimable or queued, never neither, and processes
+    releasing the same requests queue each once. Whether this call claimed each. O(len(items))."""
+    if not items:
+        return []
+    args: list[Any] = [kind]
+    for field, data, score, fp in items:
+        args += [field, data, score, fp or ""]
+    return [bool(x) for x in server.eval(_CLAIM_PUSH, 3, claim_key, queue_key, dupefilter_key, *args)]
+
+
 # KEYS: inflight, redelivered. ARGV: ids..., then '|', then sha1s of their data.
 _ACK = """
 local i = 1
@@ -281,6 +315,27 @@ class ReliableRedisScheduler(ScrapyRedisScheduler):
             self.server.lpush(self.queue.key, data)
         self.stats.inc_value("scheduler/enqueued/redis")
         self.stats.inc_value("scheduler/enqueued")
+
+    def shares_server(self, client: Any) -> bool:
+        """Whether ``client`` (a shared rule book's) talks to this queue's Redis, one server
+        (not a Cluster: a claim and a push in one step need their keys on one node)."""
+        from redis import Redis
+
+        if not (isinstance(client, Redis) and isinstance(self.server, Redis)):
+            return False
+        mine, theirs = self.server.connection_pool.connection_kwargs, client.connection_pool.connection_kwargs
+        return all(mine.get(k) == theirs.get(k) for k in ("host", "port", "path", "db"))
+
+    def push_claimed(self, claim_key: str, made: list[tuple[str, Request]]) -> list[bool]:
+        """Queue the requests of ``made`` (claim field, request) that this call claims from
+        ``claim_key`` (``claim_and_push``): a retired URL rule's avoided requests, released
+        from the shared rule book and queued in one step. Raises what Redis raises."""
+        # (each was decoded from the book's JSON with the same codec: it encodes again)
+        items = [(field, encode_request(request, self.spider), float(-request.priority),
+                  None if request.dont_filter else self.df.request_fingerprint(request)) for field, request in made]
+        claimed = claim_and_push(self.server, claim_key, self.queue.key, self.df.key, self.kind, items)
+        self.stats.inc_value("scheduler/enqueued/redis", sum(claimed))
+        return claimed
 
     def next_request(self) -> Request | None:
         while True:

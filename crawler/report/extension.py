@@ -68,6 +68,7 @@ class ReportExtension:
         started = time.monotonic()
         inputs = inputs_of(self.config, self.crawler.settings.get("JOBDIR"))
         inputs.where = f"of the spider {self.crawler.spidercls.name!r}" if self.crawler.spidercls else ""
+        inputs.stats = self.crawler.stats.get_stats() if self.crawler.stats else None
         try:
             size = write_report(inputs, self.config.report)
         except Exception as exc:  # (a report is for people: the crawl's outcome stands)

@@ -202,19 +202,44 @@ def _timeline_section(data: CrawlData) -> str:
             + (f'<p class="note">{esc(note)}</p>' if note else "") + "</section>")
 
 
+#: The ranged GETs' counts (``CrawlData.ranged``), as the report says them
+RANGED_WORDS = {
+    "ranged_gets": "ranged GETs answered with the range (predicted copies checked before their bodies)",
+    "range_confirmed": "copies confirmed: bytes matched, body never downloaded",
+    "range_mismatch": "ranged GETs that did not match: the page was downloaded whole",
+    "range_whole": "ranged GETs answered whole (another ETag than the page it would copy: If-Range)",
+    "unconfirmable": "predicted copies downloaded whole unchecked (the fetched page's bytes unknown)",
+    "ranged_bytes": "bytes of the ranged GETs",
+    "bytes_saved_estimate": "bytes not downloaded (an estimate: the fetched page's length)",
+}
+
+
+def _ranged_part(data: CrawlData) -> str:
+    """Confirmation by content: the ranged GETs and what they saved (``NEARDUP_URL_RULES_CONFIRM_BYTES``)."""
+    if not data.ranged:
+        return ""
+    rows = [(esc(words), _bytes(data.ranged[key]) if key.endswith("bytes") or key.startswith("bytes")
+             else _n(data.ranged[key])) for key, words in RANGED_WORDS.items()]
+    false = data.ranged["range_mismatch"] / data.ranged["ranged_gets"] if data.ranged["ranged_gets"] else 0
+    return ("<h3>Copies confirmed by content</h3><p>A sub-tree rule's predicted copy is requested as a ranged GET "
+            "of the fetched page's middle bytes; a match is a copy whose body is never downloaded. "
+            f"{false:.1%} of the ranged GETs did not match.</p>"
+            + _table(("what", "count"), rows, numeric=(1,), wide=(0,)))
+
+
 def _avoided_section(data: CrawlData) -> str:
     if data.inputs.kind != "crawl":
         return ""
     if not data.avoided:
         return ('<section id="avoided"><h2>Requests avoided</h2><p class="note">No request was avoided by a '
-                "learned URL rule.</p></section>")
+                "learned URL rule.</p>" + _ranged_part(data) + "</section>")
     per = data.bytes_per_response
     saved = (f"about {_bytes(per * data.avoided)} not downloaded ({_bytes(per)} a response on average over "
              f"the runs that closed)") if per else "bytes saved unknown (no run of this job closed with its counts)"
     rows = [(esc(rule), _n(n)) for rule, n in data.avoided_by_rule.most_common(TOP_ROWS)]
     return (f'<section id="avoided"><h2>Requests avoided</h2><p>{_n(data.avoided)} requests were not made because '
             f"a learned URL rule maps them onto a fetched page: {esc(saved)}.</p>"
-            + _table(("rule", "requests avoided"), rows, numeric=(1,), wide=(0,)) + "</section>")
+            + _table(("rule", "requests avoided"), rows, numeric=(1,), wide=(0,)) + _ranged_part(data) + "</section>")
 
 
 def _where_section(data: CrawlData) -> str:

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from ..counts import RANGED_GET_STATS
 from ..filter.captured_text import FILENAME as CAPTURED_FILENAME
 from ..filter.captured_text import read_texts
 from ..filter.runs_log import FILENAME as RUNS_FILENAME
@@ -57,6 +58,9 @@ class Inputs:
     captured: Path | None = None
     store: Path | None = None
     summary: Path | None = None
+    #: the crawl's own stats (``NEARDUP_REPORT``: the crawl that writes the report), for what its
+    #: files do not say when it has no runs file (no ``JOBDIR``)
+    stats: dict[str, Any] | None = None
 
 
 def _first(*candidates: Path) -> Path | None:
@@ -137,6 +141,9 @@ class CrawlData:
     titles: dict[str, str] = field(default_factory=dict)  # URL -> title, of the clusters' kept pages
     skipped_lines: int = 0  # duplicates and runs lines that could not be read
     captured: bool = False  # a capture of dropped pages' text exists
+    #: predicted copies confirmed by ranged GETs: ``RANGED_GET_STATS`` by their last part
+    #: (``range_confirmed``...), over the runs that closed, or the crawl's own stats
+    ranged: Counter[str] = field(default_factory=Counter)
 
     @property
     def bytes_per_response(self) -> float | None:
@@ -260,6 +267,20 @@ def _read_store(path: Path, data: CrawlData) -> None:
         data.fingerprints = db.execute("SELECT COUNT(*) FROM records").fetchone()[0]
 
 
+def _read_ranged(inputs: Inputs, data: CrawlData) -> None:
+    """The ranged GETs' counts: summed over the runs that closed (each close line's
+    ``ranged``), or, with no runs file, the crawl's own stats."""
+    closed = [line for line in data.runs if line["event"] == "close"]
+    if closed:
+        for line in closed:
+            ranged = line.get("ranged")
+            if isinstance(ranged, dict):
+                data.ranged.update({str(k): int(v) for k, v in ranged.items() if isinstance(v, (int, float))})
+    elif inputs.stats:
+        data.ranged.update({key.rsplit("/", 1)[1]: int(inputs.stats[key]) for key in RANGED_GET_STATS
+                            if inputs.stats.get(key)})
+
+
 def read(inputs: Inputs) -> CrawlData:
     """Read what ``inputs`` names into a ``CrawlData`` (``ReportInputError``
     for a damaged file). O(duplicates lines + index rows)."""
@@ -286,6 +307,7 @@ def read(inputs: Inputs) -> CrawlData:
     if inputs.runs is not None:
         data.runs, bad = read_runs(inputs.runs)
         data.skipped_lines += bad
+    _read_ranged(inputs, data)
     if inputs.captured is not None:
         data.captured = True
         wanted = {url for c in data.clusters for url, _ in c.pairs} | {c.twin for c in data.clusters}

@@ -104,6 +104,15 @@ class Storage(Protocol):
     def forget(self, urls: list[str]) -> None:
         """Delete these avoided requests (after ``release(claim=False)``)."""
 
+    def set_heads(self, rows: list[tuple[int, int, str | None]]) -> None:
+        """Keep, per fetched page (the 64-bit hash of its URL), what a ranged GET
+        confirming a copy of it is checked against (``LearnedRules``: its length and
+        the hash of its middle window, one int) and its strong ``ETag`` (or None; sent
+        as ``If-Range``): two ints and a short string a page, read back after a resume."""
+
+    def heads(self, keys: list[int]) -> list[tuple[int, str | None] | None]:
+        """For each key, in one round: the (head, ETag) ``set_heads`` kept, or None."""
+
     def save_settings(self, values: dict[str, str]) -> None:
         """Keep the settings the book acts under (its evidence threshold, the
         pinned and forbidden rules), so that a listing shows each rule's state
@@ -162,6 +171,7 @@ CREATE TABLE IF NOT EXISTS forms (rule INTEGER, form TEXT, url TEXT NOT NULL, fp
 CREATE TABLE IF NOT EXISTS avoided (url TEXT PRIMARY KEY, rule INTEGER, target TEXT, request TEXT,
     scheduled INTEGER NOT NULL DEFAULT 0, params TEXT NOT NULL DEFAULT '', frontier_id INTEGER) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS settings (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS heads (key INTEGER PRIMARY KEY, head INTEGER NOT NULL, etag TEXT);
 """
 
 
@@ -283,6 +293,17 @@ class SqliteStorage:
     def forget(self, urls: list[str]) -> None:
         self.db.executemany("DELETE FROM avoided WHERE url = ?", [(url,) for url in urls])
 
+    def set_heads(self, rows: list[tuple[int, int, str | None]]) -> None:
+        self.db.executemany("INSERT OR REPLACE INTO heads VALUES (?, ?, ?)",
+                            [(to_sqlite_int(key), to_sqlite_int(head), etag) for key, head, etag in rows])
+
+    def heads(self, keys: list[int]) -> list[tuple[int, str | None] | None]:
+        out: list[tuple[int, str | None] | None] = []
+        for key in keys:
+            row = self.db.execute("SELECT head, etag FROM heads WHERE key = ?", (to_sqlite_int(key),)).fetchone()
+            out.append(None if row is None else (from_sqlite_int(row[0]), row[1]))
+        return out
+
     def save_settings(self, values: dict[str, str]) -> None:
         self.db.executemany("INSERT OR REPLACE INTO settings VALUES (?, ?)", values.items())
 
@@ -338,6 +359,7 @@ class RedisStorage:
         NAME:rules:<rule>:f     hash: form -> fingerprint (8 bytes) + URL of its first page
         NAME:rules:a            hash: avoided URL -> {"rule": ..., "target": ..., "request": ...}
         NAME:rules:settings     hash: name -> value (``save_settings``)
+        NAME:rules:h            hash: page key (8 bytes) -> head (8 bytes) + ETag (``set_heads``)
 
     ``<rule>`` is a hash of the spec. Every call is one Redis command (or a
     pipeline of independent ones), atomic on its own: HINCRBY, HSETNX."""
@@ -349,6 +371,13 @@ class RedisStorage:
         self.name = (own.get("prefix") or "neardup") + ":rules"
         self.location = redact(url)
         self.client, _ = connect(redis_url)
+
+    @property
+    def avoided_key(self) -> str:
+        """The hash of avoided requests (URL -> entry): what a shared frontier claims them from
+        when it queues a retired rule's requests in one step with the claim
+        (``redis_scheduler.claim_and_push``)."""
+        return f"{self.name}:a"
 
     def _rule(self, spec: str) -> str:
         return f"{self.name}:{mmh3.hash(spec, signed=False):08x}"
@@ -467,6 +496,18 @@ class RedisStorage:
     def forget(self, urls: list[str]) -> None:
         if urls:
             self.client.hdel(f"{self.name}:a", *urls)
+
+    def set_heads(self, rows: list[tuple[int, int, str | None]]) -> None:
+        if rows:  # (value: the head's 8 bytes, then the ETag's, if any)
+            self.client.hset(f"{self.name}:h", mapping={
+                key.to_bytes(8, "big"): head.to_bytes(8, "big") + (etag or "").encode("latin-1")
+                for key, head, etag in rows})
+
+    def heads(self, keys: list[int]) -> list[tuple[int, str | None] | None]:
+        if not keys:
+            return []
+        raw = self.client.hmget(f"{self.name}:h", [key.to_bytes(8, "big") for key in keys])
+        return [None if r is None else (int.from_bytes(r[:8], "big"), r[8:].decode("latin-1") or None) for r in raw]
 
     def save_settings(self, values: dict[str, str]) -> None:
         if values:
