@@ -54,8 +54,8 @@ from .self_join import collapse, join_layout, self_join, sort_by_prefix
 logger = logging.getLogger(__name__)
 
 #: distinct values per batch of components decided at once: bounds the pairs held
-#: (a batch of dense near-copies holds a few hundred pairs per value)
-BATCH_VALUES = 1 << 21
+#: (a batch of dense near-copies holds up to a few hundred pairs per value: some 10**7 pairs, 17 B each)
+BATCH_VALUES = 1 << 17
 
 
 @dataclass(frozen=True)
@@ -85,7 +85,7 @@ def _link(values: np.ndarray, k: int, lay: Layout) -> tuple[np.ndarray, np.ndarr
     block_masks, first_clean = lay.block_masks(), lay.first_clean_table()
     pairs = 0
     for t in range(lay.n_tables):
-        idx = np.arange(m, dtype=parent.dtype)
+        idx: np.ndarray | None = np.arange(m, dtype=parent.dtype)
         if t == 0:
             perm = values  # table 0 is the identity, and values are sorted already
         else:
