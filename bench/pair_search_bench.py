@@ -111,7 +111,7 @@ def run_case(engine: str, kind: str, n: int) -> dict:
         t1 = t2 = time.perf_counter()
         dec = res.decision
         out = {"pairs": res.pairs, "distinct": res.n_distinct, "kept": dec.n_kept, "components": res.components,
-               "largest_component": res.largest, "batches": res.batches, "batch_pairs": res.batch_pairs,
+               "largest_component": res.largest, "joined_components": res.joined, "scan_comparisons": res.comparisons,
                "join_s": t1 - t0, "decide_s": 0.0}
     else:  # the store's all-tables join
         from scrapy_neardup.dedup.store.layout import choose_layout

@@ -272,10 +272,10 @@ def same(a, b) -> bool:
 
 @pytest.mark.parametrize("seed", range(5))
 @pytest.mark.parametrize("k", [1, 3, 4])
-@pytest.mark.parametrize("batch", [1, 13, 10**6])
-def test_same_decision_as_the_pair_list(seed, k, batch):
+@pytest.mark.parametrize("scan_max", [1, 3, 10**6])
+def test_same_decision_as_the_pair_list(seed, k, scan_max):
     fps = corpus(seed, 400, k)
-    out = decide_by_components(fps, k, batch_values=batch)
+    out = decide_by_components(fps, k, scan_max=scan_max)
     assert same(out.decision, decide(self_join(fps, k)))
     assert out.decision.kept.tolist() == brute_greedy(fps, k)
     assert out.pairs == len(self_join(fps, k).a)
@@ -296,13 +296,14 @@ def skewed(seed: int, n: int) -> np.ndarray:
 
 
 @pytest.mark.parametrize("seed", range(3))
-def test_skewed_clusters_larger_than_a_batch(seed):
+@pytest.mark.parametrize("scan_max", [100, 10**6])
+def test_skewed_clusters_scanned_or_joined(seed, scan_max):
     fps = skewed(seed, 20_000)
     ref = decide(self_join(fps, 3))
-    out = decide_by_components(fps, 3, batch_values=100)
+    out = decide_by_components(fps, 3, scan_max=scan_max)
     assert same(out.decision, ref)
-    assert out.largest > 100  # the largest component was decided whole, alone in its batch
-    assert out.batch_pairs < out.pairs  # no batch held every pair
+    assert out.largest > 100 and out.components >= 4
+    assert (out.joined >= 1) if scan_max == 100 else (out.joined == 0)  # the clusters past 100 values are joined
     kept = np.flatnonzero(out.decision.kept)  # the oracle: no kept pair within k, every twin within k and earlier
     assert not len(self_join(fps[kept], 3).a)
     dropped = np.flatnonzero(~out.decision.kept)
@@ -318,8 +319,8 @@ def test_a_given_layout_and_its_check():
     assert same(out.decision, decide(self_join(fps, 3)))
     with pytest.raises(ValueError, match="k=3"):
         decide_by_components(fps, 2, layout=make_layout(3, 5))
-    with pytest.raises(ValueError, match="batch_values"):
-        decide_by_components(fps, 3, batch_values=0)
+    with pytest.raises(ValueError, match="scan_max"):
+        decide_by_components(fps, 3, scan_max=0)
     with pytest.raises(ValueError, match="k must be"):
         decide_by_components(fps, 64)
 
@@ -331,6 +332,6 @@ def test_empty_tiny_and_k0():
             out = decide_by_components(arr, k)
             assert same(out.decision, decide(self_join(arr, k)))
     out = decide_by_components(np.array([1, 2, 4], dtype=np.uint64), 3)
-    assert (out.components, out.largest, out.batches) == (1, 3, 1)
+    assert (out.components, out.largest, out.joined, out.comparisons) == (1, 3, 0, 2)
     out = decide_by_components(np.arange(0, 2**40, 2**20, dtype=np.uint64)[:1], 3)
-    assert (out.pairs, out.components, out.batches) == (0, 0, 0)
+    assert (out.pairs, out.components, out.joined) == (0, 0, 0)

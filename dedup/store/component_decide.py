@@ -6,7 +6,7 @@ grow with the data (templates shared by a share of all pages), those pairs
 grow faster than the data: 5.0M at 1M skewed fingerprints, 72.6M at 10M,
 about 10**9 at 100M, past any one machine's memory. This module makes the
 same decision (the same kept rows, the same twins, the same distances:
-tested) holding state in O(n) and the pairs of one batch of components at a time:
+tested) holding O(n) state, never the pair list:
 
 1. **Exact copies collapse** (``self_join.collapse``): the distinct values
    and each row's first row.
@@ -15,27 +15,30 @@ tested) holding state in O(n) and the pairs of one batch of components at a time
    union-find (``kernels.self_join_table_union``: 4 B per distinct value)
    and marks both as linked, then is forgotten.
 3. **The decision per component.** A record's earlier neighbours are in its
-   component, so the greedy rule can be applied to each component alone. The
-   linked values, grouped by component, are cut into batches of whole
-   components of about ``batch_values`` values; each batch, in input order,
-   is joined again (``self_join``) and decided (``greedy.decide``). Only
-   that batch's pairs are held. A value with no neighbour is kept.
+   component, so the greedy rule can be applied to each component alone.
+   The linked values are sorted by component, then input order; each
+   component is decided by scanning its values against its own kept ones
+   (``_scan_components``: the nearest kept, the earliest among equals). A
+   cluster of near-copies keeps few values, so this costs little; a
+   component of more than ``SCAN_MAX`` values is joined alone
+   (``self_join``) and decided from its pairs (``greedy.decide``). A value
+   with no neighbour is kept.
 4. **Copies follow their first row** (``greedy.follow_copies``).
 
-Memory: about 45 B per fingerprint beyond the input at the peak (the collapse's
-arrays, then one permuted table, its radix buffer, the positions carried
-along and the union-find), plus the largest batch's pairs. A single
-component larger than the memory's share of pairs (one chain of near-copies
-linking a large part of the data) is still joined whole. Time: the
-self-join's comparisons twice for the linked values (once to link, once per
-batch), once for the others; no sort of all pairs.
+Memory: about 45 B per fingerprint beyond the input at the peak (the
+collapse's arrays, then one permuted table, its radix buffer, the positions
+carried along and the union-find); no pairs, but those of a component too
+large to scan. Time: the self-join's comparisons without its pair list or
+the decision's sort of it, plus the scans (a component of c values keeping
+h costs c x h comparisons: a chain through a large part of the data is
+the expensive case, and a component past ``SCAN_MAX`` is joined instead).
 
 >>> import numpy as np
 >>> out = decide_by_components(np.array([0b1111, 0, 0b1111, 0b0111, 2**63, 1], dtype=np.uint64))
 >>> out.decision.kept.tolist(), out.decision.twin.tolist(), out.decision.distance.tolist()
 ([True, True, False, False, False, False], [-1, -1, 0, 0, 1, 1], [-1, -1, 0, 1, 1, 1])
->>> out.pairs, out.components, out.largest
-(7, 1, 5)
+>>> out.pairs, out.components, out.largest, out.joined
+(7, 1, 5, 0)
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 from . import kernels as K
 from .greedy import Decision, decide, follow_copies
@@ -53,26 +57,26 @@ from .self_join import collapse, join_layout, self_join, sort_by_prefix
 
 logger = logging.getLogger(__name__)
 
-#: distinct values per batch of components decided at once: bounds the pairs held
-#: (a batch of dense near-copies holds up to a few hundred pairs per value: some 10**7 pairs, 17 B each)
-BATCH_VALUES = 1 << 17
+#: the largest component decided by scanning its kept values (O(size x kept)); a larger one
+#: is joined alone and decided from its pairs (``self_join``, ``greedy.decide``)
+SCAN_MAX = 1 << 16
 
 
 @dataclass(frozen=True)
 class ComponentDecision:
     """The ``decision`` per row, with what the search saw: ``pairs`` of
     distinct values within k (counted, never held), the ``components`` of two
-    or more distinct values, the ``largest`` one's distinct values, the
-    ``batches`` they were decided in and the most pairs one batch held
-    (``batch_pairs``)."""
+    or more distinct values, the ``largest`` one's distinct values, how many
+    components were too large to scan and were ``joined``, and the
+    ``comparisons`` the scans made."""
 
     decision: Decision
     n_distinct: int
     pairs: int
     components: int
     largest: int
-    batches: int
-    batch_pairs: int
+    joined: int
+    comparisons: int
 
 
 def _link(values: np.ndarray, k: int, lay: Layout) -> tuple[np.ndarray, np.ndarray, int]:
@@ -96,32 +100,49 @@ def _link(values: np.ndarray, k: int, lay: Layout) -> tuple[np.ndarray, np.ndarr
     return parent, linked, pairs
 
 
-def _batches(roots: np.ndarray, batch_values: int) -> tuple[np.ndarray, np.ndarray, int, int]:
-    """Order of the linked values grouped by component (``roots``), the cuts
-    between batches of whole components of about ``batch_values`` values,
-    the number of components and the largest one's size."""
-    order = np.argsort(roots, kind="stable")
-    r = roots[order]
-    starts = np.flatnonzero(np.r_[True, r[1:] != r[:-1]]) if len(r) else np.empty(0, dtype=np.int64)
-    sizes = np.diff(np.r_[starts, len(r)])
-    # a component belongs to the batch its first value falls in: batches of batch_values
-    # values plus at most one component's overflow
-    batch_of = starts // batch_values
-    cuts = np.r_[starts[np.flatnonzero(np.r_[True, batch_of[1:] != batch_of[:-1]])], len(r)] if len(r) else np.zeros(1, dtype=np.int64)
-    return order, cuts, len(starts), int(sizes.max()) if len(sizes) else 0
+@njit(cache=True)
+def _scan_components(vals, starts, ends, k, kept, twin, dist):
+    """The greedy rule in each component ``vals[starts[c]:ends[c]]`` (its
+    values in input order) by a scan of the component's kept values: a value
+    with none within ``k`` is kept, else it takes the nearest, the earliest
+    among equals (the kept values are scanned in input order, a tie does not
+    replace). Writes positions in ``vals``; returns the comparisons made.
+    O(c x kept) per component: a cluster of near-copies keeps few."""
+    buf = np.empty(np.max(ends - starts) if starts.shape[0] else 0, dtype=np.int64)
+    comparisons = 0
+    for c in range(starts.shape[0]):
+        nk = 0
+        for p in range(starts[c], ends[c]):
+            x = vals[p]
+            best_d = k + 1
+            best = -1
+            for q in range(nk):
+                d = K.popcount(x ^ vals[buf[q]])
+                if d < best_d:
+                    best_d = d
+                    best = buf[q]
+            comparisons += nk
+            if best < 0:
+                kept[p] = True
+                buf[nk] = p
+                nk += 1
+            else:
+                twin[p] = best
+                dist[p] = best_d
+    return comparisons
 
 
 def decide_by_components(fps: np.ndarray, k: int = 3, layout: Layout | None = None,
-                         batch_values: int = BATCH_VALUES) -> ComponentDecision:
+                         scan_max: int = SCAN_MAX) -> ComponentDecision:
     """The decision ``greedy.decide(self_join(fps, k, layout))`` makes (same
-    kept rows, twins and distances), without holding all the pairs. See the
+    kept rows, twins and distances), without holding the pairs. See the
     module for the steps and costs. ``layout``: the tables of the linking
-    pass (by default ``self_join.join_layout``); ``batch_values``: distinct
-    values per batch of components."""
+    pass (by default ``self_join.join_layout``); ``scan_max``: the largest
+    component decided by a scan of its kept values (larger ones are joined)."""
     if not 0 <= k < FP_BITS:
         raise ValueError(f"k must be 0..{FP_BITS - 1}, got {k}")
-    if batch_values < 1:
-        raise ValueError(f"batch_values must be positive, got {batch_values}")
+    if scan_max < 1:
+        raise ValueError(f"scan_max must be positive, got {scan_max}")
     fps = np.ascontiguousarray(fps, dtype=np.uint64)
     n = len(fps)
     started = time.perf_counter()
@@ -131,34 +152,42 @@ def decide_by_components(fps: np.ndarray, k: int = 3, layout: Layout | None = No
     twin = np.full(n, -1, dtype=np.int64)
     dist = np.full(n, -1, dtype=np.int8)
     kept[firsts] = True  # a value with no neighbour is kept (its copies follow below)
-    pairs = n_components = largest = n_batches = batch_pairs = 0
+    pairs = n_components = largest = joined = comparisons = 0
     if k > 0 and m > 1:  # distinct values are at distance >= 1
         lay = layout if layout is not None else join_layout(k, m)
         if lay.k != k:
             raise ValueError(f"layout is for k={lay.k}, not k={k}")
         parent, linked, pairs = _link(values, k, lay)
-        linked_at = np.flatnonzero(linked)
+        at = np.flatnonzero(linked)  # the values with a neighbour
         del linked
-        roots = K.uf_roots(parent, linked_at.astype(parent.dtype))
+        roots = K.uf_roots(parent, at.astype(parent.dtype))
         del parent
-        order, cuts, n_components, largest = _batches(roots, batch_values)
-        del roots
-        linked_at = linked_at[order]
+        order = np.lexsort((firsts[at], roots))  # by component, each in input order
+        at, roots = at[order], roots[order]
         del order
-        n_batches = len(cuts) - 1
-        for s, e in zip(cuts[:-1].tolist(), cuts[1:].tolist()):
-            pos = linked_at[s:e]
-            pos = pos[np.argsort(firsts[pos], kind="stable")]  # input order within the batch
-            rows = firsts[pos]
-            g = self_join(values[pos], k)  # no copies: values are distinct
-            batch_pairs = max(batch_pairs, len(g.a))
-            dec = decide(g)
-            kept[rows] = dec.kept
-            dropped = ~dec.kept
-            twin[rows[dropped]] = rows[dec.twin[dropped]]
-            dist[rows] = dec.distance
+        starts = np.flatnonzero(np.r_[True, roots[1:] != roots[:-1]]) if len(roots) else np.empty(0, np.int64)
+        del roots
+        ends = np.r_[starts[1:], len(at)].astype(np.int64)
+        sizes = ends - starts
+        n_components, largest = len(starts), int(sizes.max()) if len(sizes) else 0
+        rows, vals = firsts[at], values[at]
+        lkept = np.zeros(len(at), dtype=np.bool_)
+        ltwin = np.full(len(at), -1, dtype=np.int64)
+        ldist = np.full(len(at), -1, dtype=np.int8)
+        small = sizes <= scan_max
+        comparisons = _scan_components(vals, starts[small], ends[small], k, lkept, ltwin, ldist)
+        for s, e in zip(starts[~small].tolist(), ends[~small].tolist()):  # too large to scan: joined alone
+            dec = decide(self_join(vals[s:e], k))  # (no copies: the values are distinct)
+            lkept[s:e] = dec.kept
+            ltwin[s:e] = np.where(dec.kept, -1, dec.twin + s)
+            ldist[s:e] = dec.distance
+            joined += 1
+        kept[rows] = lkept
+        dropped = ~lkept
+        twin[rows[dropped]] = rows[ltwin[dropped]]
+        dist[rows] = ldist
         logger.info("decision by components of %d fingerprints (%d distinct, %s): %d pairs, %d components "
-                    "(largest %d), %d batches, in %.1f s", n, m, lay.describe(), pairs, n_components, largest,
-                    n_batches, time.perf_counter() - started)
+                    "(largest %d, %d joined), %d comparisons in scans, in %.1f s", n, m, lay.describe(), pairs,
+                    n_components, largest, joined, comparisons, time.perf_counter() - started)
     follow_copies(kept, twin, dist, first_of_row)
-    return ComponentDecision(Decision(kept, twin, dist), m, pairs, n_components, largest, n_batches, batch_pairs)
+    return ComponentDecision(Decision(kept, twin, dist), m, pairs, n_components, largest, joined, comparisons)
