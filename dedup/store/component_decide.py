@@ -148,16 +148,18 @@ def decide_by_components(fps: np.ndarray, k: int = 3, layout: Layout | None = No
     started = time.perf_counter()
     values, firsts, first_of_row = collapse(fps)
     m = len(values)
+    pairs = n_components = largest = joined = comparisons = 0
+    lay = layout if layout is not None else join_layout(k, max(m, 1))
+    if lay.k != k:
+        raise ValueError(f"layout is for k={lay.k}, not k={k}")
+    if k > 0 and m > 1:  # distinct values are at distance >= 1
+        parent, linked, pairs = _link(values, k, lay)
+    # (the outputs are made after the linking pass, the peak of the memory)
     kept = np.zeros(n, dtype=np.bool_)
     twin = np.full(n, -1, dtype=np.int64)
     dist = np.full(n, -1, dtype=np.int8)
     kept[firsts] = True  # a value with no neighbour is kept (its copies follow below)
-    pairs = n_components = largest = joined = comparisons = 0
-    if k > 0 and m > 1:  # distinct values are at distance >= 1
-        lay = layout if layout is not None else join_layout(k, m)
-        if lay.k != k:
-            raise ValueError(f"layout is for k={lay.k}, not k={k}")
-        parent, linked, pairs = _link(values, k, lay)
+    if pairs:
         at = np.flatnonzero(linked)  # the values with a neighbour
         del linked
         roots = K.uf_roots(parent, at.astype(parent.dtype))
