@@ -25,7 +25,7 @@ tested) holding O(n) state, never the pair list:
    with no neighbour is kept.
 4. **Copies follow their first row** (``greedy.follow_copies``).
 
-Memory: about 45 B per fingerprint beyond the input at the peak (the
+Memory: about 52 B per fingerprint beyond the input at the peak (the
 collapse's arrays, then one permuted table, its radix buffer, the positions
 carried along and the union-find); no pairs, but those of a component too
 large to scan. Time: the self-join's comparisons without its pair list or
