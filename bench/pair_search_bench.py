@@ -2,7 +2,10 @@
 
 Each case runs in a fresh process (peak RSS is that process's ``ru_maxrss``;
 CPU time beside the wall time, since the machine is shared):
-generate the fingerprints, ``self_join`` (k = 3), then ``greedy.decide``.
+generate the fingerprints, then either ``component_decide.decide_by_components``
+(k = 3: the decision without holding the pair list) or ``self_join`` (k = 3)
+then ``greedy.decide``; each row carries a hash of the decision (kept rows,
+twins, distances), equal between engines that decide alike.
 The baseline, in the same run, is the store's all-tables join
 (``PermutedTables.add_many`` + ``pair_graph``, exact copies collapsed as the
 self-join does them; until ``row_pairs`` was bounded, it listed every pair of
@@ -24,6 +27,7 @@ Data (seeded):
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import platform
 import resource
@@ -77,6 +81,14 @@ def rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def digest(dec) -> str:
+    """One hash of the kept rows, twins and distances: equal decisions, equal digests."""
+    h = hashlib.sha1()
+    for arr in (dec.kept, dec.twin, dec.distance):
+        h.update(np.ascontiguousarray(arr).tobytes())
+    return h.hexdigest()
+
+
 def run_case(engine: str, kind: str, n: int) -> dict:
     fps = generate(kind, n)
     base_rss = rss_mb()
@@ -92,6 +104,15 @@ def run_case(engine: str, kind: str, n: int) -> dict:
         t2 = time.perf_counter()
         out = {"pairs": len(graph.a), "distinct": graph.n_distinct, "kept": dec.n_kept,
                "layout": join_layout(3, graph.n_distinct).describe(), "join_s": t1 - t0, "decide_s": t2 - t1}
+    elif engine == "components":
+        from scrapy_neardup.dedup.store.component_decide import decide_by_components
+
+        res = decide_by_components(fps, 3)
+        t1 = t2 = time.perf_counter()
+        dec = res.decision
+        out = {"pairs": res.pairs, "distinct": res.n_distinct, "kept": dec.n_kept, "components": res.components,
+               "largest_component": res.largest, "joined_components": res.joined, "scan_comparisons": res.comparisons,
+               "join_s": t1 - t0, "decide_s": 0.0}
     else:  # the store's all-tables join
         from scrapy_neardup.dedup.store.layout import choose_layout
         from scrapy_neardup.dedup.store.tables import PermutedTables
@@ -107,13 +128,14 @@ def run_case(engine: str, kind: str, n: int) -> dict:
         out = {"pairs": len(graph.a), "distinct": graph.n_distinct, "kept": dec.n_kept,
                "layout": tables.layout.describe(), "join_s": t1 - t0, "decide_s": t2 - t1}
     out.update(engine=engine, kind=kind, n=n, total_s=time.perf_counter() - t0, cpu_s=time.process_time() - c0,
-               peak_rss_mb=rss_mb(), input_rss_mb=base_rss)
+               peak_rss_mb=rss_mb(), input_rss_mb=base_rss, decision_sha1=digest(dec))
     return out
 
 
 def warm() -> None:
     """Compile (or load) the kernels outside the timed cases."""
     for kind in KINDS:
+        run_case("components", kind, 200_000)
         run_case("self_join", kind, 200_000)
         run_case("tables", kind, 20_000)
 
@@ -122,7 +144,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="1000000,10000000")
     ap.add_argument("--kinds", default=",".join(KINDS))
+    ap.add_argument("--engines", default="components,self_join,tables")
     ap.add_argument("--baseline-max", type=int, default=10_000_000, help="largest size for the store's join")
+    ap.add_argument("--self-join-max", type=int, default=10**12, help="largest size for self_join + decide")
     ap.add_argument("--out", default=None)
     ap.add_argument("--case", nargs=3, metavar=("ENGINE", "KIND", "N"), help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -134,7 +158,8 @@ def main() -> None:
     rows = []
     for n in [int(x) for x in args.sizes.split(",")]:
         for kind in args.kinds.split(","):
-            engines = ["self_join"] + (["tables"] if n <= args.baseline_max else [])
+            limits = {"components": n, "self_join": args.self_join_max, "tables": args.baseline_max}
+            engines = [e for e in args.engines.split(",") if n <= limits[e]]
             for engine in engines:
                 res = subprocess.run([sys.executable, __file__, "--case", engine, kind, str(n)],
                                      capture_output=True, text=True, check=True)
@@ -142,7 +167,7 @@ def main() -> None:
                 rows.append(row)
                 print(f"{engine:9} {kind:8} {n:>11,}: {row['total_s']:7.1f} s, cpu {row['cpu_s']:7.1f} s (join {row['join_s']:.1f}, "
                       f"decide {row['decide_s']:.1f}), peak RSS {row['peak_rss_mb']:,.0f} MB, "
-                      f"pairs {row['pairs']:,}", flush=True)
+                      f"pairs {row['pairs']:,}, decision {row['decision_sha1'][:12]}", flush=True)
     if args.out:
         with open(args.out, "w") as f:
             json.dump({"machine": platform.machine(), "python": platform.python_version(),

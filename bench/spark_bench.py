@@ -9,6 +9,15 @@ are the sum over its stages of the shuffle writes (Spark's status API on
 the loopback UI). Both report docs/s; the kept sets are checked equal.
 
     python bench/spark_bench.py --docs 1000000 --master 'local[2]' --out bench/results/spark.json
+
+``--dense COPIES NEAR``: instead, a dense corpus of COPIES exact copies of one
+80-word record and NEAR near-identical ones (1-2 words changed), shuffled,
+in the same 8 files; the baseline then fingerprints through the one-machine
+command's batch path (``corpus.jobs.fingerprint_batch``, exact copies
+fingerprinted once), and the summed PSS of the whole process tree (this
+process, Spark's JVM and its Python workers) is sampled for its peak.
+
+    python bench/spark_bench.py --dense 1000000 100000 --master 'local[2]' --out bench/results/spark_dense.json
 """
 
 from __future__ import annotations
@@ -19,6 +28,7 @@ import os
 import platform
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -39,6 +49,24 @@ def write_corpus(root: Path, n: int, seed: int = 0) -> list[Path]:
     copies = allw[rng.integers(0, len(allw), size=n - len(allw))]
     allw = np.concatenate([allw, copies])
     allw = allw[rng.permutation(len(allw))]
+    return write_files(root, vocab, allw)
+
+
+def write_dense(root: Path, copies: int, near: int, seed: int = 0) -> list[Path]:
+    """COPIES copies of one record and NEAR records 1-2 words from it, shuffled, in 8 files."""
+    rng = np.random.default_rng(seed)
+    vocab = np.array([f"w{i}" for i in range(20000)])
+    template = rng.integers(0, len(vocab), size=80)
+    words = np.repeat(template[None, :], copies + near, axis=0)
+    for _ in range(2):
+        rows = np.arange(copies, copies + near)
+        words[rows, rng.integers(0, 80, size=near)] = rng.integers(0, len(vocab), size=near)
+    words = words[rng.permutation(len(words))]
+    return write_files(root, vocab, words)
+
+
+def write_files(root: Path, vocab: np.ndarray, allw: np.ndarray) -> list[Path]:
+    n = len(allw)
     shares = np.array([0.4, 0.2, 0.15, 0.1, 0.08, 0.04, 0.02, 0.01])
     bounds = np.r_[0, np.cumsum(np.round(shares / shares.sum() * n).astype(int))]
     bounds[-1] = n
@@ -50,6 +78,55 @@ def write_corpus(root: Path, n: int, seed: int = 0) -> list[Path]:
                 f.write(json.dumps({"id": str(j), "text": " ".join(vocab[allw[j]])}) + "\n")
         files.append(path)
     return files
+
+
+def tree_pss_kib(pid: int) -> int:
+    """Summed PSS of a process and its descendants (Linux /proc), KiB; 0 when unreadable."""
+    total, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            with open(f"/proc/{p}/smaps_rollup") as fh:
+                total += sum(int(line.split()[1]) for line in fh if line.startswith("Pss:"))
+            with open(f"/proc/{p}/task/{p}/children") as fh:
+                todo.extend(int(c) for c in fh.read().split())
+        except (OSError, ValueError):
+            continue
+    return total
+
+
+class PeakSampler(threading.Thread):
+    """The peak of ``tree_pss_kib(os.getpid())``, sampled every half second."""
+
+    def __init__(self) -> None:
+        super().__init__(daemon=True)
+        self.peak_kib = 0
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        while not self.done.wait(0.5):
+            self.peak_kib = max(self.peak_kib, tree_pss_kib(os.getpid()))
+
+
+def one_machine_batches(files: list[Path]) -> tuple[float, list[str]]:
+    """The one-machine command's fingerprinting path (``corpus.jobs.fingerprint_batch``), then
+    ``decide_by_components``."""
+    from scrapy_neardup.dedup.corpus.jobs import FieldOptions, fingerprint_batch
+    from scrapy_neardup.dedup.store.component_decide import decide_by_components
+
+    t0 = time.perf_counter()
+    options = FieldOptions(id_field="id")
+    ids, fps = [], []
+    for path in sorted(files):
+        with open(path, "rb") as f:
+            lines = f.readlines()
+        for i in range(0, len(lines), 1000):
+            for o in fingerprint_batch("jsonl", options, lines[i:i + 1000]):
+                if o.value is not None:
+                    ids.append(o.record_id)
+                    fps.append(o.value)
+    dec = decide_by_components(np.array(fps, dtype=np.uint64), 3).decision
+    return time.perf_counter() - t0, [i for i, k in zip(ids, dec.kept.tolist()) if k]
 
 
 def one_machine(files: list[Path]) -> tuple[float, list[str]]:
@@ -84,6 +161,7 @@ def main() -> None:
     ap.add_argument("--docs", type=int, default=100_000)
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--skip-baseline", action="store_true")
+    ap.add_argument("--dense", nargs=2, type=int, metavar=("COPIES", "NEAR"), default=None)
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -93,11 +171,23 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory(prefix="neardup-spark-bench-") as tmp:
         root = Path(tmp)
-        files = write_corpus(root, args.docs)
+        if args.dense:
+            args.docs = sum(args.dense)
+            files = write_dense(root, *args.dense)
+        else:
+            files = write_corpus(root, args.docs)
         mb = sum(f.stat().st_size for f in files) / 1e6
         row: dict = {"docs": args.docs, "input_mb": round(mb, 1), "master": args.master}
+        if args.dense:
+            row["dense"] = {"copies": args.dense[0], "near": args.dense[1]}
         if not args.skip_baseline:
-            secs, kept_local = one_machine(files)
+            sampler = PeakSampler()
+            sampler.start()
+            secs, kept_local = (one_machine_batches if args.dense else one_machine)(files)
+            sampler.done.set()
+            sampler.join()
+            if args.dense:
+                row["one_machine_peak_pss_mb"] = round(sampler.peak_kib / 1024)
             row.update(one_machine_s=round(secs, 1), one_machine_docs_s=round(args.docs / secs))
             print(f"one machine: {secs:.1f} s, {args.docs / secs:,.0f} docs/s", flush=True)
         t0 = time.perf_counter()
@@ -105,9 +195,14 @@ def main() -> None:
                  .config("spark.ui.port", "4141").config("spark.driver.memory", "3g")
                  .config("spark.local.dir", str(root / "spark-local")).getOrCreate())
         start_s = time.perf_counter() - t0
+        sampler = PeakSampler()
+        sampler.start()
         t1 = time.perf_counter()
         summary = job.run([str(root / "*.jsonl")], str(root / "out"), spark=spark)
         secs = time.perf_counter() - t1
+        sampler.done.set()
+        sampler.join()
+        row["spark_peak_pss_mb"] = round(sampler.peak_kib / 1024)
         sb = shuffle_bytes(spark.sparkContext.uiWebUrl, spark.sparkContext.applicationId)
         spark.stop()
         row.update(spark_start_s=round(start_s, 1), spark_s=round(secs, 1), spark_docs_s=round(args.docs / secs),
@@ -115,8 +210,8 @@ def main() -> None:
                    summary={k: summary[k] for k in ("records", "distinct", "pairs", "dropped", "layout",
                                                      "components", "largest_component", "component_rounds")
                             if k in summary})
-        print(f"spark {args.master}: {secs:.1f} s, {args.docs / secs:,.0f} docs/s, shuffle {sb / 1e6:,.1f} MB",
-              flush=True)
+        print(f"spark {args.master}: {secs:.1f} s, {args.docs / secs:,.0f} docs/s, shuffle {sb / 1e6:,.1f} MB, "
+              f"peak PSS of the tree {row['spark_peak_pss_mb']:,} MB", flush=True)
         if not args.skip_baseline:
             kept_spark = []
             for part in sorted((root / "out" / "unique").glob("part-*")):

@@ -457,3 +457,38 @@ def test_parquet_format_of_json_lines_is_id_url_title_text(tmp_path):
     dups = pq.read_table(tmp_path / "pq" / "duplicates.parquet").to_pylist()
     assert [d["id"] for d in dups] == [d["id"] for d in read_lines(o1 / "duplicates.jsonl")]
     assert all(d["source"]["line"] >= 1 and d["url"].startswith("http://example.com/") for d in dups)
+
+
+def test_exact_copies_are_fingerprinted_once_per_process(monkeypatch):
+    from scrapy_neardup.dedup.corpus import jobs
+
+    monkeypatch.setattr(jobs, "_MEMO", jobs._Memo(entries=4, text_chars=10_000))
+    calls = {"text": 0, "html": 0}
+    fper = jobs.fingerprinter(15)
+    for name in calls:
+        real = getattr(fper, f"fingerprint_{name}")
+
+        def counted(*a, _real=real, _name=name, **kw):
+            calls[_name] += 1
+            return _real(*a, **kw)
+
+        monkeypatch.setattr(fper, f"fingerprint_{name}", counted)
+    text = " ".join(WORDS[:40])
+    lines = [json.dumps({"id": str(i), "text": text}).encode() for i in range(50)]
+    lines += [json.dumps({"id": "t", "text": text, "title": "T"}).encode(),  # another title: another fingerprint
+              json.dumps({"id": "x", "text": text + " river"}).encode()]
+    options = FieldOptions(title_field="title", id_field="id")
+    got = jobs.fingerprint_batch("jsonl", options, lines)
+    assert calls["text"] == 3 and jobs._MEMO.hits == 49
+    expect = Fingerprinter().fingerprint_text(text).value
+    assert {o.value for o in got[:50]} == {expect} and [o.record_id for o in got[:3]] == ["0", "1", "2"]
+    assert got[50].value == Fingerprinter().fingerprint_text(text, "T").value
+    html = f"<html><title>A</title><body><p>{text}</p></body></html>".encode()
+    outs = jobs.fingerprint_batch("html", options, [html] * 20 + [html.replace(b"A", b"B")])
+    assert calls["html"] == 2 and len({(o.value, o.title, o.text) for o in outs[:20]}) == 1
+    assert outs[0].title == "A" and outs[20].title == "B" and text in outs[0].text
+    for i in range(6):  # bounded: the oldest results go first
+        jobs.fingerprint_batch("jsonl", options, [json.dumps({"id": "y", "text": f"{text} {i}"}).encode()])
+    assert len(jobs._MEMO._items) == 4
+    jobs.fingerprint_batch("jsonl", options, lines[:1])
+    assert calls["text"] == 3 + 6 + 1  # the first text was pushed out, so fingerprinted again

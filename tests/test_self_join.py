@@ -1,10 +1,11 @@
-"""The streaming self-join and the greedy decision, against brute force."""
+"""The streaming self-join, the greedy decision and the decision by components, against brute force."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from scrapy_neardup.dedup.store.component_decide import decide_by_components
 from scrapy_neardup.dedup.store.greedy import decide, greedy_keep
 from scrapy_neardup.dedup.store.layout import choose_layout, make_layout
 from scrapy_neardup.dedup.store.self_join import collapse, self_join
@@ -254,8 +255,83 @@ def test_the_batch_warmup_compiles_the_batch_kernels():
     import subprocess
     import sys
 
-    code = ("from scrapy_neardup.dedup.store import batch_warmup, greedy, self_join\n"
+    code = ("from scrapy_neardup.dedup.store import batch_warmup, greedy, kernels, self_join\n"
             "batch_warmup.warm_compiled()\n"
-            "print(all(f.signatures for f in (self_join._radix_pass, self_join._collapse, greedy._decide)))")
+            "print(all(f.signatures for f in (self_join._radix_pass, self_join._collapse, greedy._decide,\n"
+            "                                 kernels.self_join_table_union, kernels.uf_roots)))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=600)
     assert out.stdout.strip() == "True"
+
+
+# -- the decision by components (no pair list held) -------------------------------
+
+def same(a, b) -> bool:
+    return (np.array_equal(a.kept, b.kept) and np.array_equal(a.twin, b.twin)
+            and np.array_equal(a.distance, b.distance))
+
+
+@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("k", [1, 3, 4])
+@pytest.mark.parametrize("scan_max", [1, 3, 10**6])
+def test_same_decision_as_the_pair_list(seed, k, scan_max):
+    fps = corpus(seed, 400, k)
+    out = decide_by_components(fps, k, scan_max=scan_max)
+    assert same(out.decision, decide(self_join(fps, k)))
+    assert out.decision.kept.tolist() == brute_greedy(fps, k)
+    assert out.pairs == len(self_join(fps, k).a)
+
+
+def skewed(seed: int, n: int) -> np.ndarray:
+    """Random values plus clusters of exact repeats and 1-3-bit variants of a
+    few templates, one cluster far larger than the batch, in random order."""
+    rng = np.random.default_rng(seed)
+    out = rng.integers(0, 2**64 - 1, size=n, dtype=np.uint64, endpoint=True).tolist()
+    for size in (3000, 400, 40, 5):
+        centre = int(rng.integers(0, 2**63))
+        out.extend(centre if rng.random() < 0.6 else flip(centre, rng, int(rng.integers(1, 4)))
+                   for _ in range(size))
+    arr = np.array(out, dtype=np.uint64)
+    rng.shuffle(arr)
+    return arr
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("scan_max", [100, 10**6])
+def test_skewed_clusters_scanned_or_joined(seed, scan_max):
+    fps = skewed(seed, 20_000)
+    ref = decide(self_join(fps, 3))
+    out = decide_by_components(fps, 3, scan_max=scan_max)
+    assert same(out.decision, ref)
+    assert out.largest > 100 and out.components >= 4
+    assert (out.joined >= 1) if scan_max == 100 else (out.joined == 0)  # the clusters past 100 values are joined
+    kept = np.flatnonzero(out.decision.kept)  # the oracle: no kept pair within k, every twin within k and earlier
+    assert not len(self_join(fps[kept], 3).a)
+    dropped = np.flatnonzero(~out.decision.kept)
+    twins = out.decision.twin[dropped]
+    assert np.all(twins < dropped) and np.all(out.decision.kept[twins])
+    assert np.array_equal(np.bitwise_count(fps[dropped] ^ fps[twins]), out.decision.distance[dropped])
+    assert out.decision.distance[dropped].max() <= 3
+
+
+def test_a_given_layout_and_its_check():
+    fps = corpus(7, 300, 3)
+    out = decide_by_components(fps, 3, layout=make_layout(3, 5))
+    assert same(out.decision, decide(self_join(fps, 3)))
+    with pytest.raises(ValueError, match="k=3"):
+        decide_by_components(fps, 2, layout=make_layout(3, 5))
+    with pytest.raises(ValueError, match="scan_max"):
+        decide_by_components(fps, 3, scan_max=0)
+    with pytest.raises(ValueError, match="k must be"):
+        decide_by_components(fps, 64)
+
+
+def test_empty_tiny_and_k0():
+    for fps in ([], [5], [5, 5, 5], [1, 3]):
+        arr = np.array(fps, dtype=np.uint64)
+        for k in (0, 3):
+            out = decide_by_components(arr, k)
+            assert same(out.decision, decide(self_join(arr, k)))
+    out = decide_by_components(np.array([1, 2, 4], dtype=np.uint64), 3)
+    assert (out.components, out.largest, out.joined, out.comparisons) == (1, 3, 0, 2)
+    out = decide_by_components(np.arange(0, 2**40, 2**20, dtype=np.uint64)[:1], 3)
+    assert (out.pairs, out.components, out.joined) == (0, 0, 0)

@@ -7,6 +7,12 @@ record, so that little crosses back from a worker: the JSON line itself is
 never sent back (the run writes the bytes it read). Parsing here rather than
 in the run keeps the run's own thread to reading, deciding and writing.
 
+Exact copies are fingerprinted once per process: each result is remembered
+by the digest of what was fingerprinted (``_Memo``: the text with its title
+and language, or the HTML bytes), so a record repeated a million times costs
+one fingerprint and a million digests (BLAKE2b, some GB/s) in each worker,
+on one machine and in each Spark executor's Python worker alike.
+
 The worker processes are forked from the run after ``warm`` has loaded the
 fingerprinter's dictionaries and tables and compiled its kernels, so the
 workers share those pages with the run instead of each loading its own.
@@ -14,7 +20,9 @@ workers share those pages with the run instead of each loading its own.
 
 from __future__ import annotations
 
+import hashlib
 import json
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -51,6 +59,85 @@ class Outcome(NamedTuple):
 
 
 _STATE: dict[int, Fingerprinter] = {}
+
+#: how many results a process remembers (least recently used out first), and the text they may hold
+MEMO_ENTRIES = 1 << 16
+MEMO_TEXT_CHARS = 16 << 20
+
+
+class _Memo:
+    """Fingerprint results by content digest, least recently used out first.
+
+    Bounded in entries and in the characters of the titles and texts held
+    (an HTML record's outcome carries its visible text). A hit costs the
+    digest (O(len(content))) and a dict look-up; ``hits`` and ``misses`` count."""
+
+    def __init__(self, entries: int = MEMO_ENTRIES, text_chars: int = MEMO_TEXT_CHARS) -> None:
+        self._items: OrderedDict[bytes, tuple[int | None, str | None, str, str]] = OrderedDict()
+        self._entries, self._text_chars, self._held = entries, text_chars, 0
+        self.hits = self.misses = 0
+
+    @staticmethod
+    def key(*parts: str | bytes | int | None) -> bytes:
+        h = hashlib.blake2b(digest_size=16)
+        for part in parts:  # each part with its kind and length: no two different tuples hash alike
+            if part is None:
+                h.update(b"N")
+                continue
+            data = part if isinstance(part, bytes) else str(part).encode("utf-8", "surrogatepass")
+            h.update(b"B" if isinstance(part, bytes) else b"S")
+            h.update(len(data).to_bytes(8, "little"))
+            h.update(data)
+        return h.digest()
+
+    def get(self, key: bytes) -> tuple[int | None, str | None, str, str] | None:
+        got = self._items.get(key)
+        if got is None:
+            self.misses += 1
+            return None
+        self._items.move_to_end(key)
+        self.hits += 1
+        return got
+
+    def put(self, key: bytes, value: tuple[int | None, str | None, str, str]) -> None:
+        size = len(value[2]) + len(value[3])
+        if size > self._text_chars // 4:  # one huge page does not push every other one out
+            return
+        self._items[key] = value
+        self._held += size
+        while len(self._items) > self._entries or self._held > self._text_chars:
+            _, old = self._items.popitem(last=False)
+            self._held -= len(old[2]) + len(old[3])
+
+    def clear(self) -> None:
+        self._items.clear()
+        self._held = self.hits = self.misses = 0
+
+
+_MEMO = _Memo()
+
+
+def _fingerprint_html(fper: Fingerprinter, min_tokens: int, html: bytes) -> tuple[int | None, str | None, str, str]:
+    """(value, reason, title, visible text) of HTML bytes; an exact copy seen before is not parsed again."""
+    key = _Memo.key("html", min_tokens, html)
+    got = _MEMO.get(key)
+    if got is None:
+        r = fper.fingerprint_html(html)
+        got = (r.value, r.reason, r.title, r.text)
+        _MEMO.put(key, got)
+    return got
+
+
+def _fingerprint_text(fper: Fingerprinter, min_tokens: int, text: str, title: str | None,
+                      language: str | None) -> tuple[int | None, str | None]:
+    """(value, reason) of a text field; an exact copy (same title and language) seen before is not fingerprinted again."""
+    key = _Memo.key("text", min_tokens, text, title, language)
+    got = _MEMO.get(key)
+    if got is None:
+        r = fper.fingerprint_text(text, title, language)
+        got = (r.value, r.reason, "", "")
+        _MEMO.put(key, got)
+    return got[0], got[1]
 
 
 def fingerprinter(min_tokens: int) -> Fingerprinter:
@@ -104,9 +191,10 @@ def fingerprint_record(record: Any, options: FieldOptions, want_text: bool = Fal
         html = record.get(options.html_field)
         if not isinstance(html, (str, bytes)):
             return Outcome(None, None, f"no text in field {options.html_field!r}", _str(rid), _str(url))
-        r = fper.fingerprint_html(html.encode() if isinstance(html, str) else html)
+        value, reason, page_title, page_text = _fingerprint_html(
+            fper, options.min_tokens, html.encode() if isinstance(html, str) else html)
         if want_text:
-            return Outcome(r.value, r.reason, None, _str(rid), _str(url), r.title, r.text)
+            return Outcome(value, reason, None, _str(rid), _str(url), page_title, page_text)
     else:
         assert options.text_field is not None
         text = record.get(options.text_field)
@@ -114,11 +202,11 @@ def fingerprint_record(record: Any, options: FieldOptions, want_text: bool = Fal
             return Outcome(None, None, f"no text in field {options.text_field!r}", _str(rid), _str(url))
         title = _field(record, options.title_field)
         language = _field(record, options.language_field)
-        r = fper.fingerprint_text(text, title if isinstance(title, str) else None,
-                                  language if isinstance(language, str) and language else None)
+        value, reason = _fingerprint_text(fper, options.min_tokens, text, title if isinstance(title, str) else None,
+                                          language if isinstance(language, str) and language else None)
         if want_text:
-            return Outcome(r.value, r.reason, None, _str(rid), _str(url), title if isinstance(title, str) else "", text)
-    return Outcome(r.value, r.reason, None, _str(rid), _str(url))
+            return Outcome(value, reason, None, _str(rid), _str(url), title if isinstance(title, str) else "", text)
+    return Outcome(value, reason, None, _str(rid), _str(url))
 
 
 def _str(value: Any) -> str | None:
@@ -141,6 +229,7 @@ def fingerprint_batch(kind: str, options: FieldOptions, payloads: list[Any], wan
         elif kind == "parquet":
             out.append(fingerprint_record(payload, options, want_text))
         else:
-            r = fingerprinter(options.min_tokens).fingerprint_html(payload)
-            out.append(Outcome(r.value, r.reason, None, None, None, r.title, r.text))
+            value, reason, title, text = _fingerprint_html(fingerprinter(options.min_tokens), options.min_tokens,
+                                                           payload)
+            out.append(Outcome(value, reason, None, None, None, title, text))
     return out

@@ -1,6 +1,7 @@
 """The warm-up of the batch kernels (``jit`` group ``batch``): the corpus
 run's self-join (``self_join``: radix passes, the collapse of exact copies)
-and its input-order decision (``greedy``), past the size where they
+and its input-order decision (``greedy``, and ``component_decide``'s linking
+pass, which holds no pair list), past the size where they
 radix-sort. A group of its own so that a crawl, which never self-joins a
 batch, neither compiles nor runs them (its worker warms ``store`` and
 ``fingerprint`` only); ``neardup warmup`` and a corpus run warm every group.
@@ -12,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import jit
+from .component_decide import decide_by_components
 from .greedy import decide
 from .self_join import RADIX_MIN_SIZE, self_join
 
@@ -24,6 +26,7 @@ def warm_compiled() -> None:
     many[-1000:] = many[:1000] ^ np.uint64(5)  # some pairs
     many[-10:] = many[:10]  # some copies
     decide(self_join(many, 3))
+    decide_by_components(many, 3)
 
 
 jit.register("batch", warm_compiled)

@@ -70,7 +70,16 @@ def _decide(n, a, b, d, order, first):
                 dist[hi] = d[order[x]]
                 break
         i = j
-    for r in range(n):  # exact copies follow their first row
+    follow_copies(kept, twin, dist, first)
+    return kept, twin, dist
+
+
+@njit(cache=True)
+def follow_copies(kept, twin, dist, first):
+    """Exact copies follow their first row (``first[r] < r``), in place: a copy
+    of a kept row is dropped as its copy (distance 0), a copy of a dropped row
+    takes that row's twin. The first rows must be decided already. O(n)."""
+    for r in range(first.shape[0]):
         f = first[r]
         if f != r:
             kept[r] = False
@@ -80,7 +89,6 @@ def _decide(n, a, b, d, order, first):
             else:
                 twin[r] = twin[f]
                 dist[r] = dist[f]
-    return kept, twin, dist
 
 
 def greedy_keep(n: int, a: np.ndarray, b: np.ndarray, distance: np.ndarray,

@@ -249,6 +249,17 @@ def merge_sorted_ids(a, ai, na, b, bi, nb):
     return out, oid
 
 
+@njit(cache=True, inline="always")
+def first_sees(x, t, block_masks, first_clean):
+    """Whether table t is the first to see a pair whose values differ by ``x``
+    (unpermuted): the first table whose leading blocks ``x`` leaves clean."""
+    dirty = 0
+    for blk in range(block_masks.shape[0]):
+        if x & block_masks[blk]:
+            dirty |= 1 << blk
+    return first_clean[dirty] == t
+
+
 @njit(cache=True)
 def self_join_table(arr, t, k, shift, src, dst, mask, block_masks, first_clean, out_a, out_b, out_d, start):
     """Pairs of distinct *values* in sorted unique ``arr`` (table t) within k that
@@ -269,12 +280,7 @@ def self_join_table(arr, t, k, shift, src, dst, mask, block_masks, first_clean, 
                 if d <= k:
                     va = unpermute(arr[a], t, src, dst, mask)
                     vb = unpermute(arr[b], t, src, dst, mask)
-                    x = va ^ vb
-                    dirty = 0
-                    for blk in range(block_masks.shape[0]):
-                        if x & block_masks[blk]:
-                            dirty |= 1 << blk
-                    if first_clean[dirty] == t:
+                    if first_sees(va ^ vb, t, block_masks, first_clean):
                         if cnt >= cap:
                             return -1
                         out_a[cnt] = va
@@ -316,3 +322,55 @@ def unique_sorted(arr):
             out[m] = arr[i]
             m += 1
     return out[:m]
+
+
+@njit(cache=True, inline="always")
+def uf_find(parent, i):
+    """Root of i in the union-find ``parent`` (path halving: amortised near O(1))."""
+    while parent[i] != i:
+        parent[i] = parent[parent[i]]
+        i = parent[i]
+    return i
+
+
+@njit(cache=True)
+def uf_roots(parent, items):
+    """Root of each of ``items`` (compressing the paths on the way)."""
+    out = np.empty(items.shape[0], dtype=parent.dtype)
+    for x in range(items.shape[0]):
+        out[x] = uf_find(parent, items[x])
+    return out
+
+
+@njit(cache=True)
+def self_join_table_union(arr, idx, t, k, shift, src, dst, mask, block_masks, first_clean, parent, linked):
+    """``self_join_table``'s pairs, merged as they are found instead of listed:
+    ``arr`` is table t's permuted values sorted by prefix, ``idx`` their
+    positions; each pair table t is the first to see joins its two positions'
+    sets in the union-find ``parent`` (the smaller root wins) and marks both
+    ``linked``. Returns the number of pairs. Memory O(1) beyond the arrays."""
+    n = arr.shape[0]
+    cnt = 0
+    i = 0
+    while i < n:
+        base = arr[i] >> uint64(shift) if shift < 64 else uint64(0)
+        j = i + 1
+        while j < n and (arr[j] >> uint64(shift) if shift < 64 else uint64(0)) == base:
+            j += 1
+        for a in range(i, j):
+            for b in range(a + 1, j):
+                x = arr[a] ^ arr[b]
+                if popcount(x) <= k and first_sees(unpermute(x, t, src, dst, mask), t, block_masks, first_clean):
+                    pa = idx[a]
+                    pb = idx[b]
+                    linked[pa] = True
+                    linked[pb] = True
+                    ra = uf_find(parent, pa)
+                    rb = uf_find(parent, pb)
+                    if ra < rb:
+                        parent[rb] = ra
+                    elif rb < ra:
+                        parent[ra] = rb
+                    cnt += 1
+        i = j
+    return cnt
