@@ -35,6 +35,9 @@ from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from tests.fixtures.memory import tree_pss_kib  # noqa: E402
+
 
 def write_corpus(root: Path, n: int, seed: int = 0) -> list[Path]:
     rng = np.random.default_rng(seed)
@@ -78,21 +81,6 @@ def write_files(root: Path, vocab: np.ndarray, allw: np.ndarray) -> list[Path]:
                 f.write(json.dumps({"id": str(j), "text": " ".join(vocab[allw[j]])}) + "\n")
         files.append(path)
     return files
-
-
-def tree_pss_kib(pid: int) -> int:
-    """Summed PSS of a process and its descendants (Linux /proc), KiB; 0 when unreadable."""
-    total, todo = 0, [pid]
-    while todo:
-        p = todo.pop()
-        try:
-            with open(f"/proc/{p}/smaps_rollup") as fh:
-                total += sum(int(line.split()[1]) for line in fh if line.startswith("Pss:"))
-            with open(f"/proc/{p}/task/{p}/children") as fh:
-                todo.extend(int(c) for c in fh.read().split())
-        except (OSError, ValueError):
-            continue
-    return total
 
 
 class PeakSampler(threading.Thread):

@@ -196,23 +196,6 @@ def test_a_run_killed_with_sigkill_resumes_to_the_uninterrupted_output(tmp_path)
     assert _outputs(out) == _outputs(ref)
 
 
-def _tree_pss_kib(pid: int) -> int:
-    """The summed PSS of a process and its descendants (Linux /proc), KiB: pages a parent shares
-    with its forked workers count once. 0 when the process is gone."""
-    total = 0
-    todo = [pid]
-    while todo:
-        p = todo.pop()
-        try:
-            with open(f"/proc/{p}/smaps_rollup") as fh:
-                total += sum(int(line.split()[1]) for line in fh if line.startswith("Pss:"))
-            with open(f"/proc/{p}/task/{p}/children") as fh:
-                todo.extend(int(c) for c in fh.read().split())
-        except (OSError, ValueError):
-            continue
-    return total
-
-
 @pytest.mark.skipif(not os.path.exists("/proc/self/smaps_rollup"), reason="needs Linux /proc/PID/smaps_rollup")
 def test_100000_near_identical_records_are_one_kept_record_within_memory(tmp_path):
     template = " ".join(make_corpus(1, 3)[0]["text"].split()[:40])
@@ -228,7 +211,7 @@ def test_100000_near_identical_records_are_one_kept_record_within_memory(tmp_pat
                                  "--workers", "2", "--quiet"], stderr=err)
         peak = 0
         while proc.poll() is None:
-            peak = max(peak, _tree_pss_kib(proc.pid))
+            peak = max(peak, tree_pss_kib(proc.pid))
             time.sleep(0.05)
     assert proc.returncode == 0, log.read_text()[-2000:]
     print(f"tree PSS peak {peak // 1024} MB")

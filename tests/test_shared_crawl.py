@@ -69,6 +69,20 @@ def run(cmds: list[list[str]], logs: list[Path]) -> list[subprocess.Popen]:
     return procs
 
 
+def crawl_from_home(server, shared_redis: str, tmp_path: Path, *more: str) -> list[str]:
+    """Two processes sharing Redis crawl ``server``'s site from ``/`` to the end; their logs,
+    each checked to have finished."""
+    cmds = [[a if not a.startswith("start_url=") else f"start_url={server.url}/" for a in
+             shared_cmd(server.url, shared_redis, tmp_path / f"p{i}", *more)] for i in range(2)]
+    procs = run(cmds, [tmp_path / f"p{i}.log" for i in range(2)])
+    for p in procs:
+        p.wait(timeout=300)
+    logs = [(tmp_path / f"p{i}.log").read_text() for i in range(2)]
+    for text in logs:
+        assert "'finish_reason': 'finished'" in text, text[-3000:]
+    return logs
+
+
 def test_two_processes_keep_what_one_keeps_and_fetch_nothing_twice(shared_redis, tmp_path):
     site = DupSite(n=60)
     with site.serve() as server:
@@ -171,15 +185,7 @@ def test_two_processes_learn_and_use_one_set_of_url_rules(shared_redis, tmp_path
 
     site = TrapSite(n=40)
     with site.serve() as server:
-        cmds = [[a if not a.startswith("start_url=") else f"start_url={server.url}/" for a in
-                 shared_cmd(server.url, shared_redis, tmp_path / f"p{i}", "-s", "CONCURRENT_REQUESTS=2")]
-                for i in range(2)]
-        procs = run(cmds, [tmp_path / f"p{i}.log" for i in range(2)])
-        for p in procs:
-            p.wait(timeout=300)
-        logs = [(tmp_path / f"p{i}.log").read_text() for i in range(2)]
-        for text in logs:
-            assert "'finish_reason': 'finished'" in text, text[-3000:]
+        logs = crawl_from_home(server, shared_redis, tmp_path, "-s", "CONCURRENT_REQUESTS=2")
         fetched = {site.truth(t) for t in server.requests}
     avoided = [json.loads(line) for i in range(2)
                for line in (tmp_path / f"p{i}" / "neardup" / "duplicates.jsonl").read_text().splitlines()
@@ -206,14 +212,7 @@ def test_a_retired_shared_rules_requests_are_claimed_and_queued_in_one_step(shar
 
     site = CopiesSite()
     with site.serve() as server:
-        cmds = [[a if not a.startswith("start_url=") else f"start_url={server.url}/" for a in
-                 shared_cmd(server.url, shared_redis, tmp_path / f"p{i}")] for i in range(2)]
-        procs = run(cmds, [tmp_path / f"p{i}.log" for i in range(2)])
-        for p in procs:
-            p.wait(timeout=300)
-        logs = [(tmp_path / f"p{i}.log").read_text() for i in range(2)]
-        for text in logs:
-            assert "'finish_reason': 'finished'" in text, text[-3000:]
+        logs = crawl_from_home(server, shared_redis, tmp_path)
         hits = {t: n for t, n in server.hits.items() if t != "/robots.txt"}
     assert site.contents() <= {site.truth(t) for t in hits}
     assert any("'neardup/url_rules/retired'" in text for text in logs)
