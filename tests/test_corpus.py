@@ -20,6 +20,7 @@ from scrapy_neardup.dedup.corpus import CorpusError, CorpusRun, DedupOptions, Fi
 from scrapy_neardup.dedup.fingerprint import Fingerprinter
 from scrapy_neardup.dedup.simhash import hamming
 from scrapy_neardup.dedup.store import SimhashStore
+from tests.fixtures.memory import tree_pss_kib
 
 WORDS = ("time year people way day man thing woman life child world school state family student group country "
          "problem hand part place case week company system program question work government number night point "
