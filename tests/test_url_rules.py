@@ -447,3 +447,36 @@ def test_a_book_read_without_confirmation_leaves_its_sub_tree_rules_idle(tmp_pat
     book.close()
     again = RuleBook(path, max_distance=3, min_evidence=3, explore=0.0)  # (NEARDUP_URL_RULES_CONFIRM_BYTES=0)
     assert again.avoid(f"{H}/de/api/p9.html") is None
+
+
+def test_the_rules_a_page_is_judged_under_are_those_that_touch_its_path():
+    """``RuleBook._touching`` (an index per host) gives what a pass over the host's
+    live rules with ``touches`` gives, in the same order: random rules and paths."""
+    import random
+
+    from scrapy_neardup.crawler.url_rules.book import RETIRED, RuleState, _Touching
+    from scrapy_neardup.crawler.url_rules.rules import UrlRule, touches
+
+    rng = random.Random(7)
+    segs = ["a", "b", "en", "de", "index.html", "print", "1.html", "2.html"]
+
+    def side(slash_end: bool) -> str:
+        parts = [rng.choice(segs) for _ in range(rng.randint(1, 3))]
+        return "/" + "/".join(parts) + ("/" if slash_end else "")
+
+    for _ in range(200):
+        live = []
+        for _ in range(rng.randint(0, 12)):
+            kind = rng.choice(["param", "prefix", "suffix"])
+            if kind == "param":
+                rule = UrlRule("param", "h", "sid")
+            elif kind == "prefix":
+                rule = UrlRule("prefix", "h", side(True), side(True))
+            else:
+                rule = UrlRule("suffix", "h", side(False), rng.choice(["", "/", side(False)]))
+            live.append(RuleState(rule, rng.choice(["candidate", "active", RETIRED])))
+        live = [st for st in live if st.live]
+        index = _Touching(live)
+        for _ in range(20):
+            path = side(rng.random() < 0.3) if rng.random() < 0.9 else "/"
+            assert index.of(path) == [st for st in live if touches(st.rule, path)], path
