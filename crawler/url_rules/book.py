@@ -23,10 +23,12 @@ except a share ``explore`` of them, fetched to keep testing the rule. When a
 rule is retired, the requests it avoided are handed back (``release``) to be
 made after all: a rule that stops holding delays pages, it does not lose them.
 
-Costs: ``observe`` is one page row and, per live rule of the host, one
-lookup and at most one form row (and a new rule, a pass over up to
-``BACKFILL`` of the host's pages: about 0.2 s at the most, on the crawl's
-thread); ``avoid`` one lookup per active rule of the host. Rules per host are
+Costs: ``observe`` is one page row and, per live rule of the host that
+touches the page's path (``rules.touches``, found with a look-up per slash of
+the path, not a pass over the host's rules), one lookup and at most one form
+row (and a new rule, a pass over those of the latest ``BACKFILL`` pages of the
+host it touches, which SQLite picks out by their path); ``avoid`` one lookup
+per active rule of the host. Rules per host are
 capped (``MAX_RULES_PER_HOST``); a retired rule's forms are deleted. SQLite
 writes are committed at least every second and at ``close``, and a
 retirement at once: a kill loses at most the last second of evidence, never
