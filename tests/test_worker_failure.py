@@ -190,3 +190,46 @@ def test_the_time_budget_is_checked_with_the_setting_named(value, message):
     assert NearDupConfig.from_settings(Settings({"NEARDUP_WORKER_TIMEOUT": "2.5"})).worker_timeout == 2.5
     with pytest.raises(ConfigError, match=message):
         NearDupConfig.from_settings(Settings({"NEARDUP_WORKER_TIMEOUT": value}))
+
+
+def test_pages_that_arrive_while_the_workers_start_are_fingerprinted_off_the_crawls_thread(monkeypatch):
+    """Before the first worker is up, a page is fingerprinted by the start thread
+    (the reference path), not by the thread that hands it over: that thread gets
+    a Future, as it does from a worker, and the same fingerprint. (No worker is
+    started here: ``up`` never comes.)"""
+    import threading
+
+    from scrapy.http import HtmlResponse
+    from scrapy.settings import Settings
+    from scrapy.statscollectors import MemoryStatsCollector
+    from scrapy.utils.test import get_crawler
+
+    from scrapy_neardup.crawler.config import NearDupConfig
+    from scrapy_neardup.crawler.filter import workers as workers_module
+    from scrapy_neardup.dedup import jit
+    from scrapy_neardup.dedup.fingerprint import jobs
+
+    monkeypatch.setattr(jit, "_ready", dict(jit._ready))  # (FingerprintWorkers defers the kernels: here only)
+    monkeypatch.setattr(workers_module, "is_asyncio_reactor_installed", lambda: True)
+    ran_in: list[str] = []
+    real_job = jobs.fingerprint_job
+
+    def job(*args, **kwargs):
+        ran_in.append(threading.current_thread().name)
+        return real_job(*args, **kwargs)
+
+    monkeypatch.setattr(workers_module, "fingerprint_job", job)
+    stats = MemoryStatsCollector(get_crawler())
+    pool = workers_module.FingerprintWorkers(NearDupConfig.from_settings(Settings({"NEARDUP_WORKERS": 1})), stats)
+    assert pool.count == 1 and not pool.up.is_set()
+    body = b"<html><body><p>" + b"words enough to be fingerprinted by the reference path " * 5 + b"</p></body></html>"
+    response = HtmlResponse("http://h.test/a.html", body=body, headers={"Content-Type": "text/html; charset=utf-8"})
+    try:
+        pending = pool.submit(response)
+        assert isinstance(pending, workers_module.Future)
+        got = pending.result(60)
+    finally:
+        pool.close()
+    assert ran_in and ran_in[0].startswith("neardup-start") and threading.current_thread().name not in ran_in
+    assert got.value == real_job(body, "utf-8", pool.min_text).value is not None
+    assert stats.get_value("neardup/fingerprinted_while_workers_start") == 1
