@@ -157,7 +157,7 @@ def test_a_crawl_with_a_page_the_worker_is_slow_on_goes_on(tmp_path):
         return status, {"Content-Type": ctype}, body
 
     # The slow page comes late enough for the worker to be up: before that, pages are
-    # fingerprinted by the start thread (its first second or two), and none times out.
+    # fingerprinted in the crawl's thread (its first second or two), and none times out.
     with PageServer(respond, lambda target: 5.0 if target == "/slow.html" else 0.0) as server:
         store = tmp_path / "store"
         r = scrapy_crawl(f"{server.url}/start.html", tmp_path, f"NEARDUP_STORE={store}", "NEARDUP_WORKERS=1",
