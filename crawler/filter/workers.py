@@ -9,13 +9,9 @@ script that runs a crawl at its top level without an ``if __name__ ==
 at a time from a shared queue.
 
 Pages that arrive while the workers first start (importing, loading rjieba's
-dictionary: a second or two) are fingerprinted by a thread of this process
-rather than waiting for them (``neardup/fingerprinted_while_workers_start``),
-one at a time, by the reference path (tens of milliseconds a page): not in the
-crawl's thread, which only hands them over, so it is never held up for a page
-there (the thread still takes its share of the interpreter's lock). The crawl's
-thread never fingerprints (with ``NEARDUP_WORKERS=0``, the user's choice, it
-fingerprints every page):
+dictionary: a second or two) are fingerprinted in the crawl's thread rather
+than waiting for them (``neardup/fingerprinted_while_workers_start``). From
+then on the crawl's thread never fingerprints:
 
 * a page that takes a worker longer than ``NEARDUP_WORKER_TIMEOUT`` seconds
   passes unchecked (``neardup/skipped/timeout``, a warning naming its URL),
@@ -48,7 +44,7 @@ import logging
 import queue
 import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 
 from scrapy.http import Response, TextResponse
 from scrapy.statscollectors import StatsCollector
@@ -100,7 +96,6 @@ class FingerprintWorkers:
         self.up = threading.Event()
         self._store_cached = threading.Event()
         self._threads: list[threading.Thread] = []
-        self._starting: ThreadPoolExecutor | None = None  # (pages that arrive while the workers start)
         self.restarts = 0
         self.stopped = False  # past MAX_WORKER_RESTARTS: no more checking
         self._closing = False
@@ -117,10 +112,9 @@ class FingerprintWorkers:
 
     def submit(self, response: TextResponse, links: LinkSpec | None = None) -> Future | JobResult:
         """Start fingerprinting ``response``: a Future a worker will answer
-        (a ``JobResult``, or why the page passes unchecked); before the
-        workers are first up, a Future the start thread answers (the reference
-        path); without workers, the result, computed here. ``links``: the worker
-        reads the page's outlinks too (``JobResult.links``; not the start thread)."""
+        (a ``JobResult``, or why the page passes unchecked), or, before the
+        workers are first up, the result, computed here. ``links``: the worker
+        reads the page's outlinks too (``JobResult.links``; not here)."""
         encoding = declared_encoding(response)
         if self.count and self.up.is_set():
             pending: Future = Future()
@@ -134,9 +128,6 @@ class FingerprintWorkers:
             return pending
         if self.count:
             self.stats.inc_value("neardup/fingerprinted_while_workers_start")
-            if self._starting is None:
-                self._starting = ThreadPoolExecutor(1, thread_name_prefix="neardup-start")
-            return self._starting.submit(fingerprint_job, response.body, encoding, self.min_text)
         return fingerprint_job(response.body, encoding, self.min_text)
 
     async def result(self, response: Response, pending: Future) -> JobResult | str:
@@ -184,8 +175,6 @@ class FingerprintWorkers:
             worker.close()
         for thread in self._threads:
             thread.join(10)
-        if self._starting is not None:
-            self._starting.shutdown(wait=True, cancel_futures=True)
         self._count_restarts()
 
     def _failed(self, response: Response, exc: Exception) -> str:
