@@ -7,12 +7,22 @@ the rule book, in memory (SQLite), per page.
 Three active rules on one host (a parameter, an ``index.html`` alias, a
 mirrored prefix); pages of 100 outlinks, first seen (every URL new) and seen
 again (as the outlinks of a site's navigation come again on every page).
+
+And the learning on a file (``learning``): the rule book in a SQLite file,
+as a crawl with a store directory has it, told about the pages of
+``crawl_bench.generate_outlink_site`` in a random order (every third page a
+near-duplicate of the page before it: ``/p/5.html`` = ``/p/4.html``, a suffix
+rule suggested per pair), its commits included; ``time.thread_time`` per page.
+
+    .venv/bin/python bench/url_rules_cost.py --learning [--pages 20000]
 """
 
 from __future__ import annotations
 
 import json
+import random
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -53,7 +63,38 @@ def measure() -> dict:
             "ms_per_page_100_outlinks_seen_before": again, "ms_per_observe": observe}
 
 
+def learning(pages: int = 2000, seed: int = 1) -> dict:
+    """CPU ms per page the rule book's learning takes on a file (see the module docstring)."""
+    rng = random.Random(seed)
+    order = list(range(pages))
+    rng.shuffle(order)
+    fps = {}
+    for i in range(pages):
+        fps[i] = fps[i - 1] ^ 1 if i % 3 == 2 else rng.getrandbits(64)
+    seen: set[int] = set()
+    with tempfile.TemporaryDirectory() as tmp:
+        book = RuleBook(Path(tmp) / "url_rules.sqlite3", min_evidence=10, explore=0.05)
+        t = time.thread_time()
+        for i in order:
+            twin = i - 1 if i % 3 == 2 else i + 1 if i % 3 == 1 else None
+            dup = f"{H}/p/{twin}.html" if twin is not None and twin in seen and twin < pages else None
+            book.observe(f"{H}/p/{i}.html", fps[i], dup)
+            seen.add(i)
+        book.close()
+        cpu = time.thread_time() - t
+    return {"pages": pages, "rules": len(book.rules()), "cpu_ms_per_page": round(cpu / pages * 1000, 4)}
+
+
 def main() -> None:
+    if "--learning" in sys.argv:
+        pages = int(sys.argv[sys.argv.index("--pages") + 1]) if "--pages" in sys.argv else 2000
+        runs = [learning(pages, seed) for seed in (1, 2, 3)]
+        out = {"command": " ".join(["bench/url_rules_cost.py", *sys.argv[1:]]), "runs": runs,
+               "cpu_ms_per_page_median": sorted(r["cpu_ms_per_page"] for r in runs)[1]}
+        print(json.dumps(out, indent=1))
+        Path(f"bench/results/url_rules_learning_{pages}.json").write_text(json.dumps(out, indent=1))
+        return
+
     """Alternately with and without the cache of canonicalised URLs (the
     baseline: w3lib once per URL and rule), three rounds each."""
     from scrapy_neardup.crawler.url_rules import book, rules

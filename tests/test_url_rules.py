@@ -320,6 +320,52 @@ def test_a_book_written_before_the_scheduled_column_is_migrated_in_place(tmp_pat
     book.close()
 
 
+@pytest.mark.parametrize("pair", [("/fr/q.html", "/en/q.html"), ("/d/5.html", "/d/4.html")])
+def test_a_new_rule_is_tried_on_the_pages_it_touches_in_a_file_also_those_written_before_paths_were_kept(
+        tmp_path, pair):
+    """The backfill of a new prefix or suffix rule picks out the host's pages it
+    touches in SQLite by their path; pages a book written before kept without
+    their path (migrated in place: NULL) are tried all the same. Either way a
+    counter-example from the past retires the rule at once."""
+    import sqlite3
+
+    dup, orig = pair
+    other = {"/fr/q.html": ("/en/p{}.html", "/fr/p{}.html"), "/d/5.html": ("/x{}/4.html", "/x{}/5.html")}[dup]
+    path = tmp_path / "url_rules.sqlite3"
+    old = RuleBook(path, min_evidence=2, explore=0.0)
+    for i in range(3):  # (pages a rule touches, and pages it does not)
+        old.observe(H + other[0].format(i), 10**6 * (i + 1))
+        old.observe(H + other[1].format(i), 10**9 * (i + 7))  # other content: a counter-example
+        old.observe(f"{H}/z/{i}.html", 3 * i)
+    old.close()
+    db = sqlite3.connect(path)  # as a book written before kept its pages: no path
+    db.executescript("CREATE TABLE p2 (url TEXT PRIMARY KEY, host TEXT NOT NULL, fp INTEGER NOT NULL, seq INTEGER);"
+                     "INSERT INTO p2 SELECT url, host, fp, seq FROM pages; DROP TABLE pages;"
+                     "ALTER TABLE p2 RENAME TO pages; CREATE INDEX pages_by_host ON pages (host, seq);")
+    db.close()
+    for paths_kept in (False, True):
+        if paths_kept:  # (a fresh book: the same pages, kept with their path)
+            path.unlink()
+            book = RuleBook(path, min_evidence=2, explore=0.0)
+            for i in range(3):
+                book.observe(H + other[0].format(i), 10**6 * (i + 1))
+                book.observe(H + other[1].format(i), 10**9 * (i + 7))
+                book.observe(f"{H}/z/{i}.html", 3 * i)
+            assert book.store.db.execute("SELECT COUNT(*) FROM pages WHERE path IS NULL").fetchone() == (0,)
+        else:
+            book = RuleBook(path, min_evidence=2, explore=0.0)
+            assert book.store.db.execute("SELECT COUNT(*) FROM pages WHERE path IS NULL").fetchone() == (9,)
+        book.observe(H + orig, 5)
+        book.observe(H + dup, 5, duplicate_of=H + orig)
+        (st,) = book.rules()
+        assert st.state == RETIRED and st.counter == 1, (paths_kept, st)
+        assert book.store.pages("h.test", 100, touching=st.rule) != [] and (
+            not paths_kept or {u for u, _ in book.store.pages("h.test", 100, touching=st.rule)}
+            == {H + other[0].format(i) for i in range(3)} | {H + other[1].format(i) for i in range(3)}
+            | {H + orig, H + dup})
+        book.close()
+
+
 def test_a_parameter_rules_retirement_releases_what_path_rules_avoided_with_its_parameters_stripped():
     """``/p/9.html?sid=7`` avoided under ``prefix /p/ /m/`` (its form ``/m/9.html``
     once ``sid`` is stripped) depends on the ``sid`` rule too: retiring that rule
@@ -588,3 +634,36 @@ def test_a_shared_books_retired_requests_are_claimed_and_queued_in_one_step(redi
     assert client.zcard(queue) == 2 and book.unreleased() == []
     client.delete(queue, seen)
     book.close()
+
+
+def test_the_rules_a_page_is_judged_under_are_those_that_touch_its_path():
+    """``RuleBook._touching`` (an index per host) gives what a pass over the host's
+    live rules with ``touches`` gives, in the same order: random rules and paths."""
+    import random
+
+    from scrapy_neardup.crawler.url_rules.book import RETIRED, RuleState, _Touching
+    from scrapy_neardup.crawler.url_rules.rules import UrlRule, touches
+
+    rng = random.Random(7)
+    segs = ["a", "b", "en", "de", "index.html", "print", "1.html", "2.html"]
+
+    def side(slash_end: bool) -> str:
+        parts = [rng.choice(segs) for _ in range(rng.randint(1, 3))]
+        return "/" + "/".join(parts) + ("/" if slash_end else "")
+
+    for _ in range(200):
+        live = []
+        for _ in range(rng.randint(0, 12)):
+            kind = rng.choice(["param", "prefix", "suffix"])
+            if kind == "param":
+                rule = UrlRule("param", "h", "sid")
+            elif kind == "prefix":
+                rule = UrlRule("prefix", "h", side(True), side(True))
+            else:
+                rule = UrlRule("suffix", "h", side(False), rng.choice(["", "/", side(False)]))
+            live.append(RuleState(rule, rng.choice(["candidate", "active", RETIRED])))
+        live = [st for st in live if st.live]
+        index = _Touching(live)
+        for _ in range(20):
+            path = side(rng.random() < 0.3) if rng.random() < 0.9 else "/"
+            assert index.of(path) == [st for st in live if touches(st.rule, path)], path

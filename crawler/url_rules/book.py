@@ -23,10 +23,12 @@ except a share ``explore`` of them, fetched to keep testing the rule. When a
 rule is retired, the requests it avoided are handed back (``release``) to be
 made after all: a rule that stops holding delays pages, it does not lose them.
 
-Costs: ``observe`` is one page row and, per live rule of the host, one
-lookup and at most one form row (and a new rule, a pass over up to
-``BACKFILL`` of the host's pages: about 0.2 s at the most, on the crawl's
-thread); ``avoid`` one lookup per active rule of the host. Rules per host are
+Costs: ``observe`` is one page row and, per live rule of the host that
+touches the page's path (``rules.touches``, found with a look-up per slash of
+the path, not a pass over the host's rules), one lookup and at most one form
+row (and a new rule, a pass over those of the latest ``BACKFILL`` pages of the
+host it touches, which SQLite picks out by their path); ``avoid`` one lookup
+per active rule of the host. Rules per host are
 capped (``MAX_RULES_PER_HOST``); a retired rule's forms are deleted. SQLite
 writes are committed at least every second and at ``close``, and a
 retirement at once: a kill loses at most the last second of evidence, never
@@ -145,6 +147,9 @@ class RuleBook:
         # changed only when a rule is added or changes state (_rules_changed).
         self._acting_by_host: dict[str, list[RuleState]] = {}
         self._strip_by_host: dict[str, UrlRule | None] = {}
+        # Per host, its live rules by what they touch (``_touching``): read per page checked.
+        self._live_by_host: dict[str, _Touching] = {}
+        self._by_rule: dict[UrlRule, RuleState] = {}  # (``_state_of``: asked per rule a dropped page suggests)
         self._any_acting: bool | None = None  # (acts(): None until asked after a change)
         self.events: list[tuple[str, RuleState]] = []  # ("learned" | "retired", rule): for the caller's stats
         for rule in self.pins:
@@ -166,8 +171,7 @@ class RuleBook:
             if st is None:
                 rule = UrlRule.parse(row["spec"])
                 st = RuleState(rule, CANDIDATE, pinned=any(p == rule for p in self.pins))
-                self.by_host.setdefault(rule.host, []).append(st)
-                self._rules_changed()
+                self._add_rule(st)
             self._update(st, row)
         self._refreshed = time.monotonic()
 
@@ -217,10 +221,10 @@ class RuleBook:
         """A page the filter checked: its URL, its fingerprint and, when it was
         dropped, the URL it duplicated."""
         host = host_of(url)
-        self.store.add_page(host, url, fp)
         path = parts_of(url)[2]
+        self.store.add_page(host, url, fp, path)
         # (a prefix rule that cannot map this URL or onto it: no pair to judge, no form to keep)
-        live = [st for st in self._rules_for(host) if st.live and touches(st.rule, path)]
+        live = self._touching(host, path)
         if live:
             firsts = self.store.set_forms([(st.rule.spec, self._form(st, url), url, fp) for st in live])
             strip = self._stripper(host)  # (as the forms were made: a rule retired meanwhile changes it)
@@ -237,8 +241,7 @@ class RuleBook:
                 if rule is not None and self._state_of(rule) is None and not self._forbidden(rule) \
                         and len(self.by_host.get(rule.host, ())) < MAX_RULES_PER_HOST:
                     st = RuleState(rule, CANDIDATE)
-                    self.by_host.setdefault(rule.host, []).append(st)
-                    self._rules_changed()
+                    self._add_rule(st)
                     if self.store.create(rule.spec, rule.host):
                         self._backfill(st)
                     else:  # (another process made it first, and tried it on the pages then)
@@ -296,7 +299,7 @@ class RuleBook:
         self._update(st, counts)
 
     def _backfill(self, st: RuleState) -> None:
-        pages = self.store.pages(st.rule.host, BACKFILL)
+        pages = self.store.pages(st.rule.host, BACKFILL, touching=st.rule)
         for start in range(0, len(pages), 1000):  # (a round per thousand pages on a shared book)
             chunk = pages[start : start + 1000]
             chunk = [(url, fp) for url, fp in chunk if touches(st.rule, parts_of(url)[2])]
@@ -420,20 +423,68 @@ class RuleBook:
             self._any_acting = any(st.acting for st in self.rules())
         return self._any_acting
 
+    def _touching(self, host: str, path: str) -> list[RuleState]:
+        """``host``'s live rules (and those for every host) that touch ``path``
+        (``rules.touches``), in the book's order: O(the path's depth), not
+        O(the host's rules), through an index made again after a change."""
+        index = self._live_by_host.get(host)
+        if index is None:
+            index = self._live_by_host[host] = _Touching([st for st in self._rules_for(host) if st.live])
+        return index.of(path)
+
+    def _add_rule(self, st: RuleState) -> None:
+        self.by_host.setdefault(st.rule.host, []).append(st)
+        self._by_rule[st.rule] = st
+        self._rules_changed()
+
     def _rules_changed(self) -> None:
         """A rule was added or changed state: the per-host look-ups are made again when next needed."""
         self._any_acting = None
         self._acting_by_host.clear()
         self._strip_by_host.clear()
+        self._live_by_host.clear()
 
     def _state_of(self, rule: UrlRule) -> RuleState | None:
-        return next((st for st in self.by_host.get(rule.host, ()) if st.rule == rule), None)
+        return self._by_rule.get(rule)
 
     def _forbidden(self, rule: UrlRule) -> bool:
         return forbidden_by(rule, self.forbid)
 
     def close(self) -> None:
         self.store.close()
+
+
+class _Touching:
+    """Rules by what they touch (``rules.touches``), for ``RuleBook._touching``:
+    parameter rules (and suffix rules onto ``''``) touch every path; a prefix
+    side (``/a/``) is a path's start up to one of its slashes, a suffix side
+    (``/x.html``) its end from one of its slashes, so a path's rules are found
+    with a look-up per slash in it."""
+
+    def __init__(self, live: list[RuleState]) -> None:
+        self.every: list[tuple[int, RuleState]] = []
+        self.starts: dict[str, list[tuple[int, RuleState]]] = {}
+        self.ends: dict[str, list[tuple[int, RuleState]]] = {}
+        for pos, st in enumerate(live):
+            rule = st.rule
+            if rule.kind == "param" or (rule.kind == "suffix" and "" in (rule.a, rule.b)):
+                self.every.append((pos, st))
+                continue
+            sides = self.starts if rule.kind == "prefix" else self.ends
+            for side in {rule.a, rule.b}:
+                sides.setdefault(side, []).append((pos, st))
+
+    def of(self, path: str) -> list[RuleState]:
+        found = list(self.every)
+        if self.starts or self.ends:
+            slash = path.find("/")
+            while slash >= 0:
+                found += self.starts.get(path[: slash + 1], ())
+                found += self.ends.get(path[slash:], ())
+                slash = path.find("/", slash + 1)
+        if len(found) > 1:  # (the book's order; a rule both of whose sides match, once)
+            return [st for _, st in sorted(dict(found).items())]
+        return [st for _, st in found]
 
 
 def list_rules(location: str | Path, *, min_evidence: int | None = None) -> list[dict]:

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from w3lib.url import canonicalize_url
@@ -77,9 +77,10 @@ class UrlRule:
     a: str
     b: str = ""
 
-    @property
+    @cached_property
     def spec(self) -> str:
-        """The rule as a line (``parse`` reads it back)."""
+        """The rule as a line (``parse`` reads it back). Made once per rule (it names
+        the rule in every storage call, per page and per outlink)."""
         return shlex.join([self.kind, self.host, self.a] + ([self.b] if self.kind != "param" else []))
 
     @classmethod
@@ -170,9 +171,25 @@ def narrower(rule: UrlRule, url: str) -> UrlRule | None:
 
 
 def touches(rule: UrlRule, path: str) -> bool:
-    """Whether a URL of this path can share a form with another URL under ``rule``
-    (a prefix rule touches only paths under one of its sides; other kinds, any)."""
-    return rule.kind != "prefix" or path.startswith(rule.a) or path.startswith(rule.b)
+    """Whether a URL of this path can share a form with another URL under ``rule``:
+    a prefix rule touches only paths under one of its sides, a suffix rule only
+    paths that end in one of its sides (any other path is its own form, and no
+    other URL's form can be it: a mapped path ends in the rule's second side); a
+    parameter rule, any path. So a page is judged, and its form kept, only under
+    the rules that can pair it: a site whose near-duplicates are numbered pages
+    (``/p/5.html`` = ``/p/4.html``) suggests a suffix rule per pair, and each page
+    would otherwise be one form row under each of them (up to ``MAX_RULES_PER_HOST``).
+
+    >>> touches(UrlRule("suffix", "h", "/5.html", "/4.html"), "/p/7.html")
+    False
+    >>> touches(UrlRule("suffix", "h", "/print", ""), "/p/7.html")
+    True
+    """
+    if rule.kind == "prefix":
+        return path.startswith(rule.a) or path.startswith(rule.b)
+    if rule.kind == "suffix":
+        return path.endswith(rule.a) or path.endswith(rule.b)
+    return True
 
 
 def _ordered(kind: str, host: str, x: str, y: str) -> UrlRule:

@@ -62,10 +62,14 @@ class Storage(Protocol):
         """Add to a rule's counters (and keep its first example, its last
         counter-example); returns its counters now."""
 
-    def add_page(self, host: str, url: str, fp: int) -> None: ...
+    def add_page(self, host: str, url: str, fp: int, path: str | None = None) -> None:
+        """A page seen; ``path``: its path as ``rules.parts_of`` has it (kept by a
+        storage that can search by it, for ``pages``)."""
 
-    def pages(self, host: str, limit: int) -> list[tuple[str, int]]:
-        """Up to ``limit`` of the host's pages (url, fingerprint), the latest if there are more."""
+    def pages(self, host: str, limit: int, touching: UrlRule | None = None) -> list[tuple[str, int]]:
+        """Up to ``limit`` of the host's pages (url, fingerprint), the latest if there
+        are more; with ``touching``, of those only the ones whose path it touches
+        (``rules.touches``) if the storage can tell (it may give more)."""
 
     def fetched(self, urls: list[str]) -> list[bool]:
         """For each URL, in one round: whether it is a page seen (``add_page``)."""
@@ -164,7 +168,8 @@ _SCHEMA = """
 CREATE TABLE IF NOT EXISTS rules (id INTEGER PRIMARY KEY, spec TEXT UNIQUE NOT NULL, host TEXT NOT NULL,
     evidence INTEGER NOT NULL DEFAULT 0, counter INTEGER NOT NULL DEFAULT 0,
     avoided INTEGER NOT NULL DEFAULT 0, example TEXT, counter_example TEXT);
-CREATE TABLE IF NOT EXISTS pages (url TEXT PRIMARY KEY, host TEXT NOT NULL, fp INTEGER NOT NULL, seq INTEGER);
+CREATE TABLE IF NOT EXISTS pages (url TEXT PRIMARY KEY, host TEXT NOT NULL, fp INTEGER NOT NULL, seq INTEGER,
+    path TEXT);
 CREATE INDEX IF NOT EXISTS pages_by_host ON pages (host, seq);
 CREATE TABLE IF NOT EXISTS forms (rule INTEGER, form TEXT, url TEXT NOT NULL, fp INTEGER NOT NULL,
     PRIMARY KEY (rule, form)) WITHOUT ROWID;
@@ -201,6 +206,8 @@ class SqliteStorage:
             self.db.execute("ALTER TABLE avoided ADD COLUMN params TEXT NOT NULL DEFAULT ''")
         if "frontier_id" not in columns:
             self.db.execute("ALTER TABLE avoided ADD COLUMN frontier_id INTEGER")
+        if "path" not in {row[1] for row in self.db.execute("PRAGMA table_info(pages)")}:
+            self.db.execute("ALTER TABLE pages ADD COLUMN path TEXT")  # (NULL for the pages before: any rule's)
         self.db.execute("BEGIN")
         self._committed = time.monotonic()
         self._seq = self.db.execute("SELECT COALESCE(MAX(seq), 0) FROM pages").fetchone()[0]
@@ -230,18 +237,25 @@ class SqliteStorage:
         row = self.db.execute(f"SELECT {', '.join(COUNTERS)} FROM rules WHERE spec = ?", (spec,)).fetchone()
         return dict(zip(COUNTERS, row))
 
-    def add_page(self, host: str, url: str, fp: int) -> None:
+    def add_page(self, host: str, url: str, fp: int, path: str | None = None) -> None:
         self._seq += 1
-        self.db.execute("INSERT OR REPLACE INTO pages VALUES (?, ?, ?, ?)",
-                        (url, host, to_sqlite_int(fp), self._seq))
+        self.db.execute("INSERT OR REPLACE INTO pages VALUES (?, ?, ?, ?, ?)",
+                        (url, host, to_sqlite_int(fp), self._seq, path))
 
     def fetched(self, urls: list[str]) -> list[bool]:
         return [self.db.execute("SELECT 1 FROM pages WHERE url = ?", (url,)).fetchone() is not None
                 for url in urls]
 
-    def pages(self, host: str, limit: int) -> list[tuple[str, int]]:
-        rows = self.db.execute("SELECT url, fp FROM pages WHERE host = ? ORDER BY seq DESC LIMIT ?",
-                               (host, limit)).fetchall()
+    def pages(self, host: str, limit: int, touching: UrlRule | None = None) -> list[tuple[str, int]]:
+        # (a prefix or suffix rule touches few of a host's pages: they are picked out in SQLite,
+        # not turned into Python objects by the thousand for each new rule)
+        where, args = "", []
+        if touching is not None and touching.kind != "param" and "" not in (touching.a, touching.b):
+            cut = "substr(path, 1, ?) = ?" if touching.kind == "prefix" else "substr(path, -?) = ?"
+            where = f" WHERE path IS NULL OR {cut} OR {cut}"
+            args = [len(touching.a), touching.a, len(touching.b), touching.b]
+        rows = self.db.execute("SELECT url, fp FROM (SELECT url, fp, path, seq FROM pages WHERE host = ? "
+                               f"ORDER BY seq DESC LIMIT ?){where} ORDER BY seq DESC", (host, limit, *args)).fetchall()
         return [(url, from_sqlite_int(fp)) for url, fp in reversed(rows)]
 
     def _form(self, spec: str, form: str) -> tuple[str, int] | None:
@@ -408,7 +422,7 @@ class RedisStorage:
             pipe.hset(n, f"cx:{spec}", counter_example)
         return dict(zip(COUNTERS, pipe.execute()[: len(COUNTERS)]))
 
-    def add_page(self, host: str, url: str, fp: int) -> None:
+    def add_page(self, host: str, url: str, fp: int, path: str | None = None) -> None:
         self.client.hset(f"{self.name}:p:{host}", url, fp.to_bytes(8, "big"))
 
     def fetched(self, urls: list[str]) -> list[bool]:
@@ -419,7 +433,7 @@ class RedisStorage:
             pipe.hexists(f"{self.name}:p:{host_of(url)}", url)
         return [bool(x) for x in pipe.execute()]
 
-    def pages(self, host: str, limit: int) -> list[tuple[str, int]]:
+    def pages(self, host: str, limit: int, touching: UrlRule | None = None) -> list[tuple[str, int]]:
         out: list[tuple[str, int]] = []
         for url, fp in self.client.hscan_iter(f"{self.name}:p:{host}", count=1000):
             out.append((url.decode(), int.from_bytes(fp, "big")))
