@@ -260,6 +260,17 @@ def first_sees(x, t, block_masks, first_clean):
     return first_clean[dirty] == t
 
 
+@njit(cache=True, inline="always")
+def prefix_run_end(arr, i, n, shift):
+    """The end of the run of ``arr[i:n]`` that shares ``arr[i]``'s prefix (its bits
+    above ``shift``; all of ``arr`` when ``shift`` is 64): a bucket of a self-join."""
+    base = arr[i] >> uint64(shift) if shift < 64 else uint64(0)
+    j = i + 1
+    while j < n and (arr[j] >> uint64(shift) if shift < 64 else uint64(0)) == base:
+        j += 1
+    return j
+
+
 @njit(cache=True)
 def self_join_table(arr, t, k, shift, src, dst, mask, block_masks, first_clean, out_a, out_b, out_d, start):
     """Pairs of distinct *values* in sorted unique ``arr`` (table t) within k that
@@ -270,10 +281,7 @@ def self_join_table(arr, t, k, shift, src, dst, mask, block_masks, first_clean, 
     cap = out_a.shape[0]
     i = 0
     while i < n:
-        base = arr[i] >> uint64(shift) if shift < 64 else uint64(0)
-        j = i + 1
-        while j < n and (arr[j] >> uint64(shift) if shift < 64 else uint64(0)) == base:
-            j += 1
+        j = prefix_run_end(arr, i, n, shift)
         for a in range(i, j):
             for b in range(a + 1, j):
                 d = popcount(arr[a] ^ arr[b])
@@ -353,10 +361,7 @@ def self_join_table_union(arr, idx, t, k, shift, src, dst, mask, block_masks, fi
     cnt = 0
     i = 0
     while i < n:
-        base = arr[i] >> uint64(shift) if shift < 64 else uint64(0)
-        j = i + 1
-        while j < n and (arr[j] >> uint64(shift) if shift < 64 else uint64(0)) == base:
-            j += 1
+        j = prefix_run_end(arr, i, n, shift)
         for a in range(i, j):
             for b in range(a + 1, j):
                 x = arr[a] ^ arr[b]
