@@ -31,7 +31,6 @@ every group, each in a process of its own so that two cores share the work.
 
 from __future__ import annotations
 
-import atexit
 import importlib
 import logging
 import subprocess
@@ -61,8 +60,6 @@ _ready = dict.fromkeys(GROUPS, True)
 _warmed: set[str] = set()
 _warmups: dict[str, Warmup] = {}
 _lock = threading.Lock()
-_stopping = threading.Event()  # the interpreter is exiting: background warm-ups begin no new group
-_background: list[threading.Thread] = []
 
 
 def ready(group: str) -> bool:
@@ -131,8 +128,6 @@ def warm_in_background(groups: Iterable[str] = GROUPS, *, reference_first: bool 
         if wait is not None:
             wait()
         for g in groups:
-            if _stopping.is_set():
-                return
             try:
                 seconds = warm(g)
                 logger.debug("compiled kernels of %s ready in %.1f s", g, seconds)
@@ -140,22 +135,8 @@ def warm_in_background(groups: Iterable[str] = GROUPS, *, reference_first: bool 
                 logger.exception("could not compile the %s kernels; using the reference path", g)
 
     thread = threading.Thread(target=run, name="neardup-warmup", daemon=True)
-    _background.append(thread)
     thread.start()
     return thread
-
-
-@atexit.register
-def _end_background_warmups() -> None:
-    """At the interpreter's exit, before it finalizes: let each background warm-up end.
-    A daemon thread still in numba's compiled code (LLVM, C++) when Python finalizes is
-    ended with ``pthread_exit``, which aborts the process ("terminate called without an
-    active exception", exit status -6) after a crawl that finished before its warm-up did.
-    Groups not begun are skipped; the one being loaded or compiled is finished (seconds
-    from the cache; a cold compile takes longer, but a crawl that short is rare)."""
-    _stopping.set()
-    for thread in _background:
-        thread.join()
 
 
 def warm_all() -> float:
