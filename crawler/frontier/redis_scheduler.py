@@ -147,6 +147,17 @@ def claim_and_push(server: Any, claim_key: str, queue_key: str, dupefilter_key: 
     return [bool(x) for x in server.eval(_CLAIM_PUSH, 3, claim_key, queue_key, dupefilter_key, *args)]
 
 
+# KEYS: queue, dupe filter set. ARGV: kind, data, score, dupe-filter fingerprint ('' for none).
+# The dupe filter's mark and the push are one step: a kill between the two would leave a request
+# marked seen and never queued, so its parent, fetched again, could not queue it either (lost).
+# Returns 1 if queued, 0 if the dupe filter had seen it.
+_SEEN_PUSH = """
+if ARGV[4] ~= '' and redis.call('SADD', KEYS[2], ARGV[4]) == 0 then return 0 end
+if ARGV[1] == 'priority' then redis.call('ZADD', KEYS[1], ARGV[3], ARGV[2])
+else redis.call('LPUSH', KEYS[1], ARGV[2]) end
+return 1
+"""
+
 # KEYS: inflight, redelivered. ARGV: ids..., then '|', then sha1s of their data.
 _ACK = """
 local i = 1
@@ -211,6 +222,7 @@ class ReliableRedisScheduler(ScrapyRedisScheduler):
         self.workers_key = f"{key}:workers"
         self.redelivered_key = f"{key}:redelivered"
         self._pop = self.server.register_script(_POP)
+        self._seen_push = self.server.register_script(_SEEN_PUSH) if self._df_in_step() else None
         self._beat = self.server.register_script(_BEAT)
         self._ack = self.server.register_script(_ACK)
         self._next_id = 0
@@ -285,12 +297,32 @@ class ReliableRedisScheduler(ScrapyRedisScheduler):
             if parent is not None:
                 self.tracker.finish(parent)
 
+    def _df_in_step(self) -> bool:
+        """Whether the dupe filter's mark can be made in the push's own server-side step:
+        scrapy-redis's ``RFPDupeFilter`` (its SADD, unchanged by a subclass), its set on the
+        queue's server and, on a Redis Cluster, in the queue's slot (the add-on's keys share
+        the hash tag ``{spider}``). Any other dupe filter is asked first, as scrapy-redis does."""
+        from redis.cluster import RedisCluster
+        from redis.crc import key_slot
+        from scrapy_redis.dupefilter import RFPDupeFilter
+
+        if type(self.df).request_seen is not RFPDupeFilter.request_seen:
+            return False
+        if isinstance(self.server, RedisCluster) and isinstance(self.df.server, RedisCluster):
+            mine, theirs = self.server.get_default_node(), self.df.server.get_default_node()
+            return ((mine.host, mine.port) == (theirs.host, theirs.port)
+                    and key_slot(self.queue.key.encode()) == key_slot(str(self.df.key).encode()))
+        return self.shares_server(self.df.server)
+
     def _flush_backlog(self) -> None:
         """Filter and push the waiting requests, in order, while Redis answers."""
         while self._backlog:
             request = self._backlog[0]
             try:
-                if request.dont_filter or not self.df.request_seen(request):
+                if self._seen_push is not None:
+                    if not self._push(request, in_step=True):
+                        self.df.log(request, self.spider)
+                elif request.dont_filter or not self.df.request_seen(request):
                     self._push(request)
                 else:
                     self.df.log(request, self.spider)
@@ -301,20 +333,28 @@ class ReliableRedisScheduler(ScrapyRedisScheduler):
             self.pushed += 1
         self._redis_up()
 
-    def _push(self, request: Request) -> None:
+    def _push(self, request: Request, in_step: bool = False) -> bool:
+        """Queue ``request``; ``in_step``, only if the dupe filter has not seen it, marked and
+        queued in one step (``_SEEN_PUSH``). Whether it was queued (or dropped as unstorable)."""
         try:
             data = encode_request(request, self.spider)
         except UnserializableRequest as exc:
             logger.error("shared frontier: a request cannot be stored in Redis and is dropped (%s): %s", exc,
                          request)
             self.stats.inc_value("neardup/frontier/unserializable")
-            return
-        if self.kind == PRIORITY:
+            return True
+        if in_step:
+            fp = "" if request.dont_filter else self.df.request_fingerprint(request)
+            assert self._seen_push is not None
+            if not self._seen_push(keys=[self.queue.key, self.df.key], args=[self.kind, data, -request.priority, fp]):
+                return False
+        elif self.kind == PRIORITY:
             self.server.execute_command("ZADD", self.queue.key, -request.priority, data)
         else:
             self.server.lpush(self.queue.key, data)
         self.stats.inc_value("scheduler/enqueued/redis")
         self.stats.inc_value("scheduler/enqueued")
+        return True
 
     def shares_server(self, client: Any) -> bool:
         """Whether ``client`` (a shared rule book's) talks to this queue's Redis, one server
