@@ -31,6 +31,7 @@ every group, each in a process of its own so that two cores share the work.
 
 from __future__ import annotations
 
+import atexit
 import importlib
 import logging
 import subprocess
@@ -60,11 +61,22 @@ _ready = dict.fromkeys(GROUPS, True)
 _warmed: set[str] = set()
 _warmups: dict[str, Warmup] = {}
 _lock = threading.Lock()
+_exiting = threading.Event()  # the interpreter is exiting: background warm-ups begin nothing new
+_background: list[threading.Thread] = []
+
+#: How long the interpreter's exit waits for a background warm-up to finish the group it is in
+EXIT_WAIT = 60.0
 
 
 def ready(group: str) -> bool:
     """Whether this process may call the compiled kernels of ``group`` now. O(1)."""
     return _ready[group]
+
+
+def exiting() -> bool:
+    """Whether the interpreter is exiting: a ``wait`` given to ``warm_in_background``
+    should return then (the exit waits for the warm-up thread). O(1)."""
+    return _exiting.is_set()
 
 
 def defer(*groups: str) -> None:
@@ -115,8 +127,8 @@ def warm_in_background(groups: Iterable[str] = GROUPS, *, reference_first: bool 
                        wait: Callable[[], object] | None = None) -> threading.Thread:
     """``warm`` each group in a daemon thread (after ``warm_reference`` when
     ``reference_first``, and after ``wait()`` returns, e.g. until another
-    process has filled the cache); a failure is logged, and the group stays
-    on its reference path."""
+    process has filled the cache: it should also return once ``exiting()``);
+    a failure is logged, and the group stays on its reference path."""
     groups = tuple(groups)
 
     def run() -> None:
@@ -128,6 +140,8 @@ def warm_in_background(groups: Iterable[str] = GROUPS, *, reference_first: bool 
         if wait is not None:
             wait()
         for g in groups:
+            if _exiting.is_set():
+                return
             try:
                 seconds = warm(g)
                 logger.debug("compiled kernels of %s ready in %.1f s", g, seconds)
@@ -135,8 +149,24 @@ def warm_in_background(groups: Iterable[str] = GROUPS, *, reference_first: bool 
                 logger.exception("could not compile the %s kernels; using the reference path", g)
 
     thread = threading.Thread(target=run, name="neardup-warmup", daemon=True)
+    _background.append(thread)
     thread.start()
     return thread
+
+
+@atexit.register
+def _end_background_warmups() -> None:
+    """At the interpreter's exit, before it finalizes: let each background warm-up end.
+    A daemon thread still in numba's compiled code (LLVM, C++) when Python finalizes is
+    ended in a way that can abort the process ("terminate called without an active
+    exception", exit status -6), after a crawl that finished before its warm-up did.
+    Groups not begun are skipped and a ``wait`` watching ``exiting()`` returns; the group
+    being loaded or compiled is finished, for up to ``EXIT_WAIT`` seconds (from the cache it
+    takes seconds; past that the exit goes on, as before)."""
+    _exiting.set()
+    deadline = time.monotonic() + EXIT_WAIT
+    for thread in _background:
+        thread.join(max(0.0, deadline - time.monotonic()))
 
 
 def warm_all() -> float:

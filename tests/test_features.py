@@ -105,6 +105,30 @@ def test_warmup_runs_every_kernel(runs):
             assert jit.warm(group) >= 0
 
 
+def test_a_process_that_exits_during_a_background_warmup_lets_it_end_first(tmp_path):
+    """A crawl that finishes while its warm-up thread is still loading kernels: the
+    interpreter's exit waits for that thread (a daemon thread still in numba's LLVM code
+    when Python finalizes is ended with pthread_exit, which can abort the process with
+    "terminate called without an active exception"); groups not begun are skipped."""
+    import subprocess
+    import sys
+
+    done = tmp_path / "waited"
+    code = (f"import time, pathlib\nfrom scrapy_neardup.dedup import jit\njit.defer()\n"
+            f"jit.warm_in_background(('store',), wait=lambda: (time.sleep(1.0), pathlib.Path({str(done)!r}).touch()))\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert done.exists()  # (the exit waited for the thread's wait, then it began no group)
+    # a wait that would last long (a crawl's wait for its workers to fill the cache) watches
+    # exiting() and returns at the exit, which then does not wait it out
+    code = ("import time\nfrom scrapy_neardup.dedup import jit\njit.defer()\n"
+            "def wait():\n    t = time.monotonic() + 600\n"
+            "    while time.monotonic() < t and not jit.exiting():\n        time.sleep(0.05)\n"
+            "jit.warm_in_background(('store',), wait=wait)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+
+
 @pytest.mark.parametrize("words, straight", [
     ("Crawler café ÉCOLE Москва δέλτα 2024 the of", True),   # NFKC, casefold keeps the length: page text as is
     ("wait… and…see x…y", True),                              # "…" is not NFKC ("..."), but only separates words

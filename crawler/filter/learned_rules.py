@@ -308,23 +308,25 @@ class LearnedRules:
 
     # -- retirements ------------------------------------------------------------------
 
+    def _scheduler(self, name: str) -> Any:
+        """The engine's scheduler if its class is or derives from the class called ``name``."""
+        # (the engine keeps its scheduler in its slot; Scrapy offers no public accessor; not
+        # isinstance: Scrapy's BaseScheduler answers it for any scheduler with its methods)
+        scheduler: Any = getattr(getattr(self.crawler.engine, "_slot", None), "scheduler", None)
+        return scheduler if any(c.__name__ == name for c in type(scheduler).__mro__) else None
+
     def _durable(self) -> DurableScheduler | None:
         """The crawl's durable frontier, when it has one open (``JOBDIR``)."""
-        # (the engine keeps its scheduler in its slot; Scrapy offers no public accessor)
-        scheduler: Any = getattr(getattr(self.crawler.engine, "_slot", None), "scheduler", None)
-        # (not isinstance: Scrapy's BaseScheduler answers it for any scheduler with its methods)
-        if DurableScheduler in type(scheduler).__mro__ and scheduler.is_open:
-            return cast(DurableScheduler, scheduler)
-        return None
+        scheduler = self._scheduler(DurableScheduler.__name__)
+        return cast(DurableScheduler, scheduler) if scheduler is not None and scheduler.is_open else None
 
     def _shared(self) -> tuple[ReliableRedisScheduler, str] | None:
         """The crawl's shared frontier and the shared rule book's hash of avoided requests, when
         the book is on the frontier's Redis server: then a retired rule's requests are claimed
         from the book and queued in one step."""
-        scheduler: Any = getattr(getattr(self.crawler.engine, "_slot", None), "scheduler", None)
+        scheduler = self._scheduler("ReliableRedisScheduler")  # (by name: scrapy-redis is an extra)
         store: Any = self.book.store
-        if any(c.__name__ == "ReliableRedisScheduler" for c in type(scheduler).__mro__) \
-                and hasattr(store, "avoided_key") and scheduler.shares_server(store.client):
+        if scheduler is not None and hasattr(store, "avoided_key") and scheduler.shares_server(store.client):
             return cast("ReliableRedisScheduler", scheduler), str(store.avoided_key)
         return None
 

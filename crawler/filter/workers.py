@@ -296,8 +296,8 @@ class FingerprintWorkers:
     def _wait_for_store_cache(self) -> None:
         """Until a worker has the store's kernels in the cache (or the workers
         stopped, or ``STORE_CACHE_WAIT`` has passed: then this process compiles
-        them itself)."""
+        them itself), or the interpreter is exiting."""
         deadline = time.monotonic() + STORE_CACHE_WAIT
         while time.monotonic() < deadline:
-            if self._store_cached.wait(1.0) or self.stopped or self._closing:
+            if self._store_cached.wait(1.0) or self.stopped or self._closing or jit.exiting():
                 return
