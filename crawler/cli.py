@@ -17,6 +17,7 @@ file that is not what the command reads).
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from collections.abc import Callable, Sequence
 
@@ -78,7 +79,16 @@ COMMANDS: dict[str, Callable[[list[str]], int]] = {
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        return _main(list(sys.argv[1:] if argv is None else argv))
+    except BrokenPipeError:  # `neardup search ... | head`, `neardup --help | head`
+        # (nothing more can be said; Python's exit flush must not complain about stdout either)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.stderr.close()
+        return 0
+
+
+def _main(argv: list[str]) -> int:
     if not argv:
         print(f"neardup: give a command\n\n{USAGE}", file=sys.stderr)
         return 2
@@ -95,8 +105,4 @@ def main(argv: Sequence[str] | None = None) -> int:
     if command is None:
         print(f"neardup: unknown command {cmd!r}\n\n{USAGE}", file=sys.stderr)
         return 2
-    try:
-        return command(rest)
-    except BrokenPipeError:  # `neardup search ... | head`
-        sys.stderr.close()  # (nothing more can be said; Python's exit flush must not complain)
-        return 0
+    return command(rest)

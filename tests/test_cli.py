@@ -85,6 +85,16 @@ def test_help_lists_every_command_and_the_crawl_options():
     assert "--limit" in r.stdout and "--min-evidence" in r.stdout and "--out DIR" in r.stdout
 
 
+def test_help_into_a_closed_pipe_says_nothing_more():
+    """``neardup --help | head -1``: the reader went away; no traceback (as with ``search``)."""
+    proc = subprocess.Popen([sys.executable, "-m", "scrapy_neardup", "--help"], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # (before the interpreter has started: its write meets a closed pipe)
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 0 and "Traceback" not in err, err
+
+
 def test_an_unknown_command_is_named_and_the_usage_shown():
     r = neardup("bogus")
     assert r.returncode == 2 and r.stdout == ""
