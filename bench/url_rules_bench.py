@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -71,7 +72,6 @@ def crawl_killed(url: str, out: Path, settings: list[str], access_log: Path, pla
     after the crawl's log first matches it. Then resumed until it finishes (a run
     that ends before its moment is not killed). Returns the logs, the kills made and
     each killed crawl's child processes (its fingerprint workers, which must end with it)."""
-    import re
     import signal
 
     from tests.test_kill_resume import children
@@ -250,11 +250,11 @@ def mirror_site(work: Path, modes: dict[str, list[str]], kills: int = 3, seed: i
         base = f"http://127.0.0.1:{port}"
         try:
             if mode in (JOBDIR, KILLED):  # JOBDIR (and SIGKILL at seeded random moments, resumed until done)
-                _, r_kills, _ = crawl_killed(",".join(base + s for s in site.starts()), work / f"mirror-{slug}",
+                text, r_kills, _ = crawl_killed(",".join(base + s for s in site.starts()), work / f"mirror-{slug}",
                                              settings, log, [400] * kills if mode == KILLED else [],
                                              random.Random(seed))
             else:
-                run_crawl(",".join(base + s for s in site.starts()), work / f"mirror-{slug}", settings)
+                text = run_crawl(",".join(base + s for s in site.starts()), work / f"mirror-{slug}", settings)
         finally:
             nginx.terminate()
             nginx.wait(10)
@@ -272,6 +272,9 @@ def mirror_site(work: Path, modes: dict[str, list[str]], kills: int = 3, seed: i
         r["traps_lost"] = sorted(set(site.traps) - set(full))
         if mode in (JOBDIR, KILLED):
             r["kills"] = r_kills
+        # (why: the rules retired, and the confirmation's counts, from the crawl's log)
+        r["rules_retired"] = sorted(set(re.findall(r"URL rule retired: (prefix \S+ \S+ \S+)", text)))
+        r["rule_stats"] = {k: int(v) for k, v in re.findall(r"'neardup/url_rules/(\w+)': (\d+)", text)}
         results[mode] = r
         print("mirror", mode, {k: v for k, v in r.items() if k != "content_set"}, flush=True)
     row = compare("mirror", results)
