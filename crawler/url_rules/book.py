@@ -129,15 +129,15 @@ class RuleBook:
     user fixed (``UrlRule.parse``). ``narrow``: a pair whose prefix rule is retired
     suggests the rule one directory deeper (only when each prediction is confirmed
     by content before it counts: a sub-tree rule cannot foresee a translated page
-    it has not seen). ``came_whole(url, copy)``: whether the confirmation of ``url``
-    as a copy of fetched page ``copy`` comes (or came) whole in the answer to its
+    it has not seen). ``came_whole(rule, url, copy)``: whether the confirmation of ``url``
+    as a copy of fetched page ``copy`` under ``rule`` comes (or came) whole in the answer to its
     ranged GET, at the cost of the one request a plain crawl makes (their ETags
     differ, ``If-Range``): such a counter-example does not retire a rule that acts
     only through confirmation (``_judge``)."""
 
     def __init__(self, location: str | Path | None, *, max_distance: int = 3, min_evidence: int = 10,
                  explore: float = 0.05, pin: Iterable[str] = (), forbid: Iterable[str] = (),
-                 narrow: bool = False, came_whole: Callable[[str, str], bool] | None = None) -> None:
+                 narrow: bool = False, came_whole: Callable[[str, str, str], bool] | None = None) -> None:
         self.k = max_distance
         self.narrow = narrow
         self.came_whole = came_whole
@@ -321,7 +321,7 @@ class RuleBook:
         after the ranged one; or a server without ETags) retires it as any
         counter-example does, so that its later predictions are plain GETs."""
         return (self.came_whole is not None and self.narrow and st.rule.sub_tree and not st.pinned
-                and self.came_whole(url, first))
+                and self.came_whole(st.rule.spec, url, first))
 
     def _backfill(self, st: RuleState) -> None:
         pages = self.store.pages(st.rule.host, BACKFILL, touching=st.rule)
