@@ -16,7 +16,10 @@ the past (a translated page under a mirrored language prefix, say) retires it
 at once. With ``narrow`` (the crawl confirms predicted copies by content), a
 pair whose prefix rule is retired suggests the rule one directory deeper instead (``rules.narrower``: ``/de/mod/`` -> ``/en/mod/`` when ``/de/`` ->
 ``/en/`` met a translated page), learned and retired on its own evidence, so
-the untranslated sub-trees of a partly translated mirror are still learned. A rule with ``min_evidence`` agreeing pairs and no counter-example
+the untranslated sub-trees of a partly translated mirror are still learned; such a
+rule acts only through confirmation, so a miss that costs no request more than a
+plain crawl (``came_whole``: a translated page comes whole in the answer to its ranged
+GET) is not a counter-example to it. A rule with ``min_evidence`` agreeing pairs and no counter-example
 is *active*: ``avoid`` then tells the crawl not to request a URL whose form
 under it already has a fetched page (that page's outlinks stand for it),
 except a share ``explore`` of them, fetched to keep testing the rule. When a
