@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -71,7 +72,6 @@ def crawl_killed(url: str, out: Path, settings: list[str], access_log: Path, pla
     after the crawl's log first matches it. Then resumed until it finishes (a run
     that ends before its moment is not killed). Returns the logs, the kills made and
     each killed crawl's child processes (its fingerprint workers, which must end with it)."""
-    import re
     import signal
 
     from tests.test_kill_resume import children
@@ -227,7 +227,8 @@ def static_site(data: str, name: str, starts: list[str], work: Path) -> dict:
     return compare(name, results)
 
 
-def mirror_site(work: Path, modes: dict[str, list[str]], kills: int = 3, seed: int = 1) -> dict:
+def mirror_site(work: Path, modes: dict[str, list[str]], kills: int = 3, seed: int = 1, name: str = "mirror",
+                linked: bool = True) -> dict:
     """The generated language-mirror site (``tests/fixtures/mirror_site.py``: 10
     language folders, 80-95% of each the default language's file under a symlink,
     planted distinct pages of the same size and mtime at predicted-copy URLs),
@@ -238,30 +239,30 @@ def mirror_site(work: Path, modes: dict[str, list[str]], kills: int = 3, seed: i
     after a seeded random 1-400 requests, and resumed (``crawl_killed``)."""
     from tests.fixtures.mirror_site import MirrorSite
 
-    site = MirrorSite()
-    root = work / "mirror-site"
+    site = MirrorSite(linked=linked)  # (``mirror-files``: copies are files, each folder with its own mtime)
+    root = work / f"{name}-site"
     site.build(root)
     results = {}
     for mode, settings in modes.items():
         port = free_port()
         slug = "".join(c if c.isalnum() else "-" for c in mode)
-        log = work / f"mirror-{slug}.log"
-        nginx = start_nginx(root, port, _fresh(work / f"mirror-nginx-{slug}"), log)
+        log = work / f"{name}-{slug}.log"
+        nginx = start_nginx(root, port, _fresh(work / f"{name}-nginx-{slug}"), log)
         base = f"http://127.0.0.1:{port}"
         try:
             if mode in (JOBDIR, KILLED):  # JOBDIR (and SIGKILL at seeded random moments, resumed until done)
-                _, r_kills, _ = crawl_killed(",".join(base + s for s in site.starts()), work / f"mirror-{slug}",
+                text, r_kills, _ = crawl_killed(",".join(base + s for s in site.starts()), work / f"{name}-{slug}",
                                              settings, log, [400] * kills if mode == KILLED else [],
                                              random.Random(seed))
             else:
-                run_crawl(",".join(base + s for s in site.starts()), work / f"mirror-{slug}", settings)
+                text = run_crawl(",".join(base + s for s in site.starts()), work / f"{name}-{slug}", settings)
         finally:
             nginx.terminate()
             nginx.wait(10)
         lines = [line.split(" ", 2) for line in log.read_text().splitlines()]
         full = [t for _, status, t in lines if status == "200"]
         ranged = [t for _, status, t in lines if status == "206"]
-        r = summarize(full, work / f"mirror-{slug}", site.truth)
+        r = summarize(full, work / f"{name}-{slug}", site.truth)
         r["ranged_gets"] = len(ranged)
         r["requests_all"] = len(lines)
         r["bytes"] = sum((root / t.split("?")[0].lstrip("/")).stat().st_size for t in full
@@ -272,9 +273,12 @@ def mirror_site(work: Path, modes: dict[str, list[str]], kills: int = 3, seed: i
         r["traps_lost"] = sorted(set(site.traps) - set(full))
         if mode in (JOBDIR, KILLED):
             r["kills"] = r_kills
+        # (why: the rules retired, and the confirmation's counts, from the crawl's log)
+        r["rules_retired"] = sorted(set(re.findall(r"URL rule retired: (prefix \S+ \S+ \S+)", text)))
+        r["rule_stats"] = {k: int(v) for k, v in re.findall(r"'neardup/url_rules/(\w+)': (\d+)", text)}
         results[mode] = r
-        print("mirror", mode, {k: v for k, v in r.items() if k != "content_set"}, flush=True)
-    row = compare("mirror", results)
+        print(name, mode, {k: v for k, v in r.items() if k != "content_set"}, flush=True)
+    row = compare(name, results)
     for mode in results:
         if mode != "plain":
             row[mode]["bytes_vs_plain"] = round((results[mode]["bytes"] + results[mode]["bytes_ranged"])
@@ -339,6 +343,10 @@ def main() -> None:
             if a.mirror_modes:
                 modes = {m: modes[m] for m in ["plain", *a.mirror_modes.split(",")]}
             rows.append(mirror_site(work, modes, a.kills, a.seed))
+        if "mirror-files" in sites:  # the same, each copy a file of its own, each folder with its own mtime
+            # (versioned trees: a copy's ETag is not its page's; plain Scrapy and the defaults)
+            rows.append(mirror_site(work, {"plain": MODES["plain"], "rules": MODES["rules"]}, name="mirror-files",
+                                    linked=False))
         if "sqlite3-doc" in sites:
             rows.append(static_site(a.data, "sqlite3-doc", ["/index.html"], work))
         if "developers-reference" in sites:  # mirrored language trees, partly translated

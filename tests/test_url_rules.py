@@ -480,6 +480,52 @@ def test_a_request_left_out_before_its_download_is_acknowledged_behind_the_gate_
     assert t.acknowledgeable() == [2]
 
 
+def test_a_miss_that_comes_whole_leaves_a_sub_tree_rule_acting_and_any_other_miss_retires_it():
+    """``came_whole``: a translated page under an untranslated sub-tree (another ETag: it comes whole in
+    the answer to its ranged GET, the one request a plain crawl makes) is no counter-example to a rule
+    that acts only through confirmation, whether it was met before the rule (tried on the pages already
+    fetched) or after; a miss that costs a request more (the same ETag, other bytes) retires it; a rule
+    that acts unconfirmed (the language prefix) is retired by any miss, as is a pinned sub-tree rule."""
+    costly = {f"{H}/de/api/p8.html"}
+    asked: list[tuple[str, str]] = []
+
+    def came_whole(spec: str, url: str, copy: str) -> bool:
+        asked.append((url, copy))
+        return url not in costly and copy not in costly
+
+    book = RuleBook(None, max_distance=3, min_evidence=3, explore=0.0, narrow=True, came_whole=came_whole)
+    book.observe(f"{H}/en/index.html", 1 << 40)
+    book.observe(f"{H}/de/index.html", (1 << 40) ^ 0xFFFF)  # translated: the prefix rule acts unconfirmed
+    book.observe(f"{H}/en/guide/p0.html", 7)
+    book.observe(f"{H}/de/guide/p0.html", 7 ^ 0xFFFF)  # translated, met before its sub-tree's rule
+    for sec in ("api", "guide"):
+        for i in range(1, 5):
+            fp = hash((sec, i)) & ((1 << 63) - 1)
+            book.observe(f"{H}/en/{sec}/p{i}.html", fp)
+            book.observe(f"{H}/de/{sec}/p{i}.html", fp, duplicate_of=f"{H}/en/{sec}/p{i}.html")
+    states = {st.rule.spec: st.state for st in book.rules()}
+    assert states == {"prefix h.test /en/ /de/": RETIRED, "prefix h.test /en/api/ /de/api/": ACTIVE,
+                      "prefix h.test /en/guide/ /de/guide/": ACTIVE}
+    assert asked == [(f"{H}/de/guide/p0.html", f"{H}/en/guide/p0.html")]  # (asked for sub-tree rules only)
+    book.observe(f"{H}/en/guide/p7.html", 5)
+    book.observe(f"{H}/de/guide/p7.html", 5 ^ 0xFFFF)  # translated, met under the acting rule
+    book.observe(f"{H}/en/guide/p9.html", 9)
+    assert book.avoid(f"{H}/de/guide/p9.html") == ("prefix h.test /en/guide/ /de/guide/", f"{H}/en/guide/p9.html",
+                                                    False)
+    assert [event for event, _ in book.events].count("missed_whole") == 2
+    book.observe(f"{H}/en/api/p8.html", 8)
+    book.observe(f"{H}/de/api/p8.html", 8 ^ 0xFFFF)  # the same ETag, other bytes: a request more
+    states = {st.rule.spec: st.state for st in book.rules()}
+    assert states["prefix h.test /en/api/ /de/api/"] == RETIRED
+    assert states["prefix h.test /en/guide/ /de/guide/"] == ACTIVE
+    # (a pinned sub-tree rule acts unconfirmed: any miss is against it)
+    pinned = RuleBook(None, max_distance=3, min_evidence=3, explore=0.0, narrow=True, came_whole=lambda s, u, c: True,
+                      pin=["prefix h.test /en/faq/ /de/faq/"])
+    pinned.observe(f"{H}/en/faq/p1.html", 1)
+    pinned.observe(f"{H}/de/faq/p1.html", 1 ^ 0xFFFF)
+    assert [(st.rule.spec, st.counter) for st in pinned.rules()] == [("prefix h.test /en/faq/ /de/faq/", 1)]
+
+
 def test_a_sub_tree_rule_acts_on_three_pairs_and_only_through_confirmation():
     """With the default ``min_evidence`` (10), a sub-tree rule acts on ``SUB_TREE_MIN_EVIDENCE``
     pairs (each prediction is checked by content); the other rules still need ten and act
@@ -596,6 +642,77 @@ def test_a_ranged_get_carries_if_range_and_confirms_by_bytes_alone(tmp_path):
     stats = crawler.stats.get_stats()
     assert (stats["neardup/url_rules/range_confirmed"], stats["neardup/url_rules/range_whole"],
             stats["neardup/url_rules/range_mismatch"], stats["neardup/url_rules/ranged_gets"]) == (1, 1, 1, 2)
+    # their verdicts: the page that came whole (another ETag) leaves the sub-tree rule acting; the one made
+    # whole after its range (the same ETag, other bytes: a request more than a plain crawl) retires it
+    sub = "prefix h.test /en/api/ /de/api/"
+    rules._downloaded(HtmlResponse(whole.url, body=got.body, headers={"ETag": '"t-7"'}), whole)
+    rules.learn(whole.url, 7 << 40)
+    assert {st.rule.spec: st.state for st in book.rules()}[sub] == ACTIVE
+    assert stats["neardup/url_rules/missed_whole"] == 1
+    assert "neardup/url_rules/if_range_off" not in stats  # (what came whole was not a copy: If-Range stays)
+    made = HtmlResponse(again.url, body=b"x" * len(bodies[8]), headers={"ETag": '"e-8"'})
+    rules._downloaded(made, again)
+    released: list[str] = []
+    rules._requeue = lambda st: released.append(st.rule.spec)  # type: ignore[method-assign]  # (no engine here)
+    rules.learn(again.url, 8 << 40)
+    assert {st.rule.spec: st.state for st in book.rules()}[sub] == RETIRED and released == [sub]
+    assert stats["neardup/url_rules/retired"] == 1 and stats["neardup/url_rules/missed_whole"] == 1
+    rules.close()
+
+
+def test_a_rule_a_copy_came_whole_under_sends_no_if_range_and_a_miss_then_retires_it(tmp_path):
+    """Copies written at other times (versioned trees) have ETags of their own: with ``If-Range`` each
+    would come whole. The first that does (its length and middle are its predicted copy's) turns
+    ``If-Range`` off for its rule: its later copies are confirmed by their range, and a page that is
+    not one costs a ranged GET and then the whole, so it retires the rule (``_came_whole``)."""
+    from scrapy import Request
+    from scrapy.http import HtmlResponse
+    from scrapy.settings import Settings
+    from scrapy.utils.test import get_crawler
+
+    from scrapy_neardup.crawler.config import NearDupConfig
+    from scrapy_neardup.crawler.filter.duplicates_log import DuplicatesLog
+    from scrapy_neardup.crawler.filter.learned_rules import CONFIRM_KEY, LearnedRules
+
+    crawler = get_crawler(settings_dict={})
+    config = NearDupConfig.from_settings(Settings({"NEARDUP_URL_RULES_CONFIRM_BYTES": 16,
+                                                   "NEARDUP_DUPLICATES_FILE": str(tmp_path / "d.jsonl")}))
+    rules = LearnedRules(crawler, config, DuplicatesLog(crawler, config.duplicates_file))
+    book = rules.book
+    book.observe(f"{H}/v1/index.html", 1 << 40)
+    book.observe(f"{H}/v2/index.html", (1 << 40) ^ 0xFFFF)  # changed: the /v2/ prefix rule is retired
+    for i in range(3):
+        book.observe(f"{H}/v1/api/p{i}.html", 1000 + i)
+        book.observe(f"{H}/v2/api/p{i}.html", 1000 + i, duplicate_of=f"{H}/v1/api/p{i}.html")
+    bodies = {i: (f"<html>{i:02d}" + "text of the page " * 20 + f"{i}</html>").encode() for i in (6, 7, 8, 9)}
+    for i, body in bodies.items():
+        url = f"{H}/v1/api/p{i}.html"
+        book.observe(url, 5000 + i)
+        rules._downloaded(HtmlResponse(url, body=body, headers={"ETag": f'"v1-{i}"'}), Request(url))
+    sub = "prefix h.test /v2/api/ /v1/api/"
+
+    def predicted(i: int) -> Request:
+        request = Request(f"{H}/v2/api/p{i}.html")
+        assert rules.avoided([request], None, scheduled=True) == set()
+        assert request.meta[CONFIRM_KEY][0] == sub
+        return request
+
+    first = predicted(9)
+    assert first.headers[b"If-Range"] == b'"v1-9"'
+    whole = HtmlResponse(first.url, body=bodies[9], headers={"ETag": '"v2-9"'}, request=first)
+    assert rules.confirmation(first, whole) is whole  # (the whole body: another ETag)
+    rules._downloaded(whole, first)  # its bytes are the copy's: the ETags here do not follow content
+    assert crawler.stats.get_value("neardup/url_rules/if_range_off") == 1
+    book.observe(first.url, 5009, duplicate_of=f"{H}/v1/api/p9.html")  # (a pair: evidence)
+    later = predicted(8)
+    assert b"Range" in later.headers and b"If-Range" not in later.headers
+    # a page under it that is not a copy (another ETag) now costs a ranged GET and the whole: it retires the rule
+    assert not rules._came_whole(sub, f"{H}/v2/api/p7.html", f"{H}/v1/api/p7.html")
+    other = HtmlResponse(f"{H}/v2/api/p7.html", body=b"<html>changed</html>", headers={"ETag": '"v2-7"'})
+    rules._downloaded(other, Request(other.url))
+    rules._requeue = lambda st: None  # type: ignore[method-assign]  # (no engine here)
+    rules.learn(other.url, 7 << 40)
+    assert {st.rule.spec: st.state for st in book.rules()}[sub] == RETIRED
     rules.close()
 
 

@@ -13,7 +13,7 @@ copy) among them; every confirmed copy has the bytes of the page it was
 mapped to; no URL is downloaded whole twice, and no URL is requested twice
 (a ranged GET, then the whole) but a trap: a ranged GET carries ``If-Range``
 with the ETag of the page it would copy, so a translated page comes whole in
-the answer to it.
+the answer to it, and leaves its sub-tree's rule acting (only a trap retires one).
 """
 
 from __future__ import annotations
@@ -36,10 +36,13 @@ pytestmark = pytest.mark.skipif(not (shutil.which("nginx") or Path("/usr/sbin/ng
                                 reason="nginx is not installed (apt-get install nginx-light)")
 
 
-def test_sub_tree_rules_confirmed_by_ranged_gets_lose_no_page_and_no_trap_with_the_defaults(tmp_path):
+@pytest.mark.parametrize("linked", [True, False], ids=["symlinked", "copies-of-their-own"])
+def test_sub_tree_rules_confirmed_by_ranged_gets_lose_no_page_and_no_trap_with_the_defaults(tmp_path, linked):
+    """``linked=False``: each copy is a file of its own, each folder with its own mtime (versioned trees),
+    so a copy's ETag is not its page's: the first copy that comes whole turns ``If-Range`` off for its rule."""
     from crawl_bench import free_port, start_nginx
 
-    site = MirrorSite(langs=4, sizes={"intro": 2, "guide": 8, "api": 30}, traps=2, scattered=1)
+    site = MirrorSite(langs=4, sizes={"intro": 2, "guide": 8, "api": 30}, traps=2, scattered=1, linked=linked)
     served = Path(tempfile.mkdtemp(prefix="neardup-mirror-"))  # (pytest's are private: nginx's workers
     served.chmod(0o755)                                         # run unprivileged)
     root = served / "site"
@@ -81,6 +84,19 @@ def check(site: MirrorSite, r, tmp_path: Path, log: Path, base: str) -> None:
     for d in confirmed:  # (every confirmation checked against the file it would have served)
         assert site.truth(d["url"][len(base):]) == site.truth(d["duplicate_of"][len(base):]), d
     assert "URL rule retired: prefix" in r.stderr
+    # a sub-tree rule acts only through confirmation: a translated page under it comes whole in the answer to its
+    # ranged GET (another ETag), at a plain crawl's cost, and leaves it acting; only a miss that costs a request
+    # more (a planted trap: the same ETag, other bytes) retires it
+    if not site.linked:
+        # copies with ETags of their own: If-Range is turned off where one came whole, and then a page that is not
+        # a copy (translated, or a trap) costs a ranged GET and the whole, and retires its rule
+        assert (stat(r.stderr, "neardup/url_rules/if_range_off") or 0) >= 1
+        assert set(ranged) & set(whole) <= site.translated, sorted(set(ranged) & set(whole) - site.translated)
+        return
+    for spec, why in re.findall(r"URL rule retired: (prefix \S+ /\w+/\w+/ /\w+/\w+/) \((.*)\)", r.stderr):
+        assert any(base + t in why.split(" != ") for t in site.traps), (spec, why)
+    assert (stat(r.stderr, "neardup/url_rules/missed_whole") or 0) >= 1  # (each language has a translated guide page)
+    assert not stat(r.stderr, "neardup/url_rules/if_range_off")  # (a copy has its page's ETag: none came whole)
     # politeness: a URL is requested once, as a plain crawl would, but for a planted trap met under an acting
     # rule (the same ETag as its predicted copy: If-Range lets the range come, its bytes differ, then the whole);
     # a translated page (another ETag) comes whole in the answer to its ranged GET

@@ -92,11 +92,13 @@ class LearnedRules:
         self.book = RuleBook(config.url_rules_file, max_distance=config.max_distance,
                              min_evidence=config.url_rules_min_evidence, explore=config.url_rules_explore,
                              pin=config.url_rules_pin, forbid=config.url_rules_forbid,
-                             narrow=config.url_rules_confirm_bytes > 0)
+                             narrow=config.url_rules_confirm_bytes > 0, came_whole=self._came_whole)
         self._warned = 0.0
         self._avoided_here: dict[str, str] = {}  # URL -> rule: what this run counts in neardup/requests_avoided
         self._written = self._synced = 0  # avoided requests noted / committed (the gate)
         self.confirm_bytes = config.url_rules_confirm_bytes
+        self._made_whole: set[str] = set()  # URLs whose ranged GET's bytes did not match: made whole after it
+        self._no_if_range: set[str] = set()  # rules a copy came whole under: their ETags do not follow content
         # (each fetched page's head, what a ranged GET is checked against, is kept in the rule book:
         # ``_keep_head``, committed through the gate with the book, so that a resumed crawl confirms too)
         AckTracker.of(crawler).add_gate(self)
@@ -185,7 +187,11 @@ class LearnedRules:
         same response. The validator only picks the answer's form, it never confirms (files
         installed together share mtime and size, nginx's ETag): a page that is not a copy
         and has another ETag (a translated page, of another size) costs one request, not a
-        ranged GET and then the whole; a copy is still confirmed by its bytes alone."""
+        ranged GET and then the whole; a copy is still confirmed by its bytes alone.
+
+        Not for a rule under which a copy came whole (``_copy_came_whole``): there copies
+        have ETags of their own (files written at other times, versioned trees), and
+        ``If-Range`` would download every one of them."""
         try:
             found = self.book.store.heads([self._key(target)])[0]
         except FILE_ERRORS as exc:
@@ -198,7 +204,7 @@ class LearnedRules:
         length, digest = head >> 32, head & 0xFFFFFFFF
         offset = self._window(length)
         request.headers[b"Range"] = f"bytes={offset}-{offset + self.confirm_bytes - 1}"
-        if etag:
+        if etag and spec not in self._no_if_range:
             request.headers[b"If-Range"] = etag
         request.meta[CONFIRM_KEY] = (spec, target, length, offset, digest)
 
@@ -224,6 +230,41 @@ class LearnedRules:
             self._unavailable(exc)
             return
         self._written += 1
+
+    def _came_whole(self, spec: str, url: str, copy: str) -> bool:
+        """Whether a ranged GET confirming ``url`` as a copy of ``copy`` (fetched pages both) under
+        rule ``spec`` comes, or came, whole in its answer, at the cost of the one request a plain
+        crawl makes: both have a strong ``ETag`` and they differ (``If-Range``), the rule's ranged GETs
+        carry ``If-Range`` (``_copy_came_whole``), and neither page was made whole after its ranged
+        GET's bytes did not match (a server that ignores ``If-Range``).
+        For ``RuleBook``: such a miss leaves a rule that acts only through confirmation acting.
+        Asked per counter-example against such a rule: one look-up round."""
+        if url in self._made_whole or copy in self._made_whole or spec in self._no_if_range:
+            return False
+        try:
+            found = self.book.store.heads([self._key(url), self._key(copy)])
+        except FILE_ERRORS as exc:
+            self._unavailable(exc)
+            return False
+        etags = [f[1] if f is not None else None for f in found]
+        return None not in etags and etags[0] != etags[1]
+
+    def _copy_came_whole(self, request: Request, response: Response) -> None:
+        """A ranged GET's whole answer (its ETag was not the predicted copy's, ``If-Range``): if its
+        length and middle window are the predicted copy's, a copy came whole, its body downloaded
+        for nothing. The ETags under its rule do not follow the content (copies written at other
+        times: nginx's ETag is mtime and size), so the rule's later ranged GETs go without
+        ``If-Range`` (``neardup/url_rules/if_range_off``): a copy is confirmed by its range, and a page
+        that is not one costs a ranged GET and then the whole, which retires the rule (``_came_whole``).
+        O(the window): its hash is the head's, made once more."""
+        spec, _, length, offset, digest = request.meta[CONFIRM_KEY]
+        body = response.body
+        if spec not in self._no_if_range and len(body) == length \
+                and mmh3.hash(body[offset : offset + self.confirm_bytes], signed=False) == digest:
+            self._no_if_range.add(spec)
+            self.stats.inc_value("neardup/url_rules/if_range_off")
+            logger.info("URL rule %s: a copy came whole in the answer to its ranged GET (%s, another ETag): "
+                        "its ranged GETs go without If-Range", spec, response.url)
 
     def _window(self, length: int) -> int:
         """The offset of the ``confirm_bytes`` compared in a body of ``length`` bytes: its middle."""
@@ -252,6 +293,7 @@ class LearnedRules:
             self.duplicates.avoided(url, target, spec, referer.decode("latin-1") if referer else None)
             return None
         self.stats.inc_value("neardup/url_rules/range_mismatch")
+        self._made_whole.add(url)  # (a miss that costs a request more than a plain crawl: see _came_whole)
         logger.info("ranged GET of %s does not match %s (rule %s): fetched whole", url, target, spec)
         whole = request.replace(dont_filter=True)
         whole.headers.pop(b"Range", None)
@@ -287,6 +329,8 @@ class LearnedRules:
         url = _defragged(request.url)
         if self.confirm_bytes and response.status == 200:
             self._keep_head(url, response)
+            if CONFIRM_KEY in request.meta:
+                self._copy_came_whole(request, response)
         spec = self._avoided_here.get(url)
         if spec is not None:
             self._withdraw(url, spec)

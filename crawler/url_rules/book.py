@@ -16,7 +16,10 @@ the past (a translated page under a mirrored language prefix, say) retires it
 at once. With ``narrow`` (the crawl confirms predicted copies by content), a
 pair whose prefix rule is retired suggests the rule one directory deeper instead (``rules.narrower``: ``/de/mod/`` -> ``/en/mod/`` when ``/de/`` ->
 ``/en/`` met a translated page), learned and retired on its own evidence, so
-the untranslated sub-trees of a partly translated mirror are still learned. A rule with ``min_evidence`` agreeing pairs and no counter-example
+the untranslated sub-trees of a partly translated mirror are still learned; such a
+rule acts only through confirmation, so a miss that costs no request more than a
+plain crawl (``came_whole``: a translated page comes whole in the answer to its ranged
+GET) is not a counter-example to it. A rule with ``min_evidence`` agreeing pairs and no counter-example
 is *active*: ``avoid`` then tells the crawl not to request a URL whose form
 under it already has a fetched page (that page's outlinks stand for it),
 except a share ``explore`` of them, fetched to keep testing the rule. When a
@@ -49,7 +52,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -129,13 +132,18 @@ class RuleBook:
     user fixed (``UrlRule.parse``). ``narrow``: a pair whose prefix rule is retired
     suggests the rule one directory deeper (only when each prediction is confirmed
     by content before it counts: a sub-tree rule cannot foresee a translated page
-    it has not seen)."""
+    it has not seen). ``came_whole(rule, url, copy)``: whether the confirmation of ``url``
+    as a copy of fetched page ``copy`` under ``rule`` comes (or came) whole in the answer to its
+    ranged GET, at the cost of the one request a plain crawl makes (their ETags
+    differ, ``If-Range``): such a counter-example does not retire a rule that acts
+    only through confirmation (``_judge``)."""
 
     def __init__(self, location: str | Path | None, *, max_distance: int = 3, min_evidence: int = 10,
                  explore: float = 0.05, pin: Iterable[str] = (), forbid: Iterable[str] = (),
-                 narrow: bool = False) -> None:
+                 narrow: bool = False, came_whole: Callable[[str, str, str], bool] | None = None) -> None:
         self.k = max_distance
         self.narrow = narrow
+        self.came_whole = came_whole
         self.min_evidence = min_evidence
         self.explore = explore
         self.forbid = [UrlRule.parse(line) for line in forbid]
@@ -291,12 +299,32 @@ class RuleBook:
         if (first[1] ^ fp).bit_count() <= self.k:
             st.example = st.example or f"{url} = {first[0]}"
             counts = self.store.bump(st.rule.spec, evidence=1, example=st.example)
+        elif self._free_miss(st, url, first[0]):
+            # A rule acting only through confirmation predicts which fetched page a request's bytes
+            # are compared with; it never leaves a page out. Wrong here (a translated page under an
+            # untranslated sub-tree), its prediction costs what a plain crawl spends, one request
+            # answered whole: retiring it would only download whole the copies it has yet to confirm.
+            self.events.append(("missed_whole", st))
+            logger.info("URL rule %s kept: %s != %s, which comes whole in the answer to its ranged GET",
+                        st.rule.spec, url, first[0])
+            return
         else:
             st.counter_example = f"{url} != {first[0]}"
             counts = self.store.bump(st.rule.spec, counter=1, counter_example=st.counter_example)
             if st.pinned:
                 logger.warning("pinned URL rule %s does not hold: %s", st.rule.spec, st.counter_example)
         self._update(st, counts)
+
+    def _free_miss(self, st: RuleState, url: str, first: str) -> bool:
+        """Whether the counter-example ``url`` != ``first`` leaves rule ``st`` acting: the
+        rule acts only through confirmation by content (``confirmed_only``, with ``narrow``)
+        and a ranged GET confirming ``url`` as a copy of ``first`` (or the reverse) comes, or
+        came, whole in its answer (``came_whole``). A miss that costs a request more than a
+        plain crawl (a distinct page with its predicted copy's ``ETag``: a second, whole GET
+        after the ranged one; or a server without ETags) retires it as any
+        counter-example does, so that its later predictions are plain GETs."""
+        return (self.came_whole is not None and self.narrow and st.rule.sub_tree and not st.pinned
+                and self.came_whole(st.rule.spec, url, first))
 
     def _backfill(self, st: RuleState) -> None:
         pages = self.store.pages(st.rule.host, BACKFILL, touching=st.rule)
