@@ -159,6 +159,18 @@ def test_same_kept_set_as_one_machine_with_unequal_files(spark, tmp_path):
     assert summary["records"] == summary["fingerprinted"] + 1
 
 
+def test_shuffle_partitions_grow_with_the_input_and_keep_the_kept_set(spark, tmp_path, monkeypatch):
+    """Each shuffle gets a partition per ``INPUT_BYTES_PER_PARTITION`` of input (a fixed count,
+    the cores, ran a 3 GB heap out of memory at 10M documents); many partitions, the same kept set."""
+    from scrapy_neardup.dedup.spark.reader import SparkInput
+
+    big = SparkInput("a.jsonl", "jsonl", "file:a.jsonl", True, 10 * job.INPUT_BYTES_PER_PARTITION + 1)
+    assert job.shuffle_partitions([big], 2) == 11 and job.shuffle_partitions([big], 16) == 16
+    monkeypatch.setattr(job, "INPUT_BYTES_PER_PARTITION", 64 << 10)
+    check(spark, tmp_path, make_docs(2, 300), [0.85, 0.01, 0.04, 0.1])
+    assert len(list((tmp_path / "out" / "unique").glob("part-*"))) > 2
+
+
 def test_oversized_groups_are_split(spark, tmp_path):
     # a dense corpus: many copies of one record and near-identical ones; groups of more than 8 split
     rng = np.random.default_rng(5)
