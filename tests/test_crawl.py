@@ -6,6 +6,7 @@ import json
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -17,14 +18,38 @@ from tests.conftest import ROOT, SHARED
 from tests.fixtures.pages import LEGACY_ENCODINGS, PARAGRAPHS, legacy_page
 
 
-def scrapy_crawl(url: str, out: Path, *settings: str, args: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
+def scrapy_crawl(url: str, out: Path, *settings: str, args: tuple[str, ...] = (),
+                 log: Path | None = None) -> subprocess.CompletedProcess:
+    """Crawl ``url`` with the ready spider into ``out``; ``log``: its log goes there as it is
+    written (for a site that waits for a line of it: ``wait_for_line``), and into ``stderr``."""
     cmd = [sys.executable, "-W", "error::DeprecationWarning", "-m", "scrapy", "crawl", "site",
            "-a", f"start_url={url}", *args, "-O", str(out / "pages.jsonl"),
            "-s", "CONCURRENT_REQUESTS=1", "-s", "AUTOTHROTTLE_ENABLED=False", "-s", "LOG_LEVEL=DEBUG",
            "-s", "STATS_DUMP=True"]
     for s in settings:
         cmd += ["-s", s]
-    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    if log is None:
+        return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    with open(log, "w") as err:
+        r = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=err, text=True, timeout=300)
+    r.stderr = log.read_text()
+    return r
+
+
+#: What a crawl's log says once its worker process is up (``crawler.filter.workers``)
+WORKER_UP = "near-duplicate filter: the worker process is up"
+
+
+def wait_for_line(log: Path, text: str, patience: float = 120) -> bool:
+    """Wait until the log being written at ``log`` has ``text`` (for a site's answer that must
+    come after it: no sleep guesses how long the crawl takes to get there), or ``patience``
+    seconds have passed; whether it has."""
+    deadline = time.monotonic() + patience
+    while time.monotonic() < deadline:
+        if log.exists() and text in log.read_text():
+            return True
+        time.sleep(0.05)
+    return False
 
 
 def paths(urls, base: str) -> list[str]:

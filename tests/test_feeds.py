@@ -147,6 +147,26 @@ def test_an_empty_last_run_leaves_the_document_whole(fmt, tmp_path):
     assert parse(path, fmt) == ["u1"]
 
 
+@pytest.mark.parametrize("fmt", ["json", "xml"])
+def test_an_empty_document_no_run_recorded_is_replaced_by_the_resumes(fmt, tmp_path):
+    """A run that stopped before its first item was recorded (its disk full as the feed was
+    recorded) leaves FEED_STORE_EMPTY's empty document, written at its close by Scrapy's own
+    storage, of which the ledger has no row: the resume's document takes its place rather than
+    following it (two documents in one file are no JSON or XML file)."""
+    path = tmp_path / f"feed{FORMATS[fmt]}"
+    crawler = get_crawler(settings_dict={"FEED_EXPORT_INDENT": 0})
+    with open(path, "wb") as fh:
+        exporter = load_object(crawler.settings.getwithbase("FEED_EXPORTERS")[fmt])(fh, indent=0)
+        exporter.start_exporting()
+        exporter.finish_exporting()
+    assert parse(path, fmt) == []
+    run = Run(tmp_path / "job", path, fmt)  # the resume
+    run.item("u1", 1)
+    run.commit([1])
+    run.finish()
+    assert parse(path, fmt) == ["u1"]
+
+
 def test_a_kill_before_any_acknowledgement_leaves_an_empty_document(tmp_path):
     path = tmp_path / "feed.json"
     run = Run(tmp_path / "job", path, "json")

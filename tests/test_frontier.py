@@ -103,6 +103,32 @@ def test_uncommitted_work_is_not_half_kept(tmp_path):
     db2.close()
 
 
+def test_after_a_failed_write_nothing_more_is_committed(tmp_path):
+    """A full disk fails a write mid-transaction (here the file may not grow: SQLite's
+    max_page_count gives the same SQLITE_FULL). SQLite may have rolled the transaction back,
+    leaving the connection to commit each later statement on its own; or kept the part before
+    the failure, which the close committed. Either way a request could be marked seen and never
+    queued, or a parent acknowledged without its outlinks (a page lost after a full disk and a
+    resume). What was committed before stays, and nothing after the failure is committed."""
+    db = FrontierDB(tmp_path)
+    db.push("h", 0, "committed")
+    assert db.seen_add(b"a" * 20)
+    db.commit()
+    pages = db.db.execute("PRAGMA page_count").fetchone()[0]
+    db.db.execute(f"PRAGMA max_page_count = {pages}")
+    assert db.seen_add(b"b" * 20)  # (fits in a page the file has)
+    with pytest.raises(FrontierError, match="the disk is full"):
+        db.push("h", 0, "x" * 100_000)  # the file would grow: its outlink is not queued
+    assert db.seen_add(b"c" * 20)  # later writes (another component's) ...
+    with pytest.raises(FrontierError, match="the disk is full"):
+        db.commit()  # ... are not committed, nor by a commit
+    db.close()  # nor at the close
+    db2 = FrontierDB(tmp_path)
+    assert len(db2) == 1 and db2.seen_count == 1
+    assert db2.seen_add(b"b" * 20) and db2.seen_add(b"c" * 20)
+    db2.close()
+
+
 @pytest.mark.parametrize("lifo", [True, False])
 def test_priority_first_then_lifo_or_fifo(tmp_path, lifo):
     db = FrontierDB(tmp_path, lifo=lifo)

@@ -22,7 +22,7 @@ import zlib
 
 from tests.conftest import ROOT
 from tests.fixtures.http import PageServer
-from tests.test_crawl import read_jsonl, scrapy_crawl, stat
+from tests.test_crawl import WORKER_UP, read_jsonl, scrapy_crawl, stat, wait_for_line
 
 PROBE = 'EXTENSIONS={"tests.fixtures.lag_probe.LagProbe": 0}'
 #: the longest the crawl's thread may be held up (seconds): generous, a machine may be busy
@@ -84,13 +84,22 @@ def test_hostile_pages_do_not_stall_the_crawl(tmp_path):
     hostile = _hostile_pages()
     assert len(hostile["/attributes.html"][1]) > 2_200_000
     normal, page = _site(hostile)
-    # the page that runs the worker out of memory comes last, once the worker is surely up
-    # (the pages that come while it first starts are fingerprinted in the crawl's thread)
-    with PageServer(page, delay=lambda path: 8.0 if path == "/memory.html" else 0.0) as server:
+    # the page that runs the worker out of memory is answered once the crawl's log says the worker is up
+    # (the pages that come while it first starts are fingerprinted in the crawl's thread; on a busy
+    # machine the worker has taken more than 8 s to start, the fixed wait this replaced)
+    log_path = tmp_path / "crawl.log"
+
+    def after_the_worker(path: str) -> float:
+        if path == "/memory.html":
+            wait_for_line(log_path, WORKER_UP)
+        return 0.0
+
+    with PageServer(page, delay=after_the_worker) as server:
         r = scrapy_crawl(f"{server.url}/index.html", tmp_path, PROBE, "LOG_LEVEL=INFO", "NEARDUP_WORKERS=1",
                          "DOWNLOAD_MAXSIZE=100000000", "DOWNLOAD_WARNSIZE=0", "NEARDUP_MAX_PAGE_BYTES=67108864",
-                         "NEARDUP_WORKER_MEMORY=1500", "NEARDUP_WORKER_TIMEOUT=120")
+                         "NEARDUP_WORKER_MEMORY=1500", "NEARDUP_WORKER_TIMEOUT=120", log=log_path)
     log = r.stderr
+    assert WORKER_UP in log, log[-4000:]
     assert r.returncode == 0 and "'finish_reason': 'finished'" in log, log[-4000:]
     assert "Traceback" not in log, log[-4000:]
     got = {i["url"][len(server.url):] for i in read_jsonl(tmp_path / "pages.jsonl")}

@@ -7,10 +7,12 @@ other finishes with nothing lost."""
 from __future__ import annotations
 
 import json
+import random
 import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -18,6 +20,7 @@ import pytest
 
 from tests.conftest import ROOT
 from tests.fixtures.dup_site import DupSite
+from tests.fixtures.http import PageServer
 from tests.test_kill_resume import assert_gone, children
 
 ADDONS = json.dumps({"scrapy_neardup.NearDupAddon": 0, "scrapy_neardup.PoliteCrawlAddon": 0,
@@ -83,9 +86,44 @@ def crawl_from_home(server, shared_redis: str, tmp_path: Path, *more: str) -> li
     return logs
 
 
+class SecondProcessGate:
+    """The site's ``delay``: an answer is held while requests wait in the shared queue and
+    only one process holds any, until a second process has taken one (its in-flight hash
+    exists), then never again. Two processes started together may start seconds apart on a
+    busy machine, and one alone crawls this site in a few seconds: the second, turned away
+    by the dupe filter at its start request, then found nothing queued, nothing in flight,
+    and finished having kept nothing. Held here, the first process waits for the second with
+    work queued for it; an empty queue holds nothing (the first process's answers bring it
+    work), so the gate never stalls the crawl for good (and gives up after ``patience`` s)."""
+
+    def __init__(self, site: DupSite, redis_url: str, spider: str = "site", patience: float = 120) -> None:
+        import redis
+
+        self.site, self.patience = site, patience
+        self.client = redis.Redis.from_url(redis_url)
+        self.queue, self.inflight = f"{{{spider}}}:requests", f"{{{spider}}}:requests:inflight:*"
+        self.opened = threading.Event()
+        self.held = 0  # answers that waited
+
+    def delay(self, path: str) -> float:
+        deadline = time.monotonic() + self.patience
+        waited = False
+        while not self.opened.is_set() and time.monotonic() < deadline:
+            if len(list(self.client.scan_iter(match=self.inflight))) >= 2:
+                self.opened.set()
+            elif self.client.zcard(self.queue) == 0:
+                break
+            else:
+                waited = True
+                time.sleep(0.02)
+        self.held += waited
+        return random.Random(path).uniform(*self.site.delay)
+
+
 def test_two_processes_keep_what_one_keeps_and_fetch_nothing_twice(shared_redis, tmp_path):
     site = DupSite(n=60)
-    with site.serve() as server:
+    gate = SecondProcessGate(site, shared_redis)
+    with PageServer(site.page, gate.delay) as server:
         procs = run([shared_cmd(server.url, shared_redis, tmp_path / f"p{i}") for i in range(2)],
                     [tmp_path / f"p{i}.log" for i in range(2)])
         for p in procs:
@@ -93,6 +131,7 @@ def test_two_processes_keep_what_one_keeps_and_fetch_nothing_twice(shared_redis,
         logs = [(tmp_path / f"p{i}.log").read_text() for i in range(2)]
         for text in logs:
             assert "'finish_reason': 'finished'" in text, text[-3000:]
+        assert gate.opened.is_set(), "the second process never took a request"
         twice = {u: n for u, n in server.hits.items() if n > 1}
         assert not twice, f"fetched more than once: {twice}"
         both = [kept(tmp_path / f"p{i}") for i in range(2)]

@@ -20,7 +20,7 @@ from scrapy_neardup.crawler.filter.workers import MAX_WORKER_RESTARTS
 from scrapy_neardup.dedup.text.hostile_scan import MAX_ATTRIBUTES, hostile_reason
 from tests.conftest import ROOT
 from tests.fixtures.http import PageServer
-from tests.test_crawl import paths, read_jsonl, scrapy_crawl, stat
+from tests.test_crawl import WORKER_UP, paths, read_jsonl, scrapy_crawl, stat, wait_for_line
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="stops and kills workers with POSIX signals")
 
@@ -156,13 +156,22 @@ def test_a_crawl_with_a_page_the_worker_is_slow_on_goes_on(tmp_path):
         status, ctype, body = site.page(parts.path, parse_qs(parts.query))
         return status, {"Content-Type": ctype}, body
 
-    # The slow page comes late enough for the worker to be up: before that, pages are
-    # fingerprinted in the crawl's thread (its first second or two), and none times out.
-    with PageServer(respond, lambda target: 5.0 if target == "/slow.html" else 0.0) as server:
+    # The slow page is answered once the crawl's log says the worker is up: before that, pages are
+    # fingerprinted in the crawl's thread, where none times out (and on a busy machine the worker
+    # may take longer to start than any fixed wait guesses).
+    log_path = tmp_path / "crawl.log"
+
+    def after_the_worker(target: str) -> float:
+        if target == "/slow.html":
+            wait_for_line(log_path, WORKER_UP)
+        return 0.0
+
+    with PageServer(respond, after_the_worker) as server:
         store = tmp_path / "store"
         r = scrapy_crawl(f"{server.url}/start.html", tmp_path, f"NEARDUP_STORE={store}", "NEARDUP_WORKERS=1",
-                         "NEARDUP_WORKER_TIMEOUT=2", "LOG_LEVEL=INFO")
+                         "NEARDUP_WORKER_TIMEOUT=2", "LOG_LEVEL=INFO", log=log_path)
     log = r.stderr
+    assert WORKER_UP in log, log[-3000:]
     assert r.returncode == 0 and "'finish_reason': 'finished'" in log, log[-3000:]
     items = read_jsonl(tmp_path / "pages.jsonl")
     base = server.url + "/"

@@ -97,12 +97,14 @@ class FingerprintWorkers:
         self._store_cached = threading.Event()
         self._threads: list[threading.Thread] = []
         self.restarts = 0
+        self._started = time.monotonic()  # (start()'s time, for the log)
         self.stopped = False  # past MAX_WORKER_RESTARTS: no more checking
         self._closing = False
         self._restarts_counted = 0  # (the stats are written in the crawl's thread only)
 
     def start(self) -> None:
         """Start the workers and the warm-up (once the store is open)."""
+        self._started = time.monotonic()
         for i in range(self.count):
             thread = threading.Thread(target=self._serve, name=f"neardup-worker-{i}", daemon=True)
             thread.start()
@@ -261,7 +263,12 @@ class FingerprintWorkers:
             if self._closing:  # (close() may have missed it)
                 self._retire(worker, kill=False)
                 return None
-            self.up.set()
+            with self._lock:
+                first_up = not self.up.is_set()
+                self.up.set()
+            if first_up:  # (says when the pages stop being fingerprinted in the crawl's thread)
+                logger.info("near-duplicate filter: the worker process is up (%.1f s after the start): pages are "
+                            "fingerprinted there from now on", time.monotonic() - self._started)
             return worker
 
     def _stop(self) -> None:

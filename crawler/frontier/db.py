@@ -95,6 +95,7 @@ class FrontierDB:
         self.lifo = lifo
         self._lock_fd: int | None = None
         self._db: sqlite3.Connection | None = None
+        self._broken: str | None = None  # why a write failed: nothing is committed from then on (_fault)
         try:
             self.dir.mkdir(parents=True, exist_ok=True)
             self._lock_fd = os.open(self.dir / FRONTIER_LOCK, os.O_RDWR | os.O_CREAT, 0o600)
@@ -148,7 +149,7 @@ class FrontierDB:
         try:
             new = self.db.execute("INSERT OR IGNORE INTO seen VALUES (?)", (fp,)).rowcount == 1
         except sqlite3.Error as exc:
-            raise _explain(self.path, exc) from exc
+            raise self._fault(exc) from exc
         self.seen_count += new
         return new
 
@@ -159,7 +160,7 @@ class FrontierDB:
         try:
             return self.db.execute("INSERT OR IGNORE INTO marks VALUES (?)", (name,)).rowcount == 1
         except sqlite3.Error as exc:
-            raise _explain(self.path, exc) from exc
+            raise self._fault(exc) from exc
 
     def push(self, slot: str, priority: int, data: str) -> int:
         self._seq += 1
@@ -167,7 +168,7 @@ class FrontierDB:
             cur = self.db.execute("INSERT INTO requests (slot, priority, ord, data) VALUES (?, ?, ?, ?)",
                                   (slot, priority, -self._seq if self.lifo else self._seq, data))
         except sqlite3.Error as exc:
-            raise _explain(self.path, exc) from exc
+            raise self._fault(exc) from exc
         self.queued[slot] += 1
         return cast(int, cur.lastrowid)  # set by every INSERT
 
@@ -181,7 +182,7 @@ class FrontierDB:
                 return None
             self.db.execute("UPDATE requests SET state = 1 WHERE id = ?", (row[0],))
         except sqlite3.Error as exc:
-            raise _explain(self.path, exc) from exc
+            raise self._fault(exc) from exc
         self.queued[slot] -= 1
         if self.queued[slot] <= 0:
             del self.queued[slot]
@@ -192,7 +193,7 @@ class FrontierDB:
         try:
             self.db.executemany("DELETE FROM requests WHERE id = ?", [(i,) for i in ids])
         except sqlite3.Error as exc:
-            raise _explain(self.path, exc) from exc
+            raise self._fault(exc) from exc
 
     def data_of(self, rid: int) -> str | None:
         """The stored request of row ``rid`` (None: acknowledged, or never queued)."""
@@ -200,11 +201,13 @@ class FrontierDB:
         return None if row is None else row[0]
 
     def commit(self) -> None:
+        if self._broken is not None:
+            raise FrontierError(f"frontier {self.path}: takes no more writes after {self._broken}")
         try:
             self.db.execute("COMMIT")
             self.db.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as exc:
-            raise _explain(self.path, exc) from exc
+            raise self._fault(exc) from exc
 
     # -- feed files (``frontier.feeds``); written in the open transaction, like the acknowledgements
 
@@ -225,11 +228,32 @@ class FrontierDB:
     def feed_closed(self, path: str) -> None:
         self._run("UPDATE feeds SET open = 0 WHERE path = ?", (path,))
 
+    def _fault(self, exc: sqlite3.Error) -> FrontierError:
+        """The error for a failed statement or commit, after which nothing more is committed.
+        On a full disk SQLite may roll the open transaction back and leave the connection
+        committing each later statement on its own, or keep the part before the failure for the
+        next commit (the close's): either way a request could be marked seen and never queued, or
+        a parent acknowledged without its outlinks. So the transaction is rolled back, and what
+        follows goes into one that is never committed (``commit`` raises, ``close`` rolls back):
+        the file keeps what was committed before the failure, for the resume."""
+        error = _explain(self.path, exc)
+        if self._broken is None:
+            self._broken = str(error).removeprefix(f"frontier {self.path}: ")
+            db = self._db
+            if db is not None:
+                try:
+                    if db.in_transaction:
+                        db.execute("ROLLBACK")
+                    db.execute("BEGIN")
+                except sqlite3.Error:  # (BEGIN writes nothing: short of a closed connection it does not fail)
+                    pass
+        return error
+
     def _run(self, sql: str, args: tuple[object, ...] = ()) -> sqlite3.Cursor:
         try:
             return self.db.execute(sql, args)
         except sqlite3.Error as exc:
-            raise _explain(self.path, exc) from exc
+            raise self._fault(exc) from exc
 
     def in_flight(self) -> int:
         return self.db.execute("SELECT COUNT(*) FROM requests WHERE state = 1").fetchone()[0]
@@ -240,7 +264,7 @@ class FrontierDB:
             if self._db is not None:
                 try:
                     if self._db.in_transaction:
-                        self._db.execute("COMMIT")
+                        self._db.execute("COMMIT" if self._broken is None else "ROLLBACK")
                 finally:
                     self._db.close()
                     self._db = None

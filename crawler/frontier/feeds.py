@@ -101,6 +101,16 @@ def shape_of(crawler: Crawler, feed_options: dict[str, Any]) -> Shape | None:
     return Shape(kind, header, closer, separator, kind == "csv" and bool(getattr(probe, "include_headers_line", 0)))
 
 
+def _is_empty_document(path: str, size: int, shape: Shape) -> bool:
+    """Whether the file at ``path`` (``size`` bytes) holds just an empty document of
+    ``shape`` (its exporter's opening and closing, no item). O(size), and size is small."""
+    empty = shape.header + shape.closer
+    if not empty or size != len(empty):
+        return False
+    with open(path, "rb") as fh:
+        return fh.read() == empty
+
+
 class FeedFile(io.RawIOBase):
     """The file an exporter writes to: counts the bytes, and when the document
     goes on from an earlier run, leaves out the exporter's opening (and puts
@@ -263,10 +273,22 @@ class FeedLedger:
             else:
                 logger.warning("feed %s is not the file this crawl wrote (replaced or shortened since): "
                                "its items are appended as a new document", key)
+        elif write_mode != "wb" and row is None and _is_empty_document(key, st.st_size, shape):
+            # An empty document no run recorded: what FEED_STORE_EMPTY wrote as a run closed having
+            # exported nothing, or after its first item could not be recorded (a full disk). Appended
+            # to, the file would hold two documents (for JSON or XML, no longer one that parses).
+            fh.truncate(0)
+            doc_start = committed = 0
+            logger.info("feed %s: the empty document there (a run that exported nothing) is replaced by this "
+                        "crawl's", key)
         csv_header = row.csv_header if going_on and row is not None else None
-        db.feed_put(FeedRow(key, shape.kind, doc_start, committed, st.st_ino, shape.header, shape.closer,
-                            csv_header, 1))
-        db.commit()  # the file is recorded before anything is written to it
+        try:
+            db.feed_put(FeedRow(key, shape.kind, doc_start, committed, st.st_ino, shape.header, shape.closer,
+                                csv_header, 1))
+            db.commit()  # the file is recorded before anything is written to it
+        except BaseException:
+            fh.close()
+            raise
         file = FeedFile(fh, key, committed, drop=shape.header if going_on else b"",
                         separator=shape.separator if going_on else b"",
                         skip_row=csv_header if going_on and shape.csv_header else None,
