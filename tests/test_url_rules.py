@@ -585,6 +585,38 @@ def test_the_heads_a_ranged_get_is_checked_against_survive_a_resume(backend, tmp
     again.close()
 
 
+def confirming_rules(tmp_path, old: str, new: str, pages: tuple[int, ...]) -> tuple[Any, dict[int, bytes]]:
+    """``LearnedRules`` confirming by 16-byte ranges, whose book has learned the sub-tree rule
+    ``/{new}/api/`` -> ``/{old}/api/`` (the ``/{new}/`` prefix rule retired by a changed front
+    page), with the pages ``/{old}/api/p{i}.html`` of ``pages`` downloaded (ETag ``"{old}-{i}"``);
+    and their bodies."""
+    from scrapy import Request
+    from scrapy.http import HtmlResponse
+    from scrapy.settings import Settings
+    from scrapy.utils.test import get_crawler
+
+    from scrapy_neardup.crawler.config import NearDupConfig
+    from scrapy_neardup.crawler.filter.duplicates_log import DuplicatesLog
+    from scrapy_neardup.crawler.filter.learned_rules import LearnedRules
+
+    crawler = get_crawler(settings_dict={})
+    config = NearDupConfig.from_settings(Settings({"NEARDUP_URL_RULES_CONFIRM_BYTES": 16,
+                                                   "NEARDUP_DUPLICATES_FILE": str(tmp_path / "d.jsonl")}))
+    rules = LearnedRules(crawler, config, DuplicatesLog(crawler, config.duplicates_file))
+    book = rules.book
+    book.observe(f"{H}/{old}/index.html", 1 << 40)
+    book.observe(f"{H}/{new}/index.html", (1 << 40) ^ 0xFFFF)  # changed: the /{new}/ prefix rule is retired
+    for i in range(3):
+        book.observe(f"{H}/{old}/api/p{i}.html", 1000 + i)
+        book.observe(f"{H}/{new}/api/p{i}.html", 1000 + i, duplicate_of=f"{H}/{old}/api/p{i}.html")
+    bodies = {i: (f"<html>{i:02d}" + "text of the page " * 20 + f"{i}</html>").encode() for i in pages}
+    for i, body in bodies.items():
+        url = f"{H}/{old}/api/p{i}.html"
+        book.observe(url, 5000 + i)
+        rules._downloaded(HtmlResponse(url, body=body, headers={"ETag": f'"{old}-{i}"'}), Request(url))
+    return rules, bodies
+
+
 def test_a_ranged_get_carries_if_range_and_confirms_by_bytes_alone(tmp_path):
     """``LearnedRules``' confirmation by content: a predicted copy is a ranged GET of the fetched page's
     middle with ``If-Range: <its ETag>`` (a page with another ETag comes whole in the same answer, one
@@ -592,28 +624,11 @@ def test_a_ranged_get_carries_if_range_and_confirms_by_bytes_alone(tmp_path):
     distinct page of the same size and mtime) makes it whole."""
     from scrapy import Request
     from scrapy.http import HtmlResponse, Response
-    from scrapy.settings import Settings
-    from scrapy.utils.test import get_crawler
 
-    from scrapy_neardup.crawler.config import NearDupConfig
-    from scrapy_neardup.crawler.filter.duplicates_log import DuplicatesLog
-    from scrapy_neardup.crawler.filter.learned_rules import CONFIRM_KEY, LearnedRules
+    from scrapy_neardup.crawler.filter.learned_rules import CONFIRM_KEY
 
-    crawler = get_crawler(settings_dict={})
-    config = NearDupConfig.from_settings(Settings({"NEARDUP_URL_RULES_CONFIRM_BYTES": 16,
-                                                   "NEARDUP_DUPLICATES_FILE": str(tmp_path / "d.jsonl")}))
-    rules = LearnedRules(crawler, config, DuplicatesLog(crawler, config.duplicates_file))
-    book = rules.book
-    book.observe(f"{H}/en/index.html", 1 << 40)
-    book.observe(f"{H}/de/index.html", (1 << 40) ^ 0xFFFF)  # translated: the /de/ prefix rule is retired
-    for i in range(3):
-        book.observe(f"{H}/en/api/p{i}.html", 1000 + i)
-        book.observe(f"{H}/de/api/p{i}.html", 1000 + i, duplicate_of=f"{H}/en/api/p{i}.html")
-    bodies = {i: (f"<html>{i:02d}" + "text of the page " * 20 + f"{i}</html>").encode() for i in (7, 8, 9)}
-    for i, body in bodies.items():
-        url = f"{H}/en/api/p{i}.html"
-        book.observe(url, 5000 + i)
-        rules._downloaded(HtmlResponse(url, body=body, headers={"ETag": f'"e-{i}"'}), Request(url))
+    rules, bodies = confirming_rules(tmp_path, "en", "de", (7, 8, 9))
+    crawler, book = rules.crawler, rules.book
 
     def predicted(i: int) -> Request:
         request = Request(f"{H}/de/api/p{i}.html")
@@ -627,7 +642,7 @@ def test_a_ranged_get_carries_if_range_and_confirms_by_bytes_alone(tmp_path):
 
     copy = predicted(9)
     spec, target, length, offset, _ = copy.meta[CONFIRM_KEY]
-    assert (copy.headers[b"Range"], copy.headers[b"If-Range"]) == (f"bytes={offset}-{offset + 15}".encode(), b'"e-9"')
+    assert (copy.headers[b"Range"], copy.headers[b"If-Range"]) == (f"bytes={offset}-{offset + 15}".encode(), b'"en-9"')
     assert target == f"{H}/en/api/p9.html" and length == len(bodies[9])
     assert rules.confirmation(copy, answer(copy, 206, bodies[9][offset : offset + 16], length)) is None
     # another ETag: the server sent the whole body at once, used as is
@@ -650,7 +665,7 @@ def test_a_ranged_get_carries_if_range_and_confirms_by_bytes_alone(tmp_path):
     assert {st.rule.spec: st.state for st in book.rules()}[sub] == ACTIVE
     assert stats["neardup/url_rules/missed_whole"] == 1
     assert "neardup/url_rules/if_range_off" not in stats  # (what came whole was not a copy: If-Range stays)
-    made = HtmlResponse(again.url, body=b"x" * len(bodies[8]), headers={"ETag": '"e-8"'})
+    made = HtmlResponse(again.url, body=b"x" * len(bodies[8]), headers={"ETag": '"en-8"'})
     rules._downloaded(made, again)
     released: list[str] = []
     rules._requeue = lambda st: released.append(st.rule.spec)  # type: ignore[method-assign]  # (no engine here)
@@ -667,28 +682,11 @@ def test_a_rule_a_copy_came_whole_under_sends_no_if_range_and_a_miss_then_retire
     not one costs a ranged GET and then the whole, so it retires the rule (``_came_whole``)."""
     from scrapy import Request
     from scrapy.http import HtmlResponse
-    from scrapy.settings import Settings
-    from scrapy.utils.test import get_crawler
 
-    from scrapy_neardup.crawler.config import NearDupConfig
-    from scrapy_neardup.crawler.filter.duplicates_log import DuplicatesLog
-    from scrapy_neardup.crawler.filter.learned_rules import CONFIRM_KEY, LearnedRules
+    from scrapy_neardup.crawler.filter.learned_rules import CONFIRM_KEY
 
-    crawler = get_crawler(settings_dict={})
-    config = NearDupConfig.from_settings(Settings({"NEARDUP_URL_RULES_CONFIRM_BYTES": 16,
-                                                   "NEARDUP_DUPLICATES_FILE": str(tmp_path / "d.jsonl")}))
-    rules = LearnedRules(crawler, config, DuplicatesLog(crawler, config.duplicates_file))
-    book = rules.book
-    book.observe(f"{H}/v1/index.html", 1 << 40)
-    book.observe(f"{H}/v2/index.html", (1 << 40) ^ 0xFFFF)  # changed: the /v2/ prefix rule is retired
-    for i in range(3):
-        book.observe(f"{H}/v1/api/p{i}.html", 1000 + i)
-        book.observe(f"{H}/v2/api/p{i}.html", 1000 + i, duplicate_of=f"{H}/v1/api/p{i}.html")
-    bodies = {i: (f"<html>{i:02d}" + "text of the page " * 20 + f"{i}</html>").encode() for i in (6, 7, 8, 9)}
-    for i, body in bodies.items():
-        url = f"{H}/v1/api/p{i}.html"
-        book.observe(url, 5000 + i)
-        rules._downloaded(HtmlResponse(url, body=body, headers={"ETag": f'"v1-{i}"'}), Request(url))
+    rules, bodies = confirming_rules(tmp_path, "v1", "v2", (6, 7, 8, 9))
+    crawler, book = rules.crawler, rules.book
     sub = "prefix h.test /v2/api/ /v1/api/"
 
     def predicted(i: int) -> Request:
