@@ -26,7 +26,7 @@ from scrapy_neardup.dedup.features.tokens import tokenize
 from scrapy_neardup.dedup.store.backends import private_file
 
 from .canonical import same_host
-from .sqlite_files import INDEX, open_readonly
+from .sqlite_files import INDEX, cannot_open, open_readonly
 
 logger = logging.getLogger(__name__)
 
@@ -168,10 +168,13 @@ class PageIndex:
             return
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         private_file(path)
-        self.db = sqlite3.connect(path)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.executescript(_SCHEMA)
-        self._migrate()
+        try:
+            self.db = sqlite3.connect(path)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.executescript(_SCHEMA)
+            self._migrate()
+        except sqlite3.OperationalError as exc:  # (a full disk, a read-only directory: name the file)
+            raise cannot_open(path, INDEX, exc) from exc
 
     def _migrate(self) -> None:
         """Add the columns an index made by an older version lacks (one transaction)."""

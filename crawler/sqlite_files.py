@@ -20,6 +20,7 @@ can be writing it there.)
 from __future__ import annotations
 
 import os
+import shutil
 import sqlite3
 from pathlib import Path
 
@@ -56,6 +57,25 @@ def _connect(path: Path, immutable: bool) -> sqlite3.Connection:
         db.close()
         raise
     return db
+
+
+#: below this much free space, a failure to open a file for writing is put down to a full disk
+FULL_DISK_BYTES = 1 << 20
+
+
+def cannot_open(path: str | Path, kind: str, exc: sqlite3.Error) -> sqlite3.OperationalError:
+    """The error for a file of ``kind`` that could not be opened or made for writing: SQLite's
+    own, naming the file and, when its file system has less than ``FULL_DISK_BYTES`` free,
+    saying the disk is full (SQLite says "disk I/O error" or "unable to open database file").
+    Still an ``OperationalError``, so whoever handles SQLite's errors handles it."""
+    message = f"cannot open {KINDS[kind][1]} {path}: {exc}"
+    try:
+        free = shutil.disk_usage(Path(path).parent).free
+        if free < FULL_DISK_BYTES:
+            message += f" (the disk is full: {free:,} bytes free)"
+    except OSError:  # (no such directory: SQLite's message says enough)
+        pass
+    return sqlite3.OperationalError(message)
 
 
 def tables_of(db: sqlite3.Connection) -> set[str]:

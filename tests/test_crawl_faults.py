@@ -148,3 +148,20 @@ def test_a_store_made_with_another_k_is_refused(tmp_path):
         r2 = run(crawl_cmd(server.url, tmp_path / "job", tmp_path / "b.jsonl") + ["-s", "NEARDUP_MAX_DISTANCE=4"])
         assert r2.returncode != 0
         assert "max_distance=3, asked for 4" in r2.stderr, r2.stderr[-2000:]
+
+
+def test_a_full_disk_at_the_start_is_named_with_the_file(tmpfs):
+    """The index and the URL rule book made on a full disk: SQLite's error ("disk I/O error",
+    "database or disk is full") names the file and says the disk is full."""
+    import sqlite3
+
+    from scrapy_neardup.crawler.index import PageIndex
+    from scrapy_neardup.crawler.url_rules.storage import SqliteStorage
+
+    fill(tmpfs, leave=0)
+    for make, name, kind in ((PageIndex, "index.sqlite3", "an index of kept pages"),
+                             (SqliteStorage, "url_rules.sqlite3", "a URL rule book")):
+        with pytest.raises(sqlite3.OperationalError) as got:
+            make(tmpfs / name)
+        message = str(got.value)
+        assert f"cannot open {kind} {tmpfs / name}: " in message and "(the disk is full: " in message, message

@@ -195,6 +195,20 @@ class SqliteStorage:
             private_file(location)
         self.db = sqlite3.connect(":memory:" if location is None else str(location), isolation_level=None)
         self._open = True
+        try:
+            self._prepare()
+        except sqlite3.OperationalError as exc:  # (a full disk, a read-only directory: name the file)
+            if location is None:
+                raise
+            from ..sqlite_files import RULE_BOOK, cannot_open
+
+            raise cannot_open(location, RULE_BOOK, exc) from exc
+        self._committed = time.monotonic()
+        self._seq = self.db.execute("SELECT COALESCE(MAX(seq), 0) FROM pages").fetchone()[0]
+        self._ids = dict(self.db.execute("SELECT spec, id FROM rules"))
+
+    def _prepare(self) -> None:
+        """The journal mode, the tables (older books migrated in place), and the first transaction."""
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.executescript(_SCHEMA)
@@ -209,9 +223,6 @@ class SqliteStorage:
         if "path" not in {row[1] for row in self.db.execute("PRAGMA table_info(pages)")}:
             self.db.execute("ALTER TABLE pages ADD COLUMN path TEXT")  # (NULL for the pages before: any rule's)
         self.db.execute("BEGIN")
-        self._committed = time.monotonic()
-        self._seq = self.db.execute("SELECT COALESCE(MAX(seq), 0) FROM pages").fetchone()[0]
-        self._ids = dict(self.db.execute("SELECT spec, id FROM rules"))
 
     def rules(self) -> list[dict[str, Any]]:
         return _rule_rows(self.db)
