@@ -319,12 +319,7 @@ class ReliableRedisScheduler(ScrapyRedisScheduler):
         while self._backlog:
             request = self._backlog[0]
             try:
-                if self._seen_push is not None:
-                    if not self._push(request, in_step=True):
-                        self.df.log(request, self.spider)
-                elif request.dont_filter or not self.df.request_seen(request):
-                    self._push(request)
-                else:
+                if not self._push(request):
                     self.df.log(request, self.spider)
             except Exception as exc:
                 self._redis_down(exc)
@@ -333,9 +328,12 @@ class ReliableRedisScheduler(ScrapyRedisScheduler):
             self.pushed += 1
         self._redis_up()
 
-    def _push(self, request: Request, in_step: bool = False) -> bool:
-        """Queue ``request``; ``in_step``, only if the dupe filter has not seen it, marked and
-        queued in one step (``_SEEN_PUSH``). Whether it was queued (or dropped as unstorable)."""
+    def _push(self, request: Request) -> bool:
+        """Queue ``request`` unless the dupe filter has seen it (unless ``dont_filter``): marked
+        and queued in one step (``_SEEN_PUSH``) where ``_df_in_step``, else the dupe filter asked
+        first. False if the dupe filter had seen it (an unstorable request is dropped, logged)."""
+        if self._seen_push is None and not request.dont_filter and self.df.request_seen(request):
+            return False
         try:
             data = encode_request(request, self.spider)
         except UnserializableRequest as exc:
@@ -343,9 +341,8 @@ class ReliableRedisScheduler(ScrapyRedisScheduler):
                          request)
             self.stats.inc_value("neardup/frontier/unserializable")
             return True
-        if in_step:
+        if self._seen_push is not None:
             fp = "" if request.dont_filter else self.df.request_fingerprint(request)
-            assert self._seen_push is not None
             if not self._seen_push(keys=[self.queue.key, self.df.key], args=[self.kind, data, -request.priority, fp]):
                 return False
         elif self.kind == PRIORITY:
