@@ -150,6 +150,8 @@ def main() -> None:
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--skip-baseline", action="store_true")
     ap.add_argument("--dense", nargs=2, type=int, metavar=("COPIES", "NEAR"), default=None)
+    ap.add_argument("--driver-memory", default="3g",
+                    help="spark.driver.memory: in local mode the driver is the executor, so the heap of the whole job")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -165,7 +167,8 @@ def main() -> None:
         else:
             files = write_corpus(root, args.docs)
         mb = sum(f.stat().st_size for f in files) / 1e6
-        row: dict = {"docs": args.docs, "input_mb": round(mb, 1), "master": args.master}
+        row: dict = {"docs": args.docs, "input_mb": round(mb, 1), "master": args.master,
+                     "driver_memory": args.driver_memory}
         if args.dense:
             row["dense"] = {"copies": args.dense[0], "near": args.dense[1]}
         if not args.skip_baseline:
@@ -180,7 +183,7 @@ def main() -> None:
             print(f"one machine: {secs:.1f} s, {args.docs / secs:,.0f} docs/s", flush=True)
         t0 = time.perf_counter()
         spark = (SparkSession.builder.master(args.master).appName("neardup-bench")
-                 .config("spark.ui.port", "4141").config("spark.driver.memory", "3g")
+                 .config("spark.ui.port", "4141").config("spark.driver.memory", args.driver_memory)
                  .config("spark.local.dir", str(root / "spark-local")).getOrCreate())
         start_s = time.perf_counter() - t0
         sampler = PeakSampler()
