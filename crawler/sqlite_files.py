@@ -82,9 +82,11 @@ def tables_of(db: sqlite3.Connection) -> set[str]:
     return {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
 
 
-def open_readonly(path: str | Path, kind: str) -> sqlite3.Connection:
+def open_readonly(path: str | Path, kind: str, *, allow_empty: bool = False) -> sqlite3.Connection:
     """``path`` opened read-only, once it is known to be a file of ``kind``
-    (a key of ``KINDS``); else ``WrongFileError``. O(1): reads the schema only."""
+    (a key of ``KINDS``); else ``WrongFileError``. O(1): reads the schema only.
+    ``allow_empty``: an SQLite file of no tables yet (made by a crawl killed as
+    it started) is taken too."""
     p = Path(path)
     wanted = KINDS[kind][1]
     if not p.exists():
@@ -111,7 +113,7 @@ def open_readonly(path: str | Path, kind: str) -> sqlite3.Connection:
     except sqlite3.DatabaseError as exc:
         db.close()
         raise WrongFileError(f"{p} cannot be read as SQLite, so not as {wanted} ({exc})") from None
-    if not KINDS[kind][0] <= tables:
+    if not KINDS[kind][0] <= tables and not (allow_empty and not tables):
         db.close()
         raise WrongFileError(f"{p} is {describe(tables)}, not {wanted}")
     return db

@@ -89,17 +89,43 @@ def test_a_read_only_jobdir_is_a_clear_error(tmpfs, tmp_path):
     assert "read-only" in r.stderr.lower() and str(tmpfs / "job") in r.stderr, r.stderr[-2000:]
 
 
-def refused_at_start(r: subprocess.CompletedProcess, message: str) -> None:
+def refused_at_start(r: subprocess.CompletedProcess, message: str, error: str = "CrawlInUse") -> None:
     """The crawl stopped before it began, with one error that says ``message``:
     no engine started, so none of its errors followed (issue 24)."""
     log = r.stderr
     assert r.returncode != 0, log[-3000:]
-    assert f"CrawlInUse: {message}" in log, log[-3000:]
-    assert "wait for it to finish" in log and "redis:// NEARDUP_STORE" in log
+    assert f"{error}: {message}" in log, log[-3000:]
+    if error == "CrawlInUse":
+        assert "wait for it to finish" in log and "redis:// NEARDUP_STORE" in log
     assert log.count("Traceback") == 1, log[-5000:]  # (Scrapy logs the failed start once)
     for cascade in ("Spider opened", "Scraper close failure", "Error caught on signal handler", "Dumping Scrapy stats",
                     "readonly=True"):
         assert cascade not in log, (cascade, log[-5000:])
+
+
+@pytest.mark.parametrize("damage", ["not SQLite", "another kind", "another format"])
+def test_a_frontier_it_cannot_resume_from_is_refused_at_start(tmp_path, damage):
+    """A JOBDIR whose frontier file is damaged, another kind of SQLite file or of
+    another format: one error naming the file, before the engine starts (not
+    inside its failing start, where Scrapy's own errors followed it)."""
+    job = tmp_path / "job"
+    job.mkdir()
+    path = job / "frontier.sqlite3"
+    if damage == "not SQLite":
+        path.write_bytes(b"this is not a database" * 400)
+    else:
+        import sqlite3
+        db = sqlite3.connect(path)
+        if damage == "another kind":
+            db.execute("CREATE TABLE pages (url TEXT)")
+        else:
+            db.executescript("CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT); CREATE TABLE requests (x);"
+                             "CREATE TABLE seen (fp BLOB); INSERT INTO meta VALUES ('format', '0');")
+        db.commit()
+        db.close()
+    r = run(crawl_cmd("http://127.0.0.1:9", job, tmp_path / "feed.jsonl"), timeout=120)
+    message = f"frontier {path}" + (" has format 0" if damage == "another format" else ": cannot resume from it")
+    refused_at_start(r, message, error="FrontierError")
 
 
 def test_a_second_crawl_on_a_jobdir_or_store_in_use_is_refused_at_start(tmp_path):

@@ -19,7 +19,9 @@ from scrapy.exceptions import CloseSpider, NotConfigured
 from scrapy.http import Response
 from scrapy.utils.misc import load_object
 
+from ..in_use import refuse_a_jobdir_in_use
 from .acks import AckTracker, request_id, response_id
+from .db import refuse_a_damaged_frontier
 
 
 def _frontier_tracker(crawler: Crawler) -> AckTracker:
@@ -27,6 +29,10 @@ def _frontier_tracker(crawler: Crawler) -> AckTracker:
 
     if not issubclass(load_object(crawler.settings["SCHEDULER"]), DurableScheduler):
         raise NotConfigured("the durable frontier is not the scheduler")
+    jobdir = crawler.settings.get("JOBDIR")
+    if jobdir:  # (here, before the engine exists: one clear error rather than the engine's failing start)
+        refuse_a_jobdir_in_use(jobdir)
+        refuse_a_damaged_frontier(jobdir)
     return AckTracker.of(crawler)
 
 

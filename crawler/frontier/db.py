@@ -26,6 +26,7 @@ from typing import NamedTuple, cast
 from scrapy_neardup.dedup.store.backends import private_file
 
 from ..in_use import FRONTIER_LOCK, jobdir_in_use
+from ..sqlite_files import FRONTIER, WrongFileError, open_readonly
 
 FORMAT = "1"
 
@@ -81,6 +82,33 @@ def _explain(path: Path, exc: BaseException) -> FrontierError:
     else:
         why = text
     return FrontierError(f"frontier {path}: {why} ({type(exc).__name__}: {text})")
+
+
+def refuse_a_damaged_frontier(jobdir: str | os.PathLike[str]) -> None:
+    """Raise ``FrontierError`` when ``jobdir`` holds a frontier file this crawl
+    cannot resume from: not SQLite, another kind of SQLite file, or another
+    format. Called as Scrapy builds the crawl's components, before the engine
+    exists (``frontier.ack_middlewares``), so such a crawl stops with one error
+    rather than inside the engine's failing start, where Scrapy's scraper,
+    stats and signal errors follow it. O(1): reads the schema and one row.
+    (What only shows when the file is written, a full disk, still comes as the
+    engine opens the frontier.)"""
+    path = Path(jobdir) / FrontierDB.FILE
+    if not path.is_file() or path.stat().st_size == 0:
+        return  # (a new JOBDIR, or a file made by a crawl killed at once: FrontierDB makes its tables)
+    try:
+        db = open_readonly(path, FRONTIER, allow_empty=True)
+    except WrongFileError as exc:
+        raise FrontierError(f"frontier {path}: cannot resume from it: {exc} (restore JOBDIR from a copy, "
+                            f"or start a new JOBDIR)") from None
+    try:
+        row = db.execute("SELECT value FROM meta WHERE name = 'format'").fetchone()
+    except sqlite3.Error:
+        row = None  # (no meta table yet: an empty file)
+    finally:
+        db.close()
+    if row is not None and row[0] != FORMAT:
+        raise FrontierError(f"frontier {path} has format {row[0]}, this version reads {FORMAT}")
 
 
 class FrontierDB:
