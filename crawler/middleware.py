@@ -26,7 +26,6 @@ page leaves, and the pages in hand stay in the frontier for the resume.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import weakref
 from collections.abc import AsyncIterator
@@ -56,7 +55,7 @@ from .filter.runs_log import RunsLog
 from .filter.store_faults import FILE_ERRORS, StoreOutage, stop_the_crawl
 from .filter.unchecked import HostilePageWithheld, declared_encoding, hostile_to_withhold, unchecked_reason
 from .filter.verdict import DROPPED, KEPT, Verdicts
-from .filter.workers import FingerprintWorkers
+from .filter.workers import FingerprintWorkers, answer
 from .frontier.acks import AckTracker, response_id
 from .in_use import CrawlInUse, refuse_a_jobdir_in_use, store_in_use, store_is_in_use
 from .pipelines import index_page
@@ -223,7 +222,7 @@ class NearDupMiddleware:
         pending = self._pending.get(response)
         if isinstance(pending, Future):
             try:
-                pending = await asyncio.wrap_future(pending)
+                pending = await answer(pending)
             except Exception:  # (a failed page: counted and logged where the verdict takes it)
                 return None
         return pending.links if isinstance(pending, JobResult) else None
