@@ -177,14 +177,19 @@ class NearDupMiddleware:
         index_page(self.crawler, response, verdict, fp_result, canonical)
         if verdict == DROPPED and self.captured is not None and not isinstance(fp_result, str):
             self.captured.add(urldefrag(response.url)[0], fp_result.text)  # (the duplicates file's URL)
-        kept = [item for item in outputs if self.verdicts.lets_through(verdict, item)]
+        # (per output, the least work: a page's output is mostly its outlinks, tens to hundreds)
+        kept = self.verdicts.let_through(verdict, outputs)
         if verdict == KEPT and canonical is not None and self.config.canonical_first:
             kept.extend(self._canonical_request(response, canonical))
-        skip = self.avoided([r for r in kept if isinstance(r, Request)], response.url)
+        if self.rules is not None and self.rules.acting():
+            skip = self.avoided([r for r in kept if isinstance(r, Request)], response.url)
+            if skip:  # (a request is its own key: identity)
+                kept = [item for item in kept if not (isinstance(item, Request) and item in skip)]
+        if not isinstance(fp_result, str):
+            for item in kept:
+                if not isinstance(item, Request):
+                    fill(item, fp_result)
         for item in kept:
-            if isinstance(item, Request) and item in skip:  # (a request is its own key: identity)
-                continue
-            fill(item, fp_result)
             yield item
         if error is not None:
             raise error
