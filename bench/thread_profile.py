@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import pstats
+import re
 from pathlib import Path
 
 Key = tuple[str, int, str]
@@ -30,7 +31,11 @@ def load(path: Path) -> tuple[dict[Key, tuple[float, float, int]], float, float]
     """(function -> (own s, cumulative s, calls), total s, responses) of one profile."""
     st = pstats.Stats(str(path))
     raw: dict = st.stats  # type: ignore[attr-defined]
-    funcs = {key: (tt, ct, nc) for key, (cc, nc, tt, ct, callers) in raw.items()}
+    funcs: dict[Key, tuple[float, float, int]] = {}
+    for (file, line, func), (cc, nc, tt, ct, callers) in raw.items():
+        key = (file, line, re.sub(r" at 0x[0-9a-f]+", "", func))  # (a built-in's address differs per run)
+        was = funcs.get(key, (0.0, 0.0, 0))
+        funcs[key] = (was[0] + tt, was[1] + ct, was[2] + nc)
     stats = json.loads(path.with_suffix(".json").read_text())
     return funcs, st.total_tt, stats["response_received_count"]  # type: ignore[attr-defined]
 
