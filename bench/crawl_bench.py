@@ -1,6 +1,7 @@
 """Crawl throughput with and without the near-duplicate filter, on a real site served by nginx.
 
     .venv/bin/python bench/crawl_bench.py [--rounds 7] [--spiders ready,user,jobdir] [--outlink-site [--pages 2000]]
+                                          [--profile DIR]
 
 Serves ``../shared/data/sites/sqlite3-doc.tar.gz`` (or, with ``--outlink-site``,
 a generated static site of ``--pages`` pages of 100 outlinks each, a third of
@@ -26,6 +27,13 @@ in the reactor's thread) with and without the filter, and their difference:
 what the filter costs that thread per response. For the ready spider, pages
 kept and dropped, and for every dropped pair the word-5-shingle Jaccard of
 the two pages' visible text (how many below 0.5).
+
+``--profile DIR``: each crawl also profiles the crawl's thread (cProfile in
+the reactor's thread, ``bench/thread_cpu.py``) into
+``DIR/SPIDER-MODE-ROUND.prof``, with its stats beside it (``.json``); compare
+a plain and a filtered one with ``bench/thread_profile.py``. The profiler
+slows that thread down: such a run's ratios and thread CPU are not the
+benchmark's.
 """
 
 from __future__ import annotations
@@ -263,6 +271,12 @@ def main() -> None:
         i = sys.argv.index("--spiders")
         spiders = tuple(sys.argv[i + 1].split(","))
         del sys.argv[i : i + 2]
+    profile: Path | None = None
+    if "--profile" in sys.argv:
+        i = sys.argv.index("--profile")
+        profile = Path(sys.argv[i + 1]).resolve()
+        profile.mkdir(parents=True, exist_ok=True)
+        del sys.argv[i : i + 2]
     outlink_site = "--outlink-site" in sys.argv
     if outlink_site:
         sys.argv.remove("--outlink-site")
@@ -281,8 +295,12 @@ def main() -> None:
                 for mode in (("plain", "filtered") if i % 2 == 0 else ("filtered", "plain")):
                     out = work / f"{spider}-{mode}-{i}"
                     shutil.rmtree(out, ignore_errors=True)
+                    more = [f"BENCH_PROFILE={profile / f'{spider}-{mode}-{i}.prof'}"] if profile else []
                     got[mode] = run(spider_cmd(spider, url, out, a.concurrency, [
-                        f"NEARDUP_ENABLED={mode == 'filtered'}", f"NEARDUP_STORE={out / 'store'}", "NEARDUP_INDEX="]))
+                        f"NEARDUP_ENABLED={mode == 'filtered'}", f"NEARDUP_STORE={out / 'store'}", "NEARDUP_INDEX=",
+                        *more]))
+                    if profile:
+                        (profile / f"{spider}-{mode}-{i}.json").write_text(json.dumps(got[mode], indent=1))
                     print(spider, i, mode, json.dumps(got[mode]), flush=True)
                 runs[spider].append(got)
             # (after each round: a long run cut short still leaves its rounds so far)

@@ -26,7 +26,6 @@ page leaves, and the pages in hand stay in the frontier for the resume.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import weakref
 from collections.abc import AsyncIterator
@@ -56,7 +55,7 @@ from .filter.runs_log import RunsLog
 from .filter.store_faults import FILE_ERRORS, StoreOutage, stop_the_crawl
 from .filter.unchecked import HostilePageWithheld, declared_encoding, hostile_to_withhold, unchecked_reason
 from .filter.verdict import DROPPED, KEPT, Verdicts
-from .filter.workers import FingerprintWorkers
+from .filter.workers import FingerprintWorkers, answer
 from .frontier.acks import AckTracker, response_id
 from .in_use import CrawlInUse, refuse_a_jobdir_in_use, store_in_use, store_is_in_use
 from .pipelines import index_page
@@ -178,14 +177,19 @@ class NearDupMiddleware:
         index_page(self.crawler, response, verdict, fp_result, canonical)
         if verdict == DROPPED and self.captured is not None and not isinstance(fp_result, str):
             self.captured.add(urldefrag(response.url)[0], fp_result.text)  # (the duplicates file's URL)
-        kept = [item for item in outputs if self.verdicts.lets_through(verdict, item)]
+        # (per output, the least work: a page's output is mostly its outlinks, tens to hundreds)
+        kept = self.verdicts.let_through(verdict, outputs)
         if verdict == KEPT and canonical is not None and self.config.canonical_first:
             kept.extend(self._canonical_request(response, canonical))
-        skip = self.avoided([r for r in kept if isinstance(r, Request)], response.url)
+        if self.rules is not None and self.rules.acting():
+            skip = self.avoided([r for r in kept if isinstance(r, Request)], response.url)
+            if skip:  # (a request is its own key: identity)
+                kept = [item for item in kept if not (isinstance(item, Request) and item in skip)]
+        if not isinstance(fp_result, str):
+            for item in kept:
+                if not isinstance(item, Request):
+                    fill(item, fp_result)
         for item in kept:
-            if isinstance(item, Request) and item in skip:  # (a request is its own key: identity)
-                continue
-            fill(item, fp_result)
             yield item
         if error is not None:
             raise error
@@ -223,7 +227,7 @@ class NearDupMiddleware:
         pending = self._pending.get(response)
         if isinstance(pending, Future):
             try:
-                pending = await asyncio.wrap_future(pending)
+                pending = await answer(pending)
             except Exception:  # (a failed page: counted and logged where the verdict takes it)
                 return None
         return pending.links if isinstance(pending, JobResult) else None

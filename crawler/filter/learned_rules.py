@@ -121,6 +121,10 @@ class LearnedRules:
         except FILE_ERRORS as exc:
             self._unavailable(exc)
 
+    def acting(self) -> bool:
+        """Whether any rule acts (``RuleBook.acts``): with none, no request is avoided. O(1)."""
+        return self.book.acts()
+
     def avoided(self, requests: list[Request], referer: str | None, scheduled: bool = False) -> set[Request]:
         """Those of ``requests`` not to be made: a learned rule says a fetched
         page has their content (that page's outlinks stand for theirs).

@@ -45,6 +45,7 @@ import queue
 import threading
 import time
 from concurrent.futures import Future
+from typing import Any
 
 from scrapy.http import Response, TextResponse
 from scrapy.statscollectors import StatsCollector
@@ -70,6 +71,19 @@ MAX_WORKER_RESTARTS = 5
 TIMEOUT, WORKER_DIED, OUT_OF_MEMORY, NO_WORKER = "timeout", "worker_died", "out_of_memory", "no_worker"
 
 _Job = tuple[Future, bytes, "str | None", "LinkJob | None"]  # (its answer, the body, the declared encoding, links?)
+
+
+async def answer(pending: Future) -> Any:
+    """``pending``'s result (or its exception), at once when a worker has answered
+    already. (``asyncio.wrap_future`` always costs a turn of the event loop, even
+    for a Future that is done: while the filter waits for a page's fingerprint,
+    Scrapy's item workers for that page's output, ``CONCURRENT_ITEMS`` tasks,
+    start and each waits on an empty queue, and each is woken again later: that
+    costs the crawl's thread more than the rest of the filter's work on a page.
+    The filter waits only for an answer that is not there yet.)"""
+    if pending.done():
+        return pending.result()
+    return await asyncio.wrap_future(pending)
 
 
 class FingerprintWorkers:
@@ -138,7 +152,7 @@ class FingerprintWorkers:
         ``"unparsable"``, one the worker ran out of time on or died with as
         ``"timeout"`` or ``"worker_died"``. A failing page must not stop the crawl."""
         try:
-            outcome = await asyncio.wrap_future(pending)
+            outcome = await answer(pending)
         except JobFailed as exc:
             return self._failed(response, exc)
         finally:
