@@ -714,6 +714,42 @@ def test_a_rule_a_copy_came_whole_under_sends_no_if_range_and_a_miss_then_retire
     rules.close()
 
 
+@pytest.mark.parametrize("backend", ["sqlite", "redis", "cluster"])
+def test_if_range_turned_off_for_a_rule_is_kept_in_the_book(backend, tmp_path, request):
+    """A rule's ``If-Range`` turned off (a copy came whole under it) is kept with the rule and committed
+    at once: a book opened again (a resumed crawl, or another process of a shared book) sends none."""
+    where = str(tmp_path / "b.sqlite3") if backend == "sqlite" else request.getfixturevalue(
+        "redis_url" if backend == "redis" else "redis_cluster_url")
+    book = RuleBook(where, max_distance=3, min_evidence=2, explore=0.0)
+    for i in range(3):
+        book.observe(f"{H}/v1/p{i}.html", 1000 + i)
+        book.observe(f"{H}/v2/p{i}.html", 1000 + i, duplicate_of=f"{H}/v1/p{i}.html")
+    spec = "prefix h.test /v2/ /v1/"
+    assert not book.if_range_off(spec)
+    assert book.turn_if_range_off(spec) and not book.turn_if_range_off(spec)
+    again = RuleBook(where, max_distance=3, min_evidence=2, explore=0.0)  # (before the first is closed: a kill)
+    assert again.if_range_off(spec) and not again.if_range_off("param h.test sid")
+    again.close()
+    book.close()
+
+
+def test_a_book_written_before_if_range_was_kept_is_migrated_in_place_and_listed_unmigrated(tmp_path):
+    import sqlite3
+
+    path = tmp_path / "url_rules.sqlite3"
+    RuleBook(path, min_evidence=3, explore=0.0).close()
+    db = sqlite3.connect(path)  # (the rules table as it was before the column)
+    db.executescript("ALTER TABLE rules DROP COLUMN if_range_off; "
+                     "INSERT INTO rules (spec, host, evidence) VALUES ('prefix h.test /v2/ /v1/', 'h.test', 12);")
+    db.close()
+    assert [r["state"] for r in list_rules(path)] == [ACTIVE]  # (read-only: not migrated)
+    book = RuleBook(path, min_evidence=3, explore=0.0)
+    assert not book.if_range_off("prefix h.test /v2/ /v1/")
+    assert book.turn_if_range_off("prefix h.test /v2/ /v1/")
+    book.close()
+    assert RuleBook(path, min_evidence=3, explore=0.0).if_range_off("prefix h.test /v2/ /v1/")
+
+
 def test_a_shared_books_retired_requests_are_claimed_and_queued_in_one_step(redis_url):
     """On a shared Redis, a retired rule's avoided requests are released without being taken,
     then claimed from the book and pushed to the shared frontier's queue by one server-side

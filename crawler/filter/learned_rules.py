@@ -98,7 +98,6 @@ class LearnedRules:
         self._written = self._synced = 0  # avoided requests noted / committed (the gate)
         self.confirm_bytes = config.url_rules_confirm_bytes
         self._made_whole: set[str] = set()  # URLs whose ranged GET's bytes did not match: made whole after it
-        self._no_if_range: set[str] = set()  # rules a copy came whole under: their ETags do not follow content
         # (each fetched page's head, what a ranged GET is checked against, is kept in the rule book:
         # ``_keep_head``, committed through the gate with the book, so that a resumed crawl confirms too)
         AckTracker.of(crawler).add_gate(self)
@@ -204,7 +203,7 @@ class LearnedRules:
         length, digest = head >> 32, head & 0xFFFFFFFF
         offset = self._window(length)
         request.headers[b"Range"] = f"bytes={offset}-{offset + self.confirm_bytes - 1}"
-        if etag and spec not in self._no_if_range:
+        if etag and not self.book.if_range_off(spec):
             request.headers[b"If-Range"] = etag
         request.meta[CONFIRM_KEY] = (spec, target, length, offset, digest)
 
@@ -239,7 +238,7 @@ class LearnedRules:
         GET's bytes did not match (a server that ignores ``If-Range``).
         For ``RuleBook``: such a miss leaves a rule that acts only through confirmation acting.
         Asked per counter-example against such a rule: one look-up round."""
-        if url in self._made_whole or copy in self._made_whole or spec in self._no_if_range:
+        if url in self._made_whole or copy in self._made_whole or self.book.if_range_off(spec):
             return False
         try:
             found = self.book.store.heads([self._key(url), self._key(copy)])
@@ -256,12 +255,19 @@ class LearnedRules:
         times: nginx's ETag is mtime and size), so the rule's later ranged GETs go without
         ``If-Range`` (``neardup/url_rules/if_range_off``): a copy is confirmed by its range, and a page
         that is not one costs a ranged GET and then the whole, which retires the rule (``_came_whole``).
-        O(the window): its hash is the head's, made once more."""
+        Kept with the rule in the rule book (``RuleBook.turn_if_range_off``): a resumed crawl does not
+        send it again. O(the window): its hash is the head's, made once more."""
         spec, _, length, offset, digest = request.meta[CONFIRM_KEY]
         body = response.body
-        if spec not in self._no_if_range and len(body) == length \
-                and mmh3.hash(body[offset : offset + self.confirm_bytes], signed=False) == digest:
-            self._no_if_range.add(spec)
+        if self.book.if_range_off(spec) or len(body) != length \
+                or mmh3.hash(body[offset : offset + self.confirm_bytes], signed=False) != digest:
+            return
+        try:
+            turned = self.book.turn_if_range_off(spec)
+        except FILE_ERRORS as exc:
+            self._unavailable(exc)
+            return
+        if turned:
             self.stats.inc_value("neardup/url_rules/if_range_off")
             logger.info("URL rule %s: a copy came whole in the answer to its ranged GET (%s, another ETag): "
                         "its ranged GETs go without If-Range", spec, response.url)

@@ -52,7 +52,8 @@ COMMIT_EVERY = 1.0  # seconds (SQLite; Redis commits every call)
 
 class Storage(Protocol):
     def rules(self) -> list[dict[str, Any]]:
-        """Every rule, oldest first: spec, host, the ``COUNTERS``, example, counter_example."""
+        """Every rule, oldest first: spec, host, the ``COUNTERS``, example, counter_example,
+        if_range_off (``set_if_range_off``)."""
 
     def create(self, spec: str, host: str) -> bool:
         """Add a rule (no evidence yet); False if it is there already."""
@@ -61,6 +62,10 @@ class Storage(Protocol):
              **counts: int) -> dict[str, int]:
         """Add to a rule's counters (and keep its first example, its last
         counter-example); returns its counters now."""
+
+    def set_if_range_off(self, spec: str) -> None:
+        """Note that the rule's ranged GETs go without ``If-Range`` (a copy came whole under
+        it: its pages' ETags do not follow their content), for good; committed by the caller."""
 
     def add_page(self, host: str, url: str, fp: int, path: str | None = None) -> None:
         """A page seen; ``path``: its path as ``rules.parts_of`` has it (kept by a
@@ -167,7 +172,8 @@ def open_storage(location: str | Path | None) -> Storage:
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS rules (id INTEGER PRIMARY KEY, spec TEXT UNIQUE NOT NULL, host TEXT NOT NULL,
     evidence INTEGER NOT NULL DEFAULT 0, counter INTEGER NOT NULL DEFAULT 0,
-    avoided INTEGER NOT NULL DEFAULT 0, example TEXT, counter_example TEXT);
+    avoided INTEGER NOT NULL DEFAULT 0, example TEXT, counter_example TEXT,
+    if_range_off INTEGER NOT NULL DEFAULT 0);
 CREATE TABLE IF NOT EXISTS pages (url TEXT PRIMARY KEY, host TEXT NOT NULL, fp INTEGER NOT NULL, seq INTEGER,
     path TEXT);
 CREATE INDEX IF NOT EXISTS pages_by_host ON pages (host, seq);
@@ -181,9 +187,11 @@ CREATE TABLE IF NOT EXISTS heads (key INTEGER PRIMARY KEY, head INTEGER NOT NULL
 
 
 def _rule_rows(db: sqlite3.Connection) -> list[dict[str, Any]]:
-    keys = ("spec", "host", *COUNTERS, "example", "counter_example")
-    return [dict(zip(keys, row)) for row in db.execute(
-        f"SELECT spec, host, {', '.join(COUNTERS)}, example, counter_example FROM rules ORDER BY id")]
+    keys = ("spec", "host", *COUNTERS, "example", "counter_example", "if_range_off")
+    # (a book written before the column, read without migrating it: no rule has If-Range off)
+    off = "if_range_off" if "if_range_off" in {row[1] for row in db.execute("PRAGMA table_info(rules)")} else "0"
+    return [dict(zip(keys, (*row[:-1], bool(row[-1])))) for row in db.execute(
+        f"SELECT spec, host, {', '.join(COUNTERS)}, example, counter_example, {off} FROM rules ORDER BY id")]
 
 
 class SqliteStorage:
@@ -220,6 +228,8 @@ class SqliteStorage:
             self.db.execute("ALTER TABLE avoided ADD COLUMN params TEXT NOT NULL DEFAULT ''")
         if "frontier_id" not in columns:
             self.db.execute("ALTER TABLE avoided ADD COLUMN frontier_id INTEGER")
+        if "if_range_off" not in {row[1] for row in self.db.execute("PRAGMA table_info(rules)")}:
+            self.db.execute("ALTER TABLE rules ADD COLUMN if_range_off INTEGER NOT NULL DEFAULT 0")
         if "path" not in {row[1] for row in self.db.execute("PRAGMA table_info(pages)")}:
             self.db.execute("ALTER TABLE pages ADD COLUMN path TEXT")  # (NULL for the pages before: any rule's)
         self.db.execute("BEGIN")
@@ -247,6 +257,9 @@ class SqliteStorage:
             self.db.execute(f"UPDATE rules SET {', '.join(sets)} WHERE spec = ?", (*args, spec))
         row = self.db.execute(f"SELECT {', '.join(COUNTERS)} FROM rules WHERE spec = ?", (spec,)).fetchone()
         return dict(zip(COUNTERS, row))
+
+    def set_if_range_off(self, spec: str) -> None:
+        self.db.execute("UPDATE rules SET if_range_off = 1 WHERE spec = ?", (spec,))
 
     def add_page(self, host: str, url: str, fp: int, path: str | None = None) -> None:
         self._seq += 1
@@ -379,7 +392,8 @@ class RedisStorage:
     """The rule book of every process sharing a Redis store, as keys beside it::
 
         NAME:rules              sorted set: spec -> creation time (ms)
-        NAME:rules:n            hash: "<counter>:<spec>" -> count, "ex:<spec>", "cx:<spec>" -> examples
+        NAME:rules:n            hash: "<counter>:<spec>" -> count, "ex:<spec>", "cx:<spec>" -> examples,
+                                "nir:<spec>" -> 1 (``set_if_range_off``)
         NAME:rules:p:<host>     hash: page URL -> fingerprint (8 bytes)
         NAME:rules:<rule>:f     hash: form -> fingerprint (8 bytes) + URL of its first page
         NAME:rules:a            hash: avoided URL -> {"rule": ..., "target": ..., "request": ...}
@@ -415,6 +429,7 @@ class RedisStorage:
             row: dict[str, Any] = {"spec": spec, "host": UrlRule.parse(spec).host}
             row.update({c: int(raw.get(f"{c}:{spec}", 0)) for c in COUNTERS})
             row["example"], row["counter_example"] = raw.get(f"ex:{spec}"), raw.get(f"cx:{spec}")
+            row["if_range_off"] = bool(raw.get(f"nir:{spec}"))
             out.append(row)
         return out
 
@@ -432,6 +447,9 @@ class RedisStorage:
         if counter_example:
             pipe.hset(n, f"cx:{spec}", counter_example)
         return dict(zip(COUNTERS, pipe.execute()[: len(COUNTERS)]))
+
+    def set_if_range_off(self, spec: str) -> None:
+        self.client.hset(f"{self.name}:n", f"nir:{spec}", 1)
 
     def add_page(self, host: str, url: str, fp: int, path: str | None = None) -> None:
         self.client.hset(f"{self.name}:p:{host}", url, fp.to_bytes(8, "big"))
