@@ -750,6 +750,35 @@ def test_a_book_written_before_if_range_was_kept_is_migrated_in_place_and_listed
     assert RuleBook(path, min_evidence=3, explore=0.0).if_range_off("prefix h.test /v2/ /v1/")
 
 
+def test_a_rule_retired_before_the_crawl_started_leaves_its_avoided_requests_in_the_book(tmp_path):
+    """``LearnedRules._requeue`` with no engine yet (``Crawler.engine`` raises ``RuntimeError`` until the
+    crawl starts): nothing is queued, nothing raised, and the requests stay in the rule book, to be queued
+    when a crawl of it starts (``unreleased``)."""
+    from scrapy import Request
+    from scrapy.settings import Settings
+    from scrapy.utils.test import get_crawler
+
+    from scrapy_neardup.crawler.config import NearDupConfig
+    from scrapy_neardup.crawler.filter.duplicates_log import DuplicatesLog
+    from scrapy_neardup.crawler.filter.learned_rules import LearnedRules
+
+    crawler = get_crawler(settings_dict={})
+    config = NearDupConfig.from_settings(Settings({"NEARDUP_URL_RULES_MIN_EVIDENCE": 2,
+                                                   "NEARDUP_URL_RULES_EXPLORE": 0.0,
+                                                   "NEARDUP_URL_RULES_FILE": str(tmp_path / "r.sqlite3"),
+                                                   "NEARDUP_DUPLICATES_FILE": str(tmp_path / "d.jsonl")}))
+    rules = LearnedRules(crawler, config, DuplicatesLog(crawler, config.duplicates_file))
+    for i in range(3):
+        rules.learn(f"{H}/a{i}.html", 1000 + i)
+        rules.learn(f"{H}/a{i}.html?sid={i}", 1000 + i, duplicate_of=f"{H}/a{i}.html")
+    assert len(rules.avoided([Request(f"{H}/a1.html?sid=zz")], f"{H}/")) == 1
+    rules.learn(f"{H}/a2.html?sid=x", 1 << 50)  # a counter-example: the rule is retired, with no engine yet
+    assert crawler.stats.get_value("neardup/url_rules/retired") == 1
+    (st,) = rules.book.unreleased()
+    assert [a.url for a in rules.book.release(st, claim=False)] == [f"{H}/a1.html?sid=zz"]
+    rules.close()
+
+
 def test_a_shared_books_retired_requests_are_claimed_and_queued_in_one_step(redis_url):
     """On a shared Redis, a retired rule's avoided requests are released without being taken,
     then claimed from the book and pushed to the shared frontier's queue by one server-side

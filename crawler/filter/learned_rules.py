@@ -358,11 +358,19 @@ class LearnedRules:
 
     # -- retirements ------------------------------------------------------------------
 
+    def _engine(self) -> Any:
+        """The crawl's engine, or None before it is made (reading an unset ``Crawler.engine`` raises
+        ``RuntimeError`` in the Scrapy versions this runs on; it gave None before)."""
+        try:
+            return self.crawler.engine
+        except RuntimeError:
+            return None
+
     def _scheduler(self, name: str) -> Any:
         """The engine's scheduler if its class is or derives from the class called ``name``."""
         # (the engine keeps its scheduler in its slot; Scrapy offers no public accessor; not
         # isinstance: Scrapy's BaseScheduler answers it for any scheduler with its methods)
-        scheduler: Any = getattr(getattr(self.crawler.engine, "_slot", None), "scheduler", None)
+        scheduler: Any = getattr(getattr(self._engine(), "_slot", None), "scheduler", None)
         return scheduler if any(c.__name__ == name for c in type(scheduler).__mro__) else None
 
     def _durable(self) -> DurableScheduler | None:
@@ -390,8 +398,12 @@ class LearnedRules:
 
     def _requeue(self, st: RuleState) -> None:
         """Make the requests retired rule ``st`` avoided, after all (see the module docstring)."""
-        engine, spec = self.crawler.engine, st.rule.spec
+        spec = st.rule.spec
+        engine = self._engine()
         if engine is None or self.crawler.spider is None:
+            # (no crawl to queue them in: they stay in the rule book, queued when a crawl of it starts)
+            logger.info("URL rule %s retired before the crawl started: its avoided requests stay in the rule "
+                        "book", spec)
             return
         durable = self._durable()
         shared = self._shared() if durable is None else None
