@@ -19,7 +19,13 @@ retires gives back the requests it avoided, and they are made after all
   again (``unreleased``, at ``spider_opened``) queues none twice. A request
   left out just before its download whose frontier row is not acknowledged
   yet (or was redelivered by a kill) is acknowledged in that same
-  transaction (``_supersede``): the copy replaces it, never both.
+  transaction (``_supersede``): the copy replaces it, never both;
+* with the shared frontier (scrapy-redis), likewise: claimed from a rule book
+  on the frontier's Redis server and queued in one server-side step
+  (``push_claimed``), or else (a Redis Cluster, where the book's keys and the
+  queue's are in other slots; a book elsewhere) each queued under a mark in the
+  queue's slot (``push_marked``) and then let go by the book, so a resume that
+  queues them again queues none twice.
 
 ``neardup/requests_avoided`` counts the URLs left out and never downloaded:
 a requeued URL is taken off it again (``neardup/url_rules/requeued``), and
@@ -378,15 +384,18 @@ class LearnedRules:
         scheduler = self._scheduler(DurableScheduler.__name__)
         return cast(DurableScheduler, scheduler) if scheduler is not None and scheduler.is_open else None
 
-    def _shared(self) -> tuple[ReliableRedisScheduler, str] | None:
-        """The crawl's shared frontier and the shared rule book's hash of avoided requests, when
-        the book is on the frontier's Redis server: then a retired rule's requests are claimed
-        from the book and queued in one step."""
+    def _shared(self) -> tuple[ReliableRedisScheduler, str | None] | None:
+        """The crawl's shared frontier, and the shared rule book's hash of avoided requests when the
+        book is on the frontier's Redis server (one server, not a Cluster): then a retired rule's
+        requests are claimed from the book and queued in one step; else (None) each is queued under
+        a mark in the frontier's slot and forgotten by the book after (``push_marked``)."""
         scheduler = self._scheduler("ReliableRedisScheduler")  # (by name: scrapy-redis is an extra)
+        if scheduler is None:
+            return None
         store: Any = self.book.store
-        if scheduler is not None and hasattr(store, "avoided_key") and scheduler.shares_server(store.client):
+        if hasattr(store, "avoided_key") and scheduler.shares_server(store.client):
             return cast("ReliableRedisScheduler", scheduler), str(store.avoided_key)
-        return None
+        return cast("ReliableRedisScheduler", scheduler), None
 
     def _resume(self) -> None:
         """Retired rules whose avoided requests a kill kept from the frontier: queue them now."""
@@ -407,9 +416,10 @@ class LearnedRules:
             return
         durable = self._durable()
         shared = self._shared() if durable is None else None
+        # (with a frontier that outlives the process, kept in the book until queued: a kill between loses none)
         rows = self.book.release(st, claim=durable is None and shared is None)
         made = skipped = lost = 0
-        to_claim: list[tuple[Avoided, Request]] = []
+        to_push: list[tuple[Avoided, Request]] = []
         for row in rows:
             if row.request is None:
                 lost += 1
@@ -428,36 +438,51 @@ class LearnedRules:
             # (one that passed the dupe filter already would be refused by it: made once, unfiltered)
             request = request.replace(dont_filter=True) if row.scheduled else request
             if shared is not None:
-                to_claim.append((row, request))
+                to_push.append((row, request))
                 continue
             engine.crawl(request)
             made += 1
             self._withdraw(row.url, spec, retired=True)
         if shared is not None:
-            # claimed from the shared book and queued in one step: a kill leaves them in the book (queued
-            # at the next start, ``unreleased``) or queued, and a process releasing them too queues none
             frontier, claim_key = shared
+            pushed: list[int] | None
             try:
-                claimed = frontier.push_claimed(claim_key, [(row.url, r) for row, r in to_claim])
+                if claim_key is not None:
+                    # claimed from the shared book and queued in one step: a kill leaves them in the book
+                    # (queued at the next start, ``unreleased``) or queued, and a process releasing them
+                    # too queues none
+                    pushed = [1 if mine else -1 for mine in
+                              frontier.push_claimed(claim_key, [(row.url, r) for row, r in to_push])]
+                else:
+                    # queued under a mark each in the frontier's own slot, then forgotten by the book: a
+                    # kill in between leaves them in the book and queued, and the next start's requeue
+                    # finds their marks (a Redis Cluster: the book's keys and the queue's are in other slots)
+                    pushed = frontier.push_marked([(f"url-rule-requeue {spec} {row.url} {row.nonce}", r)
+                                                   for row, r in to_push])
             except Exception as exc:  # (Redis away: they stay in the book, for the next start)
                 logger.warning("URL rule %s retired: its %d avoided request(s) could not be queued (%r); they "
                                "stay in the rule book and are queued when a crawl of it starts", spec,
-                               len(to_claim), exc)
-                claimed = [False] * len(to_claim)
-            for (row, _), mine in zip(to_claim, claimed):
-                if mine:
+                               len(to_push), exc)
+                pushed = None
+            for (row, _), got in zip(to_push, pushed or ()):  # (1 queued, 0 seen by the dupe filter, -1 not ours)
+                if got >= 0:
                     made += 1
                     self._withdraw(row.url, spec, retired=True)
-            queued = {row.url for row, _ in to_claim}
-            self.book.forget([row for row in rows if row.url not in queued])  # (those that cannot be made)
+                elif claim_key is None:
+                    skipped += 1
+            # the book lets go of those that cannot be made and, once marked and queued, the others (those
+            # claimed in one step are gone from it; those not queued, Redis away, stay for the next start)
+            keep = {row.url for row, _ in to_push} if claim_key is not None or pushed is None else set()
+            self.book.forget([row for row in rows if row.url not in keep])
         if durable is not None:
             durable.commit()  # the requests and their marks, in one frontier transaction
             self.book.forget(rows)  # then the rule book lets them go
         self.stats.inc_value("neardup/url_rules/requeued", made)
+        how = "" if shared is None else (" (claimed from the shared rule book and queued in one step)"
+                                         if shared[1] is not None else " (each queued under a mark, then let go)")
         logger.info("URL rule %s retired: %d request(s) it avoided are made after all%s%s%s", spec, made,
                     f" ({lost} could not be)" if lost else "",
-                    f" ({skipped} queued before the last stop)" if skipped else "",
-                    " (claimed from the shared rule book and queued in one step)" if shared is not None else "")
+                    f" ({skipped} queued before the last stop)" if skipped else "", how)
 
     def _supersede(self, durable: DurableScheduler, rid: int, url: str) -> None:
         """The request left out as frontier row ``rid`` is queued again: if the row

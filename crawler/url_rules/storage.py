@@ -21,6 +21,7 @@ reads a book without writing to it, for ``neardup rules``.
 from __future__ import annotations
 
 import json
+import secrets
 import sqlite3
 import time
 from pathlib import Path
@@ -41,12 +42,19 @@ class Avoided(NamedTuple):
     filter already (``scheduled``: made again with ``dont_filter``, once), with
     the durable frontier's id of the request left out (``frontier_id``: that
     request, if not acknowledged yet, is acknowledged in the transaction that
-    queues it again, so that a kill never leaves both)."""
+    queues it again, so that a kill never leaves both); and the note's own token
+    (``nonce``, random, made when it was noted): a frontier that queues it
+    under a mark (``redis_scheduler.push_marked``) tells it from a later note
+    of the same URL by the same rule (a process that had not yet seen the
+    rule retired)."""
 
     url: str
     request: str | None
     scheduled: bool
     frontier_id: int | None = None
+    nonce: str = ""
+
+
 COMMIT_EVERY = 1.0  # seconds (SQLite; Redis commits every call)
 
 
@@ -180,7 +188,8 @@ CREATE INDEX IF NOT EXISTS pages_by_host ON pages (host, seq);
 CREATE TABLE IF NOT EXISTS forms (rule INTEGER, form TEXT, url TEXT NOT NULL, fp INTEGER NOT NULL,
     PRIMARY KEY (rule, form)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS avoided (url TEXT PRIMARY KEY, rule INTEGER, target TEXT, request TEXT,
-    scheduled INTEGER NOT NULL DEFAULT 0, params TEXT NOT NULL DEFAULT '', frontier_id INTEGER) WITHOUT ROWID;
+    scheduled INTEGER NOT NULL DEFAULT 0, params TEXT NOT NULL DEFAULT '', frontier_id INTEGER,
+    nonce TEXT NOT NULL DEFAULT '') WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS settings (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS heads (key INTEGER PRIMARY KEY, head INTEGER NOT NULL, etag TEXT);
 """
@@ -228,6 +237,8 @@ class SqliteStorage:
             self.db.execute("ALTER TABLE avoided ADD COLUMN params TEXT NOT NULL DEFAULT ''")
         if "frontier_id" not in columns:
             self.db.execute("ALTER TABLE avoided ADD COLUMN frontier_id INTEGER")
+        if "nonce" not in columns:
+            self.db.execute("ALTER TABLE avoided ADD COLUMN nonce TEXT NOT NULL DEFAULT ''")
         if "if_range_off" not in {row[1] for row in self.db.execute("PRAGMA table_info(rules)")}:
             self.db.execute("ALTER TABLE rules ADD COLUMN if_range_off INTEGER NOT NULL DEFAULT 0")
         if "path" not in {row[1] for row in self.db.execute("PRAGMA table_info(pages)")}:
@@ -310,9 +321,9 @@ class SqliteStorage:
 
     def avoid_once(self, spec: str, url: str, target: str, request: str | None, scheduled: bool = False,
                    params: tuple[str, ...] = (), frontier_id: int | None = None) -> bool:
-        cur = self.db.execute("INSERT OR IGNORE INTO avoided VALUES (?, ?, ?, ?, ?, ?, ?)",
+        cur = self.db.execute("INSERT OR IGNORE INTO avoided VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                               (url, self._ids[spec], target, request, int(scheduled), ",".join(params),
-                               frontier_id))
+                               frontier_id, secrets.token_hex(8)))
         if not cur.rowcount and scheduled:
             self.db.execute("UPDATE avoided SET scheduled = 1, frontier_id = COALESCE(?, frontier_id) WHERE url = ?",
                             (frontier_id, url))
@@ -320,9 +331,10 @@ class SqliteStorage:
 
     def release(self, spec: str, names: tuple[str, ...] = (), claim: bool = True) -> list[Avoided]:
         # (O(rows noted with stripped parameters) for a parameter rule: a retirement is rare)
-        rows = self.db.execute("SELECT url, request, scheduled, rule, params, frontier_id FROM avoided WHERE rule = ?"
-                               + (" OR params != ''" if names else ""), (self._ids[spec],)).fetchall()
-        out = [Avoided(url, request, bool(scheduled), fid) for url, request, scheduled, rule, params, fid in rows
+        rows = self.db.execute("SELECT url, request, scheduled, rule, params, frontier_id, nonce FROM avoided "
+                               "WHERE rule = ?" + (" OR params != ''" if names else ""), (self._ids[spec],)).fetchall()
+        out = [Avoided(url, request, bool(scheduled), fid, nonce)
+               for url, request, scheduled, rule, params, fid, nonce in rows
                if rule == self._ids[spec] or set(params.split(",")) & set(names)]
         if claim:
             self.forget([a.url for a in out])
@@ -396,7 +408,7 @@ class RedisStorage:
                                 "nir:<spec>" -> 1 (``set_if_range_off``)
         NAME:rules:p:<host>     hash: page URL -> fingerprint (8 bytes)
         NAME:rules:<rule>:f     hash: form -> fingerprint (8 bytes) + URL of its first page
-        NAME:rules:a            hash: avoided URL -> {"rule": ..., "target": ..., "request": ...}
+        NAME:rules:a            hash: avoided URL -> {"rule": ..., "target": ..., "request": ..., "nonce": ...}
         NAME:rules:settings     hash: name -> value (``save_settings``)
         NAME:rules:h            hash: page key (8 bytes) -> head (8 bytes) + ETag (``set_heads``)
 
@@ -508,7 +520,7 @@ class RedisStorage:
         # (one hash for every rule: a URL is counted once, whichever rule each process avoided it by)
         key = f"{self.name}:a"
         entry = {"rule": spec, "target": target, "request": request, "scheduled": scheduled, "params": list(params),
-                 "frontier_id": frontier_id}
+                 "frontier_id": frontier_id, "nonce": secrets.token_hex(8)}
         if self.client.hsetnx(key, url, json.dumps(entry)):
             return True
         if scheduled and (raw := self.client.hget(key, url)) is not None:
@@ -526,7 +538,8 @@ class RedisStorage:
         mine = self._mine(spec, names)
         if not mine:
             return []
-        out = [Avoided(url.decode(), entry["request"], bool(entry.get("scheduled")), entry.get("frontier_id"))
+        out = [Avoided(url.decode(), entry["request"], bool(entry.get("scheduled")), entry.get("frontier_id"),
+                       entry.get("nonce", ""))
                for url, entry in mine]
         if not claim:
             return out
