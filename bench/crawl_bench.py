@@ -66,9 +66,10 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_nginx(root: Path, port: int, work: Path, access_log: Path | None = None) -> subprocess.Popen:
+def start_nginx(root: Path, port: int, work: Path, access_log: Path | None = None,
+                log_format: str = "$msec $status $request_uri") -> subprocess.Popen:
     """nginx serving ``root`` on 127.0.0.1:``port``; ``access_log``: one line per
-    request, its time in seconds with milliseconds (``$msec``)."""
+    request, its time in seconds with milliseconds (``$msec``), as ``log_format`` says."""
     if not shutil.which("nginx") and not Path("/usr/sbin/nginx").exists():
         subprocess.run(["apt-get", "update", "-qq"], check=True)
         subprocess.run(["apt-get", "install", "-y", "-qq", "nginx-light"], check=True)
@@ -82,7 +83,7 @@ error_log {work}/error.log;
 events {{ worker_connections 1024; }}
 http {{
     include /etc/nginx/mime.types;
-    log_format times '$msec $status $request_uri';
+    log_format times '{log_format}';
     access_log {f"{access_log} times" if access_log else "off"};
     client_body_temp_path {work}/tmp; proxy_temp_path {work}/tmp; fastcgi_temp_path {work}/tmp;
     uwsgi_temp_path {work}/tmp; scgi_temp_path {work}/tmp;

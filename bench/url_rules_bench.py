@@ -65,13 +65,14 @@ def run_crawl(url: str, out: Path, settings: list[str]) -> str:
 
 
 def crawl_killed(url: str, out: Path, settings: list[str], access_log: Path, plan: list[int | str],
-                 rng: random.Random) -> tuple[str, int, list[list[int]]]:
+                 rng: random.Random, kill_times: list[float] | None = None) -> tuple[str, int, list[list[int]]]:
     """``run_crawl`` with ``JOBDIR`` (``out/job``), killed (``SIGKILL``) as ``plan``
     says, one entry a run: an int ``n``, after a random 1..n new requests reached the
     server (lines of nginx's ``access_log``); a regular expression, a random 0-60 ms
     after the crawl's log first matches it. Then resumed until it finishes (a run
     that ends before its moment is not killed). Returns the logs, the kills made and
-    each killed crawl's child processes (its fingerprint workers, which must end with it)."""
+    each killed crawl's child processes (its fingerprint workers, which must end with it);
+    ``kill_times``, if given, gets the time of each kill (``time.time()``)."""
     import signal
 
     from tests.test_kill_resume import children
@@ -102,6 +103,8 @@ def crawl_killed(url: str, out: Path, settings: list[str], access_log: Path, pla
             workers.append(children(proc.pid))
             proc.send_signal(signal.SIGKILL)
             proc.wait(timeout=60)
+            if kill_times is not None:
+                kill_times.append(time.time())
             kills += 1
             logs.append(log.read_text(errors="replace"))
             continue

@@ -220,6 +220,21 @@ def test_a_store_outage_mid_crawl(policy, tmp_path):
         redis.close()
 
 
+#: scrapy-redis's settings for a frontier on a Redis Cluster: its client made as a Cluster client
+CLUSTER_PARAMS = {"redis_cls": "redis.cluster.RedisCluster"}
+
+
+@pytest.fixture
+def cluster_frontier(redis_cluster) -> str:
+    """``REDIS_URL`` of the session's Redis Cluster, emptied (the frontier's keys are the spider's)."""
+    from redis.cluster import RedisCluster
+
+    client = RedisCluster.from_url(redis_cluster.url)
+    client.flushall(target_nodes=RedisCluster.PRIMARIES)
+    client.close()
+    return redis_cluster.url.split("?", 1)[0]
+
+
 def test_two_processes_learn_and_use_one_set_of_url_rules(shared_redis, tmp_path):
     """The trap site by two processes sharing Redis: the URL rules live beside
     the store, both act on them, and no avoided URL had other content."""
@@ -246,6 +261,28 @@ def test_two_processes_learn_and_use_one_set_of_url_rules(shared_redis, tmp_path
         assert len({a["url"] for a in avoided}) == len(avoided), "an avoided URL counted by both processes"
 
 
+def test_a_retired_shared_rules_requests_are_requeued_on_a_redis_cluster(cluster_frontier, tmp_path):
+    """The same site and two processes with the frontier, the store and the rule book on a Redis Cluster
+    (scrapy-redis's client a ``RedisCluster``, ``REDIS_PARAMS``): a claim and a push cannot be one step
+    there (the book's keys and the queue's are in other slots), so each of the retired rule's avoided
+    requests is queued under a mark with the dupe filter's (one step in the queue's slot), then let go by
+    the book. Every content is fetched and none twice; the requests were made after all."""
+    from tests.fixtures.trap_site import CopiesSite
+
+    site = CopiesSite()
+    with site.serve() as server:
+        logs = crawl_from_home(server, cluster_frontier, tmp_path, "-s", f"REDIS_PARAMS={json.dumps(CLUSTER_PARAMS)}")
+        hits = {t: n for t, n in server.hits.items() if t != "/robots.txt"}
+    assert all("shared frontier on Redis Cluster: " in text for text in logs)
+    assert site.contents() <= {site.truth(t) for t in hits}
+    assert any("'neardup/url_rules/retired'" in text for text in logs)
+    made = [line for text in logs for line in text.splitlines() if "request(s) it avoided are made after all" in line]
+    assert made and sum(int(line.split(" retired: ")[1].split()[0]) for line in made) > 0, made
+    assert all("each queued under a mark, then let go" in line for line in made), made
+    twice = sorted(t for t, n in hits.items() if n > 1)
+    assert not twice, f"fetched twice: {twice[:10]}"
+
+
 def test_a_retired_shared_rules_requests_are_claimed_and_queued_in_one_step(shared_redis, tmp_path):
     """The 400-page site with session ids whose sid rule is retired on its last pages, by two
     processes sharing Redis (the rule book and the frontier on one server): the retired rule's
@@ -265,30 +302,118 @@ def test_a_retired_shared_rules_requests_are_claimed_and_queued_in_one_step(shar
     assert not twice, f"fetched twice: {twice[:10]}"
 
 
-def test_the_dupe_filters_mark_and_the_push_are_one_step(shared_redis):
+
+
+@pytest.mark.parametrize("where", ["redis", "cluster"])
+def test_the_dupe_filters_mark_and_the_push_are_one_step(where, request):
     """A request is marked seen in scrapy-redis's dupe filter and queued in one server-side
     step: a kill between two separate commands left a request marked and never queued, and its
-    parent, fetched again, could not queue it either (a page lost by a shared crawl)."""
-    import redis
+    parent, fetched again, could not queue it either (a page lost by a shared crawl). On a Redis
+    Cluster (scrapy-redis's client made a ``RedisCluster`` with ``REDIS_PARAMS``), the queue's and
+    the dupe filter's keys share the hash tag ``{spider}``: one slot, so the same one step."""
     from scrapy import Request, Spider
+    from scrapy.utils.misc import load_object
     from scrapy.utils.test import get_crawler
 
     from scrapy_neardup.crawler.addon import REDIS_SETTINGS
 
-    from scrapy.utils.misc import load_object
-
-    crawler = get_crawler(Spider, {**REDIS_SETTINGS, "REDIS_URL": shared_redis})
+    url = request.getfixturevalue("shared_redis" if where == "redis" else "cluster_frontier")
+    more = {"REDIS_PARAMS": CLUSTER_PARAMS} if where == "cluster" else {}
+    crawler = get_crawler(Spider, {**REDIS_SETTINGS, "REDIS_URL": url, **more})
     crawler.spider = spider = Spider.from_crawler(crawler, "one_step")
     scheduler = load_object(crawler.settings["SCHEDULER"]).from_crawler(crawler)
     scheduler.open(spider)
     try:
+        assert type(scheduler.server).__name__ == ("RedisCluster" if where == "cluster" else "Redis")
         assert scheduler._seen_push is not None, "the add-on's dupe filter is marked in the push's step"
-        for url in ("http://127.0.0.1/a", "http://127.0.0.1/b", "http://127.0.0.1/a"):
-            scheduler.enqueue_request(Request(url))
+        for u in ("http://127.0.0.1/a", "http://127.0.0.1/b", "http://127.0.0.1/a"):
+            scheduler.enqueue_request(Request(u))
         scheduler.enqueue_request(Request("http://127.0.0.1/a", dont_filter=True))
-        client = redis.Redis.from_url(shared_redis)
+        client = scheduler.server
         assert client.zcard("{one_step}:requests") == 3  # /a, /b, and /a again unfiltered
         assert client.scard("{one_step}:dupefilter") == 2
         assert crawler.stats.get_value("scheduler/enqueued/redis") == 3
+        # what was queued comes out, through the in-flight hash (the pop's own step, in the same slot)
+        got = [scheduler.next_request() for _ in range(4)]
+        assert sorted(r.url for r in got[:3]) == ["http://127.0.0.1/a", "http://127.0.0.1/a", "http://127.0.0.1/b"]
+        assert got[3] is None and client.hlen(scheduler.inflight_key) == 3
+    finally:
+        scheduler.close("finished")
+
+
+class Killed(BaseException):
+    """A kill at a chosen moment (not an ``Exception``: nothing on the way catches it)."""
+
+
+@pytest.mark.parametrize("moment", ["before the push", "after the push"])
+@pytest.mark.parametrize("where", ["redis", "cluster"])
+def test_a_retired_rules_requests_are_queued_once_across_a_kill_when_the_book_is_not_on_the_frontiers_server(
+        where, moment, request, tmp_path):
+    """The shared frontier on a Redis Cluster with the rule book on it too (other slots than the queue's), or
+    on one Redis with the book in a file: a claim and a push cannot be one step. The retired rule's avoided
+    requests are queued each under a mark in the queue's slot, with the dupe filter's mark (``push_marked``),
+    and only then let go by the book. Killed before the push, they are in the book; killed after it, in the
+    book and queued, and the marks make the resume's queueing them again (``unreleased``) nothing: each is
+    queued once, and one the dupe filter had seen (reached by an ordinary link meanwhile) not at all.
+    (Claimed from the book first, as before, a kill before the push lost them.)"""
+    from types import SimpleNamespace
+
+    from scrapy import Request, Spider
+    from scrapy.utils.misc import load_object
+    from scrapy.utils.test import get_crawler
+
+    from scrapy_neardup.crawler.addon import REDIS_SETTINGS
+    from scrapy_neardup.crawler.config import NearDupConfig
+    from scrapy_neardup.crawler.filter.duplicates_log import DuplicatesLog
+    from scrapy_neardup.crawler.filter.learned_rules import LearnedRules
+    from scrapy_neardup.crawler.frontier.codec import decode_request
+
+    h = "http://h.test"
+    url = request.getfixturevalue("shared_redis" if where == "redis" else "cluster_frontier")
+    book = request.getfixturevalue("redis_cluster_url") if where == "cluster" else str(tmp_path / "rules.sqlite3")
+    more = {"REDIS_PARAMS": CLUSTER_PARAMS} if where == "cluster" else {}
+    crawler = get_crawler(Spider, {**REDIS_SETTINGS, "REDIS_URL": url, **more, "NEARDUP_URL_RULES_FILE": book,
+                                   "NEARDUP_URL_RULES_MIN_EVIDENCE": 2, "NEARDUP_URL_RULES_EXPLORE": 0.0,
+                                   "NEARDUP_DUPLICATES_FILE": str(tmp_path / "d.jsonl")})
+    crawler.spider = spider = Spider.from_crawler(crawler, "requeue")
+    scheduler = load_object(crawler.settings["SCHEDULER"]).from_crawler(crawler)
+    scheduler.open(spider)
+    crawler.engine = SimpleNamespace(_slot=SimpleNamespace(scheduler=scheduler),  # (what _requeue looks up)
+                                     crawl=lambda r: scheduler.enqueue_request(r))
+    config = NearDupConfig.from_settings(crawler.settings)
+
+    def learned_rules() -> LearnedRules:
+        return LearnedRules(crawler, config, DuplicatesLog(crawler, config.duplicates_file))
+
+    try:
+        rules = learned_rules()
+        for i in range(3):
+            rules.learn(f"{h}/a{i}.html", 1000 + i)
+            rules.learn(f"{h}/a{i}.html?sid={i}", 1000 + i, duplicate_of=f"{h}/a{i}.html")
+        assert len(rules.avoided([Request(f"{h}/a{i}.html?sid=x") for i in range(3)], f"{h}/")) == 3
+        scheduler.enqueue_request(Request(f"{h}/a1.html?sid=x"))  # (reached by an ordinary link meanwhile)
+
+        def kill(*args: object) -> None:
+            raise Killed
+
+        if moment == "before the push":
+            scheduler.push_marked = scheduler.enqueue_request = kill
+        else:
+            rules.book.forget = kill  # type: ignore[method-assign]  # (queued, before the book lets go)
+        with pytest.raises(Killed):
+            rules.learn(f"{h}/a2.html?sid=other", 1 << 50)  # a counter-example: the sid rule is retired
+        if moment == "before the push":
+            del scheduler.push_marked, scheduler.enqueue_request  # (what the resumed crawl has: the class's)
+        queue = "{requeue}:requests"
+        assert scheduler.server.zcard(queue) == (1 if moment == "before the push" else 3)
+        if where == "redis":
+            rules.book.store.db.close()  # type: ignore[attr-defined]  # (killed: nothing more committed)
+        again = learned_rules()  # the resumed crawl
+        assert [st.rule.spec for st in again.book.unreleased()] == ["param h.test sid"]
+        again._resume()
+        assert sorted(decode_request(x.decode(), spider).url  # each once
+                      for x in scheduler.server.zrange(queue, 0, -1)) == [f"{h}/a{i}.html?sid=x" for i in range(3)]
+        assert again.book.unreleased() == []
+        again.close()
     finally:
         scheduler.close("finished")

@@ -15,6 +15,11 @@ from scrapy_neardup.crawler.url_rules.storage import Avoided
 H = "http://h.test"
 
 
+def noted(avoided: list[Avoided]) -> list[Avoided]:
+    """``avoided`` without their notes' random tokens (``Avoided.nonce``), to compare."""
+    return [a._replace(nonce="") for a in avoided]
+
+
 @pytest.mark.parametrize("dup,orig,spec", [
     ("/a.html?sid=1", "/a.html?sid=2", "param h.test sid"),
     ("/a.html?sid=1&x=3", "/a.html?x=3", "param h.test sid"),
@@ -195,10 +200,11 @@ def test_seeded_random_sites_never_avoid_a_url_with_other_content():
         assert not any(names & live for names in params), learned
 
 
-def test_a_book_on_redis_is_shared_by_every_process(redis_url):
-    """Two books on one Redis (two crawler processes): what one learns the
+def test_a_book_on_redis_is_shared_by_every_process(shared_store_url):
+    """Two books on one Redis, or one Redis Cluster (two crawler processes): what one learns the
     other acts on, a form's first page is one for both, an avoided URL is
     counted once, and one's counter-example retires the rule for the other."""
+    redis_url = shared_store_url
     a = RuleBook(redis_url, min_evidence=3, explore=0.0)
     b = RuleBook(redis_url, min_evidence=3, explore=0.0)
     _pairs(a, 4)
@@ -212,8 +218,8 @@ def test_a_book_on_redis_is_shared_by_every_process(redis_url):
     assert b.rules()[0].state == RETIRED and [e for e, _ in b.events] == ["learned", "retired"]
     assert a.record_avoided(f"{H}/a1.html?sid=z", "param h.test sid", f"{H}/a1.html", "R1", scheduled=True) is False
     assert a.unreleased() == [] and [st.rule.spec for st in b.unreleased()] == ["param h.test sid"]
-    assert b.release(b.rules()[0], claim=False) == [Avoided(f"{H}/a1.html?sid=z", "R1", True)]
-    assert b.release(b.rules()[0]) == [Avoided(f"{H}/a1.html?sid=z", "R1", True)]
+    assert noted(b.release(b.rules()[0], claim=False)) == [Avoided(f"{H}/a1.html?sid=z", "R1", True)]
+    assert noted(b.release(b.rules()[0])) == [Avoided(f"{H}/a1.html?sid=z", "R1", True)]
     assert b.unreleased() == [] and b.release(b.rules()[0]) == []
     a.refresh()
     assert a.rules()[0].state == RETIRED and a.avoid(f"{H}/a1.html?sid=other") is None
@@ -295,8 +301,9 @@ def test_a_retired_rules_avoided_requests_stay_until_forgotten_and_know_if_they_
     assert not book.record_avoided(f"{H}/a2.html?sid=x", st.rule.spec, f"{H}/a2.html", "R2b", scheduled=True)
     book.observe(f"{H}/a3.html?sid=new", 0xFFFF_0000_FFFF)
     assert st.state == RETIRED
-    assert book.release(st, claim=False) == [Avoided(f"{H}/a1.html?sid=x", "R1", False),
-                                              Avoided(f"{H}/a2.html?sid=x", "R2", True)]
+    got = book.release(st, claim=False)
+    assert noted(got) == [Avoided(f"{H}/a1.html?sid=x", "R1", False), Avoided(f"{H}/a2.html?sid=x", "R2", True)]
+    assert len({a.nonce for a in got}) == 2 and all(len(a.nonce) == 16 for a in got)  # (each note its own)
     book.close()  # (a kill would keep the same: the retirement is committed at once)
     book = RuleBook(path, min_evidence=3, explore=0.0)
     (st,) = book.unreleased()
@@ -447,7 +454,7 @@ def test_an_avoided_request_keeps_its_frontier_row_for_the_copy_that_replaces_it
     assert book.record_avoided(f"{H}/a1.html?sid=z", spec, f"{H}/a1.html", "R1")
     assert not book.record_avoided(f"{H}/a1.html?sid=z", spec, f"{H}/a1.html", "R1", True, 42)
     st = next(s for s in book.rules() if s.rule.spec == spec)
-    assert book.release(st, claim=False) == [Avoided(f"{H}/a1.html?sid=z", "R1", True, 42)]
+    assert noted(book.release(st, claim=False)) == [Avoided(f"{H}/a1.html?sid=z", "R1", True, 42)]
 
 
 def test_a_request_left_out_before_its_download_is_acknowledged_behind_the_gate_not_as_a_failure():
@@ -711,6 +718,71 @@ def test_a_rule_a_copy_came_whole_under_sends_no_if_range_and_a_miss_then_retire
     rules._requeue = lambda st: None  # type: ignore[method-assign]  # (no engine here)
     rules.learn(other.url, 7 << 40)
     assert {st.rule.spec: st.state for st in book.rules()}[sub] == RETIRED
+    rules.close()
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "redis", "cluster"])
+def test_if_range_turned_off_for_a_rule_is_kept_in_the_book(backend, tmp_path, request):
+    """A rule's ``If-Range`` turned off (a copy came whole under it) is kept with the rule and committed
+    at once: a book opened again (a resumed crawl, or another process of a shared book) sends none."""
+    where = str(tmp_path / "b.sqlite3") if backend == "sqlite" else request.getfixturevalue(
+        "redis_url" if backend == "redis" else "redis_cluster_url")
+    book = RuleBook(where, max_distance=3, min_evidence=2, explore=0.0)
+    for i in range(3):
+        book.observe(f"{H}/v1/p{i}.html", 1000 + i)
+        book.observe(f"{H}/v2/p{i}.html", 1000 + i, duplicate_of=f"{H}/v1/p{i}.html")
+    spec = "prefix h.test /v2/ /v1/"
+    assert not book.if_range_off(spec)
+    assert book.turn_if_range_off(spec) and not book.turn_if_range_off(spec)
+    again = RuleBook(where, max_distance=3, min_evidence=2, explore=0.0)  # (before the first is closed: a kill)
+    assert again.if_range_off(spec) and not again.if_range_off("param h.test sid")
+    again.close()
+    book.close()
+
+
+def test_a_book_written_before_if_range_was_kept_is_migrated_in_place_and_listed_unmigrated(tmp_path):
+    import sqlite3
+
+    path = tmp_path / "url_rules.sqlite3"
+    RuleBook(path, min_evidence=3, explore=0.0).close()
+    db = sqlite3.connect(path)  # (the rules table as it was before the column)
+    db.executescript("ALTER TABLE rules DROP COLUMN if_range_off; "
+                     "INSERT INTO rules (spec, host, evidence) VALUES ('prefix h.test /v2/ /v1/', 'h.test', 12);")
+    db.close()
+    assert [r["state"] for r in list_rules(path)] == [ACTIVE]  # (read-only: not migrated)
+    book = RuleBook(path, min_evidence=3, explore=0.0)
+    assert not book.if_range_off("prefix h.test /v2/ /v1/")
+    assert book.turn_if_range_off("prefix h.test /v2/ /v1/")
+    book.close()
+    assert RuleBook(path, min_evidence=3, explore=0.0).if_range_off("prefix h.test /v2/ /v1/")
+
+
+def test_a_rule_retired_before_the_crawl_started_leaves_its_avoided_requests_in_the_book(tmp_path):
+    """``LearnedRules._requeue`` with no engine yet (``Crawler.engine`` raises ``RuntimeError`` until the
+    crawl starts): nothing is queued, nothing raised, and the requests stay in the rule book, to be queued
+    when a crawl of it starts (``unreleased``)."""
+    from scrapy import Request
+    from scrapy.settings import Settings
+    from scrapy.utils.test import get_crawler
+
+    from scrapy_neardup.crawler.config import NearDupConfig
+    from scrapy_neardup.crawler.filter.duplicates_log import DuplicatesLog
+    from scrapy_neardup.crawler.filter.learned_rules import LearnedRules
+
+    crawler = get_crawler(settings_dict={})
+    config = NearDupConfig.from_settings(Settings({"NEARDUP_URL_RULES_MIN_EVIDENCE": 2,
+                                                   "NEARDUP_URL_RULES_EXPLORE": 0.0,
+                                                   "NEARDUP_URL_RULES_FILE": str(tmp_path / "r.sqlite3"),
+                                                   "NEARDUP_DUPLICATES_FILE": str(tmp_path / "d.jsonl")}))
+    rules = LearnedRules(crawler, config, DuplicatesLog(crawler, config.duplicates_file))
+    for i in range(3):
+        rules.learn(f"{H}/a{i}.html", 1000 + i)
+        rules.learn(f"{H}/a{i}.html?sid={i}", 1000 + i, duplicate_of=f"{H}/a{i}.html")
+    assert len(rules.avoided([Request(f"{H}/a1.html?sid=zz")], f"{H}/")) == 1
+    rules.learn(f"{H}/a2.html?sid=x", 1 << 50)  # a counter-example: the rule is retired, with no engine yet
+    assert crawler.stats.get_value("neardup/url_rules/retired") == 1
+    (st,) = rules.book.unreleased()
+    assert [a.url for a in rules.book.release(st, claim=False)] == [f"{H}/a1.html?sid=zz"]
     rules.close()
 
 

@@ -4,6 +4,7 @@ avoided, and no page with other content ever avoided (issue 16)."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -91,3 +92,58 @@ def test_rules_can_be_switched_off_pinned_or_forbidden(tmp_path):
     assert avoided and {a["rule"] for a in avoided} == {"param '*' sid"}
     rows = json.loads(json.dumps([a["url"] for a in avoided]))
     assert all("sid=" in u or "/doc/" in u for u in rows)
+
+
+def test_declared_alternates_are_links_never_evidence_of_a_copy(tmp_path):
+    """Every page declares its other languages as alternates three ways (``<link rel="alternate"
+    hreflang>``, the HTTP ``Link`` header's ``rel="alternate"; hreflang``, and a language menu of
+    ``<a hreflang>``). ``/fr/`` serves the English pages (untranslated), ``/de/`` real translations.
+    Only content is evidence: the ``/fr/`` -> ``/en/`` rule is learned from the copies and acts, while
+    every translated page, declared as an alternate of its English page all the same, is downloaded
+    and kept, never dropped or avoided."""
+    import random
+
+    from scrapy_neardup.crawler.demo_site import LocalServer
+
+    n, langs = 24, ("en", "fr", "de")
+    words = {lg: [f"{lg}{w}" for w in random.Random(lg).sample(range(100_000), 4000)] for lg in ("en", "de")}
+
+    def text(lg: str, i: int) -> str:
+        rng = random.Random(f"{lg}-{i}")
+        return " ".join(rng.choice(words[lg]) for _ in range(300))
+
+    def page(target: str) -> tuple[int, dict[str, str], bytes]:
+        bits = target.lstrip("/").split("/")
+        if target == "/":
+            return 200, {"Content-Type": "text/html"}, b"".join(
+                f'<a href="/{lg}/0.html">{lg}</a> '.encode() for lg in langs)
+        if len(bits) != 2 or bits[0] not in langs or not bits[1].removesuffix(".html").isdigit():
+            return 404, {}, b""
+        lg, i = bits[0], int(bits[1].removesuffix(".html"))
+        if i >= n:
+            return 404, {}, b""
+        alternates = "".join(f'<link rel="alternate" hreflang="{o}" href="/{o}/{i}.html">' for o in langs)
+        menu = " ".join(f'<a hreflang="{o}" href="/{o}/{i}.html">{o}</a>' for o in langs)
+        body = (f"<html><head><title>{i}</title>{alternates}</head><body><nav>{menu}</nav>"
+                f'<p>{text("de" if lg == "de" else "en", i)}</p><a href="/{lg}/{(i + 1) % n}.html">next</a>'
+                "</body></html>")
+        link = ", ".join(f'</{o}/{i}.html>; rel="alternate"; hreflang="{o}"' for o in langs if o != lg)
+        return 200, {"Content-Type": "text/html", "Link": link}, body.encode()
+
+    out = tmp_path / "crawl"
+    with LocalServer(page) as server:
+        r = scrapy_crawl(server.url + "/", out, f"NEARDUP_STORE={out / 'store'}", "NEARDUP_INDEX=",
+                         "NEARDUP_URL_RULES_MIN_EVIDENCE=3", "NEARDUP_URL_RULES_EXPLORE=0", "ROBOTSTXT_OBEY=False")
+        assert r.returncode == 0, r.stderr[-3000:]
+        requested = set(server.requests)
+    records = read_jsonl(out / "store" / "duplicates.jsonl")
+    avoided = {target(d["url"]) for d in records if d.get("avoided")}
+    dropped = {target(d["url"]) for d in records if not d.get("avoided") and not d.get("requeued")}
+    translated = {f"/de/{i}.html" for i in range(n)}
+    assert translated <= requested, sorted(translated - requested)
+    assert not translated & (avoided | dropped), sorted(translated & (avoided | dropped))
+    assert not any("/de/" in d.get("duplicate_of", "") for d in records), "a translation named as a kept twin"
+    # (the rules acted on the site meanwhile: the untranslated tree's copies, learned from their content)
+    assert avoided and all(t.startswith("/fr/") for t in avoided), sorted(avoided)[:5]
+    assert stat(r.stderr, "neardup/url_rules/learned")
+    assert not any("/de/" in rule for rule in re.findall(r"URL rule learned: (.*?) \(", r.stderr))

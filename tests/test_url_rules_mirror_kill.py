@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import shutil
 import sqlite3
 import sys
@@ -130,3 +131,64 @@ def test_kills_with_confirmation_by_content_lose_no_page_no_trap_and_fetch_nothi
     # (a killed crawl dumps no stats: these are the last run's, a resumed one)
     unconfirmable = stat(text, "neardup/url_rules/unconfirmable")
     assert unconfirmable is None, f"{what}: {unconfirmable} predictions made whole, their pages' heads unknown"
+
+
+IF_RANGE_OFF = r"URL rule (prefix \S+ \S+ \S+): a copy came whole in the answer to its ranged GET"
+API_IF_RANGE_OFF = r"URL rule prefix \S+ /\w+/api/ /\w+/api/: a copy came whole"  # (30 pages a language: more to come)
+
+
+def test_if_range_turned_off_for_a_rule_stays_off_after_a_kill_and_a_resume(tmp_path):
+    """Copies that are files of their own (``linked=False``: their ETags are not their pages'): the first
+    copy that comes whole under a rule turns ``If-Range`` off for it. The crawl is killed just after that
+    and resumed: the rule's ranged GETs still go without ``If-Range`` (kept in the rule book), so its copies
+    are confirmed by their ranges, not downloaded whole again until a copy comes whole once more."""
+    from crawl_bench import free_port, start_nginx
+    from url_rules_bench import crawl_killed
+
+    site = MirrorSite(langs=4, sizes={"intro": 2, "guide": 8, "api": 30}, traps=2, scattered=1, linked=False)
+    served = Path(tempfile.mkdtemp(prefix="neardup-mirror-files-"))  # (nginx's workers run unprivileged)
+    served.chmod(0o755)
+    site.build(served / "site")
+    port, log, out = free_port(), tmp_path / "access.log", tmp_path / "crawl"
+    (tmp_path / "nginx").mkdir()
+    # (each request's If-Range header, "-" for none, at the end of its line)
+    nginx = start_nginx(served / "site", port, tmp_path / "nginx", log, "$msec $status $request_uri $http_if_range")
+    base = f"http://127.0.0.1:{port}"
+    kill_times: list[float] = []
+    try:
+        text, kills, workers = crawl_killed(",".join(base + s for s in site.starts(3)), out,
+                                            [f"NEARDUP_INDEX={out / 'store' / 'index.sqlite3'}"], log,
+                                            [API_IF_RANGE_OFF], random.Random(7), kill_times)
+        assert kills == len(kill_times) == 1
+        check_if_range_kept_off(site, text, out, log, kill_times)
+        for pids in workers:
+            assert_gone(pids)
+    finally:
+        nginx.terminate()
+        nginx.wait(10)
+        shutil.rmtree(served, ignore_errors=True)
+
+
+def check_if_range_kept_off(site: MirrorSite, text: str, out: Path, log: Path, kill_times: list[float]) -> None:
+    from scrapy_neardup.crawler.url_rules.rules import UrlRule
+
+    resumed = (out / "crawl.log").read_text(errors="replace")  # (the last run's log; the killed run's before it)
+    killed = text[: len(text) - len(resumed)]
+    off = set(re.findall(IF_RANGE_OFF, killed))
+    assert any("/api/" in spec for spec in off), off
+    # (a resumed crawl starts well after the kill: a request logged later is one of its own)
+    after = [line.split(" ") for line in log.read_text().splitlines()
+             if float(line.split(" ", 1)[0]) > kill_times[-1] + 0.5]
+    for spec in off:
+        rule = UrlRule.parse(spec)
+        under = [(status, target, if_range) for _, status, target, if_range in after
+                 if target.startswith((rule.a, rule.b))]
+        if "/api/" in spec:  # (a guide/ rule may have had nothing left, or be retired)
+            assert [t for status, t, _ in under if status == "206"], f"{spec}: no ranged GET after the resume"
+        sent = [t for _, t, if_range in under if if_range != "-"]
+        assert not sent, f"{spec}: If-Range sent again after the resume: {sent[:5]}"
+        assert f"URL rule {spec}: a copy came whole" not in resumed
+    # (nothing lost either: every distinct page kept once, as in the other kill tests)
+    kept = kept_contents(site, out)
+    every = {site.truth(f"/{lang}/{p}") for lang in site.langs for p in site.pages()}
+    assert len(kept) == len(set(kept)) and set(kept) == every

@@ -19,7 +19,13 @@ retires gives back the requests it avoided, and they are made after all
   again (``unreleased``, at ``spider_opened``) queues none twice. A request
   left out just before its download whose frontier row is not acknowledged
   yet (or was redelivered by a kill) is acknowledged in that same
-  transaction (``_supersede``): the copy replaces it, never both.
+  transaction (``_supersede``): the copy replaces it, never both;
+* with the shared frontier (scrapy-redis), likewise: claimed from a rule book
+  on the frontier's Redis server and queued in one server-side step
+  (``push_claimed``), or else (a Redis Cluster, where the book's keys and the
+  queue's are in other slots; a book elsewhere) each queued under a mark in the
+  queue's slot (``push_marked``) and then let go by the book, so a resume that
+  queues them again queues none twice.
 
 ``neardup/requests_avoided`` counts the URLs left out and never downloaded:
 a requeued URL is taken off it again (``neardup/url_rules/requeued``), and
@@ -98,7 +104,6 @@ class LearnedRules:
         self._written = self._synced = 0  # avoided requests noted / committed (the gate)
         self.confirm_bytes = config.url_rules_confirm_bytes
         self._made_whole: set[str] = set()  # URLs whose ranged GET's bytes did not match: made whole after it
-        self._no_if_range: set[str] = set()  # rules a copy came whole under: their ETags do not follow content
         # (each fetched page's head, what a ranged GET is checked against, is kept in the rule book:
         # ``_keep_head``, committed through the gate with the book, so that a resumed crawl confirms too)
         AckTracker.of(crawler).add_gate(self)
@@ -208,7 +213,7 @@ class LearnedRules:
         length, digest = head >> 32, head & 0xFFFFFFFF
         offset = self._window(length)
         request.headers[b"Range"] = f"bytes={offset}-{offset + self.confirm_bytes - 1}"
-        if etag and spec not in self._no_if_range:
+        if etag and not self.book.if_range_off(spec):
             request.headers[b"If-Range"] = etag
         request.meta[CONFIRM_KEY] = (spec, target, length, offset, digest)
 
@@ -243,7 +248,7 @@ class LearnedRules:
         GET's bytes did not match (a server that ignores ``If-Range``).
         For ``RuleBook``: such a miss leaves a rule that acts only through confirmation acting.
         Asked per counter-example against such a rule: one look-up round."""
-        if url in self._made_whole or copy in self._made_whole or spec in self._no_if_range:
+        if url in self._made_whole or copy in self._made_whole or self.book.if_range_off(spec):
             return False
         try:
             found = self.book.store.heads([self._key(url), self._key(copy)])
@@ -260,12 +265,19 @@ class LearnedRules:
         times: nginx's ETag is mtime and size), so the rule's later ranged GETs go without
         ``If-Range`` (``neardup/url_rules/if_range_off``): a copy is confirmed by its range, and a page
         that is not one costs a ranged GET and then the whole, which retires the rule (``_came_whole``).
-        O(the window): its hash is the head's, made once more."""
+        Kept with the rule in the rule book (``RuleBook.turn_if_range_off``): a resumed crawl does not
+        send it again. O(the window): its hash is the head's, made once more."""
         spec, _, length, offset, digest = request.meta[CONFIRM_KEY]
         body = response.body
-        if spec not in self._no_if_range and len(body) == length \
-                and mmh3.hash(body[offset : offset + self.confirm_bytes], signed=False) == digest:
-            self._no_if_range.add(spec)
+        if self.book.if_range_off(spec) or len(body) != length \
+                or mmh3.hash(body[offset : offset + self.confirm_bytes], signed=False) != digest:
+            return
+        try:
+            turned = self.book.turn_if_range_off(spec)
+        except FILE_ERRORS as exc:
+            self._unavailable(exc)
+            return
+        if turned:
             self.stats.inc_value("neardup/url_rules/if_range_off")
             logger.info("URL rule %s: a copy came whole in the answer to its ranged GET (%s, another ETag): "
                         "its ranged GETs go without If-Range", spec, response.url)
@@ -356,11 +368,19 @@ class LearnedRules:
 
     # -- retirements ------------------------------------------------------------------
 
+    def _engine(self) -> Any:
+        """The crawl's engine, or None before it is made (reading an unset ``Crawler.engine`` raises
+        ``RuntimeError`` in the Scrapy versions this runs on; it gave None before)."""
+        try:
+            return self.crawler.engine
+        except RuntimeError:
+            return None
+
     def _scheduler(self, name: str) -> Any:
         """The engine's scheduler if its class is or derives from the class called ``name``."""
         # (the engine keeps its scheduler in its slot; Scrapy offers no public accessor; not
         # isinstance: Scrapy's BaseScheduler answers it for any scheduler with its methods)
-        scheduler: Any = getattr(getattr(self.crawler.engine, "_slot", None), "scheduler", None)
+        scheduler: Any = getattr(getattr(self._engine(), "_slot", None), "scheduler", None)
         return scheduler if any(c.__name__ == name for c in type(scheduler).__mro__) else None
 
     def _durable(self) -> DurableScheduler | None:
@@ -368,15 +388,18 @@ class LearnedRules:
         scheduler = self._scheduler(DurableScheduler.__name__)
         return cast(DurableScheduler, scheduler) if scheduler is not None and scheduler.is_open else None
 
-    def _shared(self) -> tuple[ReliableRedisScheduler, str] | None:
-        """The crawl's shared frontier and the shared rule book's hash of avoided requests, when
-        the book is on the frontier's Redis server: then a retired rule's requests are claimed
-        from the book and queued in one step."""
+    def _shared(self) -> tuple[ReliableRedisScheduler, str | None] | None:
+        """The crawl's shared frontier, and the shared rule book's hash of avoided requests when the
+        book is on the frontier's Redis server (one server, not a Cluster): then a retired rule's
+        requests are claimed from the book and queued in one step; else (None) each is queued under
+        a mark in the frontier's slot and forgotten by the book after (``push_marked``)."""
         scheduler = self._scheduler("ReliableRedisScheduler")  # (by name: scrapy-redis is an extra)
+        if scheduler is None:
+            return None
         store: Any = self.book.store
-        if scheduler is not None and hasattr(store, "avoided_key") and scheduler.shares_server(store.client):
+        if hasattr(store, "avoided_key") and scheduler.shares_server(store.client):
             return cast("ReliableRedisScheduler", scheduler), str(store.avoided_key)
-        return None
+        return cast("ReliableRedisScheduler", scheduler), None
 
     def _resume(self) -> None:
         """Retired rules whose avoided requests a kill kept from the frontier: queue them now."""
@@ -388,14 +411,19 @@ class LearnedRules:
 
     def _requeue(self, st: RuleState) -> None:
         """Make the requests retired rule ``st`` avoided, after all (see the module docstring)."""
-        engine, spec = self.crawler.engine, st.rule.spec
+        spec = st.rule.spec
+        engine = self._engine()
         if engine is None or self.crawler.spider is None:
+            # (no crawl to queue them in: they stay in the rule book, queued when a crawl of it starts)
+            logger.info("URL rule %s retired before the crawl started: its avoided requests stay in the rule "
+                        "book", spec)
             return
         durable = self._durable()
         shared = self._shared() if durable is None else None
+        # (with a frontier that outlives the process, kept in the book until queued: a kill between loses none)
         rows = self.book.release(st, claim=durable is None and shared is None)
         made = skipped = lost = 0
-        to_claim: list[tuple[Avoided, Request]] = []
+        to_push: list[tuple[Avoided, Request]] = []
         for row in rows:
             if row.request is None:
                 lost += 1
@@ -414,36 +442,51 @@ class LearnedRules:
             # (one that passed the dupe filter already would be refused by it: made once, unfiltered)
             request = request.replace(dont_filter=True) if row.scheduled else request
             if shared is not None:
-                to_claim.append((row, request))
+                to_push.append((row, request))
                 continue
             engine.crawl(request)
             made += 1
             self._withdraw(row.url, spec, retired=True)
         if shared is not None:
-            # claimed from the shared book and queued in one step: a kill leaves them in the book (queued
-            # at the next start, ``unreleased``) or queued, and a process releasing them too queues none
             frontier, claim_key = shared
+            pushed: list[int] | None
             try:
-                claimed = frontier.push_claimed(claim_key, [(row.url, r) for row, r in to_claim])
+                if claim_key is not None:
+                    # claimed from the shared book and queued in one step: a kill leaves them in the book
+                    # (queued at the next start, ``unreleased``) or queued, and a process releasing them
+                    # too queues none
+                    pushed = [1 if mine else -1 for mine in
+                              frontier.push_claimed(claim_key, [(row.url, r) for row, r in to_push])]
+                else:
+                    # queued under a mark each in the frontier's own slot, then forgotten by the book: a
+                    # kill in between leaves them in the book and queued, and the next start's requeue
+                    # finds their marks (a Redis Cluster: the book's keys and the queue's are in other slots)
+                    pushed = frontier.push_marked([(f"url-rule-requeue {spec} {row.url} {row.nonce}", r)
+                                                   for row, r in to_push])
             except Exception as exc:  # (Redis away: they stay in the book, for the next start)
                 logger.warning("URL rule %s retired: its %d avoided request(s) could not be queued (%r); they "
                                "stay in the rule book and are queued when a crawl of it starts", spec,
-                               len(to_claim), exc)
-                claimed = [False] * len(to_claim)
-            for (row, _), mine in zip(to_claim, claimed):
-                if mine:
+                               len(to_push), exc)
+                pushed = None
+            for (row, _), got in zip(to_push, pushed or ()):  # (1 queued, 0 seen by the dupe filter, -1 not ours)
+                if got >= 0:
                     made += 1
                     self._withdraw(row.url, spec, retired=True)
-            queued = {row.url for row, _ in to_claim}
-            self.book.forget([row for row in rows if row.url not in queued])  # (those that cannot be made)
+                elif claim_key is None:
+                    skipped += 1
+            # the book lets go of those that cannot be made and, once marked and queued, the others (those
+            # claimed in one step are gone from it; those not queued, Redis away, stay for the next start)
+            keep = {row.url for row, _ in to_push} if claim_key is not None or pushed is None else set()
+            self.book.forget([row for row in rows if row.url not in keep])
         if durable is not None:
             durable.commit()  # the requests and their marks, in one frontier transaction
             self.book.forget(rows)  # then the rule book lets them go
         self.stats.inc_value("neardup/url_rules/requeued", made)
+        how = "" if shared is None else (" (claimed from the shared rule book and queued in one step)"
+                                         if shared[1] is not None else " (each queued under a mark, then let go)")
         logger.info("URL rule %s retired: %d request(s) it avoided are made after all%s%s%s", spec, made,
                     f" ({lost} could not be)" if lost else "",
-                    f" ({skipped} queued before the last stop)" if skipped else "",
-                    " (claimed from the shared rule book and queued in one step)" if shared is not None else "")
+                    f" ({skipped} queued before the last stop)" if skipped else "", how)
 
     def _supersede(self, durable: DurableScheduler, rid: int, url: str) -> None:
         """The request left out as frontier row ``rid`` is queued again: if the row

@@ -158,6 +158,18 @@ else redis.call('LPUSH', KEYS[1], ARGV[2]) end
 return 1
 """
 
+# KEYS: queue, dupe filter set, marks set. ARGV: kind, data, score, dupe-filter fingerprint ('' for none), mark.
+# A request queued once whatever the kills: its mark, the dupe filter's mark and the push are one step,
+# so a caller that keeps the request elsewhere until it is queued, and queues it again after a kill, queues
+# it once. Returns -1 if marked before (queued by an earlier call), 0 if the dupe filter had seen it, 1 if queued.
+_MARK_PUSH = """
+if redis.call('SADD', KEYS[3], ARGV[5]) == 0 then return -1 end
+if ARGV[4] ~= '' and redis.call('SADD', KEYS[2], ARGV[4]) == 0 then return 0 end
+if ARGV[1] == 'priority' then redis.call('ZADD', KEYS[1], ARGV[3], ARGV[2])
+else redis.call('LPUSH', KEYS[1], ARGV[2]) end
+return 1
+"""
+
 # KEYS: inflight, redelivered. ARGV: ids..., then '|', then sha1s of their data.
 _ACK = """
 local i = 1
@@ -223,6 +235,8 @@ class ReliableRedisScheduler(ScrapyRedisScheduler):
         self.redelivered_key = f"{key}:redelivered"
         self._pop = self.server.register_script(_POP)
         self._seen_push = self.server.register_script(_SEEN_PUSH) if self._df_in_step() else None
+        self.marks_key = f"{key}:marks"  # (``push_marked``: the queue's hash tag, so its slot)
+        self._mark_push = self.server.register_script(_MARK_PUSH)
         self._beat = self.server.register_script(_BEAT)
         self._ack = self.server.register_script(_ACK)
         self._next_id = 0
@@ -239,8 +253,8 @@ class ReliableRedisScheduler(ScrapyRedisScheduler):
         self._heartbeat()
         self._loop = task.LoopingCall(self._checkpoint)
         self._loop.start(CHECKPOINT_INTERVAL, now=False)
-        logger.info("shared frontier on Redis: queue %s (%s), %d requests queued; this process is %s",
-                    key, self.kind, len(self.queue), self.me)
+        logger.info("shared frontier on %s: queue %s (%s), %d requests queued; this process is %s",
+                    "Redis Cluster" if self._cluster() else "Redis", key, self.kind, len(self.queue), self.me)
 
     def close(self, reason: str) -> None:
         if self._loop.running:
@@ -296,6 +310,13 @@ class ReliableRedisScheduler(ScrapyRedisScheduler):
         finally:
             if parent is not None:
                 self.tracker.finish(parent)
+
+    def _cluster(self) -> bool:
+        """Whether the queue's client is a Redis Cluster's (scrapy-redis's ``REDIS_PARAMS``:
+        ``{"redis_cls": "redis.cluster.RedisCluster"}``)."""
+        from redis.cluster import RedisCluster
+
+        return isinstance(self.server, RedisCluster)
 
     def _df_in_step(self) -> bool:
         """Whether the dupe filter's mark can be made in the push's own server-side step:
@@ -373,6 +394,33 @@ class ReliableRedisScheduler(ScrapyRedisScheduler):
         claimed = claim_and_push(self.server, claim_key, self.queue.key, self.df.key, self.kind, items)
         self.stats.inc_value("scheduler/enqueued/redis", sum(claimed))
         return claimed
+
+    def push_marked(self, marked: list[tuple[str, Request]]) -> list[int]:
+        """Queue each request of ``marked`` (mark, request) once whatever the kills: its mark (in
+        ``<queue key>:marks``, the queue's slot), the dupe filter's mark (unless ``dont_filter``) and
+        the push in one server-side step (``_MARK_PUSH``; a dupe filter that cannot be marked in it,
+        ``_df_in_step``, is asked first). For a caller that keeps the requests elsewhere until they are
+        queued and may queue them again after a kill: a retired URL rule's avoided requests, kept in a
+        rule book the queue cannot claim them from in the same step (a Redis Cluster, another server,
+        a file). Per request: 1 queued, 0 the dupe filter had seen it, -1 queued by an earlier call.
+        Raises what Redis raises. O(len(marked)) round trips."""
+        out = []
+        # (a dupe filter asked first may have no key, or one in another slot: the step does not touch it)
+        df_key = self.df.key if self._seen_push is not None else self.marks_key
+        for mark, request in marked:
+            fp = "" if request.dont_filter or self._seen_push is None else self.df.request_fingerprint(request)
+            if self._seen_push is None and not request.dont_filter and self.df.request_seen(request):
+                out.append(0)
+                continue
+            # (each was decoded from the rule book's JSON with the same codec: it encodes again)
+            got = int(self._mark_push(keys=[self.queue.key, df_key, self.marks_key],
+                                      args=[self.kind, encode_request(request, self.spider), -request.priority, fp,
+                                            mark]))
+            if got == 1:
+                self.stats.inc_value("scheduler/enqueued/redis")
+                self.stats.inc_value("scheduler/enqueued")
+            out.append(got)
+        return out
 
     def next_request(self) -> Request | None:
         while True:

@@ -116,6 +116,7 @@ class RuleState:
     example: str | None = None
     counter_example: str | None = None
     pinned: bool = False
+    if_range_off: bool = False  # (``RuleBook.turn_if_range_off``)
 
     @property
     def live(self) -> bool:
@@ -188,6 +189,7 @@ class RuleBook:
         for name in ("evidence", "counter", "avoided", "example", "counter_example"):
             if counts.get(name) is not None:
                 setattr(st, name, counts[name])
+        st.if_range_off = st.if_range_off or bool(counts.get("if_range_off"))
         was, st.state = st.state, state_of(st.evidence, st.counter, min_evidence_of(st.rule, self.min_evidence),
                                            pinned=st.pinned,
                                            forbidden=self._forbidden(st.rule))
@@ -348,6 +350,25 @@ class RuleBook:
             return False
         st = self._state_of(rule)
         return st is None or not st.pinned
+
+    def if_range_off(self, spec: str) -> bool:
+        """Whether the rule ``spec``'s ranged GETs go without ``If-Range`` (``turn_if_range_off``). O(1)."""
+        st = self._state_of(_parsed(spec))
+        return st is not None and st.if_range_off
+
+    def turn_if_range_off(self, spec: str) -> bool:
+        """The rule ``spec``'s ranged GETs go without ``If-Range`` from now on (a copy came whole
+        in the answer to one: its pages' ETags do not follow their content); False if they did
+        already. Kept with the rule and committed at once, as a retirement: a resumed crawl (or
+        another process of a shared book, at its next ``refresh``) does not send it again, which
+        would download every copy whole until a copy came whole once more."""
+        st = self._state_of(_parsed(spec))
+        if st is None or st.if_range_off:
+            return False
+        st.if_range_off = True
+        self.store.set_if_range_off(spec)
+        self.store.commit()
+        return True
 
     def avoid(self, url: str) -> tuple[str, str, bool] | None:
         """(rule, the fetched URL standing for it, explored) when an active rule

@@ -21,6 +21,7 @@ reads a book without writing to it, for ``neardup rules``.
 from __future__ import annotations
 
 import json
+import secrets
 import sqlite3
 import time
 from pathlib import Path
@@ -41,18 +42,26 @@ class Avoided(NamedTuple):
     filter already (``scheduled``: made again with ``dont_filter``, once), with
     the durable frontier's id of the request left out (``frontier_id``: that
     request, if not acknowledged yet, is acknowledged in the transaction that
-    queues it again, so that a kill never leaves both)."""
+    queues it again, so that a kill never leaves both); and the note's own token
+    (``nonce``, random, made when it was noted): a frontier that queues it
+    under a mark (``redis_scheduler.push_marked``) tells it from a later note
+    of the same URL by the same rule (a process that had not yet seen the
+    rule retired)."""
 
     url: str
     request: str | None
     scheduled: bool
     frontier_id: int | None = None
+    nonce: str = ""
+
+
 COMMIT_EVERY = 1.0  # seconds (SQLite; Redis commits every call)
 
 
 class Storage(Protocol):
     def rules(self) -> list[dict[str, Any]]:
-        """Every rule, oldest first: spec, host, the ``COUNTERS``, example, counter_example."""
+        """Every rule, oldest first: spec, host, the ``COUNTERS``, example, counter_example,
+        if_range_off (``set_if_range_off``)."""
 
     def create(self, spec: str, host: str) -> bool:
         """Add a rule (no evidence yet); False if it is there already."""
@@ -61,6 +70,10 @@ class Storage(Protocol):
              **counts: int) -> dict[str, int]:
         """Add to a rule's counters (and keep its first example, its last
         counter-example); returns its counters now."""
+
+    def set_if_range_off(self, spec: str) -> None:
+        """Note that the rule's ranged GETs go without ``If-Range`` (a copy came whole under
+        it: its pages' ETags do not follow their content), for good; committed by the caller."""
 
     def add_page(self, host: str, url: str, fp: int, path: str | None = None) -> None:
         """A page seen; ``path``: its path as ``rules.parts_of`` has it (kept by a
@@ -167,23 +180,27 @@ def open_storage(location: str | Path | None) -> Storage:
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS rules (id INTEGER PRIMARY KEY, spec TEXT UNIQUE NOT NULL, host TEXT NOT NULL,
     evidence INTEGER NOT NULL DEFAULT 0, counter INTEGER NOT NULL DEFAULT 0,
-    avoided INTEGER NOT NULL DEFAULT 0, example TEXT, counter_example TEXT);
+    avoided INTEGER NOT NULL DEFAULT 0, example TEXT, counter_example TEXT,
+    if_range_off INTEGER NOT NULL DEFAULT 0);
 CREATE TABLE IF NOT EXISTS pages (url TEXT PRIMARY KEY, host TEXT NOT NULL, fp INTEGER NOT NULL, seq INTEGER,
     path TEXT);
 CREATE INDEX IF NOT EXISTS pages_by_host ON pages (host, seq);
 CREATE TABLE IF NOT EXISTS forms (rule INTEGER, form TEXT, url TEXT NOT NULL, fp INTEGER NOT NULL,
     PRIMARY KEY (rule, form)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS avoided (url TEXT PRIMARY KEY, rule INTEGER, target TEXT, request TEXT,
-    scheduled INTEGER NOT NULL DEFAULT 0, params TEXT NOT NULL DEFAULT '', frontier_id INTEGER) WITHOUT ROWID;
+    scheduled INTEGER NOT NULL DEFAULT 0, params TEXT NOT NULL DEFAULT '', frontier_id INTEGER,
+    nonce TEXT NOT NULL DEFAULT '') WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS settings (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS heads (key INTEGER PRIMARY KEY, head INTEGER NOT NULL, etag TEXT);
 """
 
 
 def _rule_rows(db: sqlite3.Connection) -> list[dict[str, Any]]:
-    keys = ("spec", "host", *COUNTERS, "example", "counter_example")
-    return [dict(zip(keys, row)) for row in db.execute(
-        f"SELECT spec, host, {', '.join(COUNTERS)}, example, counter_example FROM rules ORDER BY id")]
+    keys = ("spec", "host", *COUNTERS, "example", "counter_example", "if_range_off")
+    # (a book written before the column, read without migrating it: no rule has If-Range off)
+    off = "if_range_off" if "if_range_off" in {row[1] for row in db.execute("PRAGMA table_info(rules)")} else "0"
+    return [dict(zip(keys, (*row[:-1], bool(row[-1])))) for row in db.execute(
+        f"SELECT spec, host, {', '.join(COUNTERS)}, example, counter_example, {off} FROM rules ORDER BY id")]
 
 
 class SqliteStorage:
@@ -220,6 +237,10 @@ class SqliteStorage:
             self.db.execute("ALTER TABLE avoided ADD COLUMN params TEXT NOT NULL DEFAULT ''")
         if "frontier_id" not in columns:
             self.db.execute("ALTER TABLE avoided ADD COLUMN frontier_id INTEGER")
+        if "nonce" not in columns:
+            self.db.execute("ALTER TABLE avoided ADD COLUMN nonce TEXT NOT NULL DEFAULT ''")
+        if "if_range_off" not in {row[1] for row in self.db.execute("PRAGMA table_info(rules)")}:
+            self.db.execute("ALTER TABLE rules ADD COLUMN if_range_off INTEGER NOT NULL DEFAULT 0")
         if "path" not in {row[1] for row in self.db.execute("PRAGMA table_info(pages)")}:
             self.db.execute("ALTER TABLE pages ADD COLUMN path TEXT")  # (NULL for the pages before: any rule's)
         self.db.execute("BEGIN")
@@ -247,6 +268,9 @@ class SqliteStorage:
             self.db.execute(f"UPDATE rules SET {', '.join(sets)} WHERE spec = ?", (*args, spec))
         row = self.db.execute(f"SELECT {', '.join(COUNTERS)} FROM rules WHERE spec = ?", (spec,)).fetchone()
         return dict(zip(COUNTERS, row))
+
+    def set_if_range_off(self, spec: str) -> None:
+        self.db.execute("UPDATE rules SET if_range_off = 1 WHERE spec = ?", (spec,))
 
     def add_page(self, host: str, url: str, fp: int, path: str | None = None) -> None:
         self._seq += 1
@@ -297,9 +321,9 @@ class SqliteStorage:
 
     def avoid_once(self, spec: str, url: str, target: str, request: str | None, scheduled: bool = False,
                    params: tuple[str, ...] = (), frontier_id: int | None = None) -> bool:
-        cur = self.db.execute("INSERT OR IGNORE INTO avoided VALUES (?, ?, ?, ?, ?, ?, ?)",
+        cur = self.db.execute("INSERT OR IGNORE INTO avoided VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                               (url, self._ids[spec], target, request, int(scheduled), ",".join(params),
-                               frontier_id))
+                               frontier_id, secrets.token_hex(8)))
         if not cur.rowcount and scheduled:
             self.db.execute("UPDATE avoided SET scheduled = 1, frontier_id = COALESCE(?, frontier_id) WHERE url = ?",
                             (frontier_id, url))
@@ -307,9 +331,10 @@ class SqliteStorage:
 
     def release(self, spec: str, names: tuple[str, ...] = (), claim: bool = True) -> list[Avoided]:
         # (O(rows noted with stripped parameters) for a parameter rule: a retirement is rare)
-        rows = self.db.execute("SELECT url, request, scheduled, rule, params, frontier_id FROM avoided WHERE rule = ?"
-                               + (" OR params != ''" if names else ""), (self._ids[spec],)).fetchall()
-        out = [Avoided(url, request, bool(scheduled), fid) for url, request, scheduled, rule, params, fid in rows
+        rows = self.db.execute("SELECT url, request, scheduled, rule, params, frontier_id, nonce FROM avoided "
+                               "WHERE rule = ?" + (" OR params != ''" if names else ""), (self._ids[spec],)).fetchall()
+        out = [Avoided(url, request, bool(scheduled), fid, nonce)
+               for url, request, scheduled, rule, params, fid, nonce in rows
                if rule == self._ids[spec] or set(params.split(",")) & set(names)]
         if claim:
             self.forget([a.url for a in out])
@@ -379,10 +404,11 @@ class RedisStorage:
     """The rule book of every process sharing a Redis store, as keys beside it::
 
         NAME:rules              sorted set: spec -> creation time (ms)
-        NAME:rules:n            hash: "<counter>:<spec>" -> count, "ex:<spec>", "cx:<spec>" -> examples
+        NAME:rules:n            hash: "<counter>:<spec>" -> count, "ex:<spec>", "cx:<spec>" -> examples,
+                                "nir:<spec>" -> 1 (``set_if_range_off``)
         NAME:rules:p:<host>     hash: page URL -> fingerprint (8 bytes)
         NAME:rules:<rule>:f     hash: form -> fingerprint (8 bytes) + URL of its first page
-        NAME:rules:a            hash: avoided URL -> {"rule": ..., "target": ..., "request": ...}
+        NAME:rules:a            hash: avoided URL -> {"rule": ..., "target": ..., "request": ..., "nonce": ...}
         NAME:rules:settings     hash: name -> value (``save_settings``)
         NAME:rules:h            hash: page key (8 bytes) -> head (8 bytes) + ETag (``set_heads``)
 
@@ -415,6 +441,7 @@ class RedisStorage:
             row: dict[str, Any] = {"spec": spec, "host": UrlRule.parse(spec).host}
             row.update({c: int(raw.get(f"{c}:{spec}", 0)) for c in COUNTERS})
             row["example"], row["counter_example"] = raw.get(f"ex:{spec}"), raw.get(f"cx:{spec}")
+            row["if_range_off"] = bool(raw.get(f"nir:{spec}"))
             out.append(row)
         return out
 
@@ -432,6 +459,9 @@ class RedisStorage:
         if counter_example:
             pipe.hset(n, f"cx:{spec}", counter_example)
         return dict(zip(COUNTERS, pipe.execute()[: len(COUNTERS)]))
+
+    def set_if_range_off(self, spec: str) -> None:
+        self.client.hset(f"{self.name}:n", f"nir:{spec}", 1)
 
     def add_page(self, host: str, url: str, fp: int, path: str | None = None) -> None:
         self.client.hset(f"{self.name}:p:{host}", url, fp.to_bytes(8, "big"))
@@ -490,7 +520,7 @@ class RedisStorage:
         # (one hash for every rule: a URL is counted once, whichever rule each process avoided it by)
         key = f"{self.name}:a"
         entry = {"rule": spec, "target": target, "request": request, "scheduled": scheduled, "params": list(params),
-                 "frontier_id": frontier_id}
+                 "frontier_id": frontier_id, "nonce": secrets.token_hex(8)}
         if self.client.hsetnx(key, url, json.dumps(entry)):
             return True
         if scheduled and (raw := self.client.hget(key, url)) is not None:
@@ -508,7 +538,8 @@ class RedisStorage:
         mine = self._mine(spec, names)
         if not mine:
             return []
-        out = [Avoided(url.decode(), entry["request"], bool(entry.get("scheduled")), entry.get("frontier_id"))
+        out = [Avoided(url.decode(), entry["request"], bool(entry.get("scheduled")), entry.get("frontier_id"),
+                       entry.get("nonce", ""))
                for url, entry in mine]
         if not claim:
             return out
