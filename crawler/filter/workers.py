@@ -18,14 +18,16 @@ worker, answered by a Future like every later page
 before any parse, and measured (``bench/start_path.py``, the reference path's
 thread CPU time): within 128 KiB the shared data's 1,016 real pages (aeb,
 zh-cwced, sqlite3-doc) cost at most ~18 ms each (99% under 13 ms; one
-first-use load of ~60 ms aside) and the slowest markup the pre-parse scan
-lets through ~50 ms, against ~0.13 s a MB of ordinary text (1.3 s for 8 MB
-of Chinese) and ~0.37 s a MB of that markup past it; 10% of the real pages
+first-use load of ~50 ms aside) and the slowest markup the pre-parse scan
+lets through ~46 ms, against ~0.1 s a MB of ordinary text (1.2 s for 8 MB
+of Chinese) and ~0.36 s a MB of that markup past it; 10% of the real pages
 wait. Why not have every page wait (no fingerprinting in the crawl's thread
 at all)? A crawl starts from one page and its outlinks come from verdicts:
 held until the worker is up, the whole crawl stands still for the worker's
-start, every crawl, while a few big pages waiting cost only their own
-latency. A page waiting when the workers never come up (they fail to start
+start, every crawl (measured, ``bench/start_path.py --crawl``: one page
+done by the time the worker was up, 1.1-1.7 s in, against 42-45 in the
+crawl's thread and 3 waiting with the bound), while a few big pages waiting
+cost only their own latency. A page waiting when the workers never come up (they fail to start
 ``MAX_WORKER_RESTARTS`` times: the filter stops checking) or at close passes
 unchecked (``neardup/skipped/no_worker``). From then on the crawl's thread
 never fingerprints:
