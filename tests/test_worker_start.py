@@ -159,3 +159,4 @@ def test_a_page_waiting_at_close_is_answered(gated):
     assert r.returncode == 0, r.stderr[-3000:]
     assert r.stdout.splitlines() == ["waits: Future False", "at close: no_worker", "answered: no_worker",
                                      "no_worker: 1"]
+    assert "1 page(s) still waiting for a worker process at the close pass unchecked" in r.stderr

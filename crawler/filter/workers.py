@@ -208,7 +208,10 @@ class FingerprintWorkers:
             thread.join(10)
         # (a page still queued, one that waited for a worker that never came up: answered, never left hanging)
         with self._lock:
-            self._answer_the_queued()
+            left = self._answer_the_queued()
+        if left:
+            logger.warning("near-duplicate filter: %d page(s) still waiting for a worker process at the close "
+                           "pass unchecked (neardup/skipped/no_worker)", left)
         self._count_restarts()
 
     def _failed(self, response: Response, exc: Exception) -> str:
@@ -315,9 +318,10 @@ class FingerprintWorkers:
             self._jobs.put(None)
         self.up.set()
 
-    def _answer_the_queued(self) -> None:
+    def _answer_the_queued(self) -> int:
         """Answer every page in the queue ``NO_WORKER`` (with ``self._lock`` held), up to a
-        ``None`` of close()'s, which is left for the threads: nothing follows it."""
+        ``None`` of close()'s, which is left for the threads: nothing follows it. How many."""
+        answered = 0
         while True:
             try:
                 job = self._jobs.get_nowait()
@@ -328,6 +332,8 @@ class FingerprintWorkers:
                 break
             if job[0].set_running_or_notify_cancel():
                 job[0].set_result(NO_WORKER)
+                answered += 1
+        return answered
 
     def _retire(self, worker: WorkerProcess, kill: bool) -> None:
         with self._lock:
