@@ -27,10 +27,10 @@ held until the worker is up, the whole crawl stands still for the worker's
 start, every crawl (measured, ``bench/start_path.py --crawl``: one page
 done by the time the worker was up, 1.1-1.7 s in, against 42-45 in the
 crawl's thread and 3 waiting with the bound), while a few big pages waiting
-cost only their own latency. A page waiting when the workers never come up (they fail to start
-``MAX_WORKER_RESTARTS`` times: the filter stops checking) or at close passes
-unchecked (``neardup/skipped/no_worker``). From then on the crawl's thread
-never fingerprints:
+cost only their own latency. A page waiting when the workers never come up
+(they fail to start ``MAX_WORKER_RESTARTS`` times: the filter stops
+checking) or at close passes unchecked (``neardup/skipped/no_worker``).
+Once a worker is up the crawl's thread never fingerprints:
 
 * a page that takes a worker longer than ``NEARDUP_WORKER_TIMEOUT`` seconds
   passes unchecked (``neardup/skipped/timeout``, a warning naming its URL),
