@@ -108,6 +108,7 @@ class WorkerProcess:
             # listens is killed, so its address reads as the end of the pipe)
             deadline = time.monotonic() + start_timeout
             stuck = threading.Timer(start_timeout, self.process.kill)
+            stuck.daemon = True  # (never holds up the interpreter's exit)
             stuck.start()
             try:
                 with self.process.stdout:  # the worker's address; then stdout is no more ours
