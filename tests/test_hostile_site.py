@@ -85,7 +85,7 @@ def test_hostile_pages_do_not_stall_the_crawl(tmp_path):
     assert len(hostile["/attributes.html"][1]) > 2_200_000
     normal, page = _site(hostile)
     # the page that runs the worker out of memory is answered once the crawl's log says the worker is up
-    # (the pages that come while it first starts are fingerprinted in the crawl's thread; on a busy
+    # (a page this big that came while it first starts would wait for it in the queue; on a busy
     # machine the worker has taken more than 8 s to start, the fixed wait this replaced)
     log_path = tmp_path / "crawl.log"
 

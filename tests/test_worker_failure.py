@@ -156,9 +156,9 @@ def test_a_crawl_with_a_page_the_worker_is_slow_on_goes_on(tmp_path):
         status, ctype, body = site.page(parts.path, parse_qs(parts.query))
         return status, {"Content-Type": ctype}, body
 
-    # The slow page is answered once the crawl's log says the worker is up: before that, pages are
-    # fingerprinted in the crawl's thread, where none times out (and on a busy machine the worker
-    # may take longer to start than any fixed wait guesses).
+    # The slow page is answered once the crawl's log says the worker is up, so that its time budget
+    # runs from a worker's hand whatever the machine's speed (a page this big that came earlier would
+    # wait for the worker in the queue: START_PATH_MAX_BYTES; tests/test_worker_start.py covers that).
     log_path = tmp_path / "crawl.log"
 
     def after_the_worker(target: str) -> float:

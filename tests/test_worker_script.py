@@ -13,8 +13,11 @@ import json
 import subprocess
 import sys
 import textwrap
+from urllib.parse import parse_qs, urlsplit
 
 from scrapy_neardup.crawler.demo_site import DemoSite
+from tests.fixtures.http import PageServer
+from tests.test_crawl import WORKER_UP, wait_for_line
 
 SCRIPT = textwrap.dedent('''
     import json
@@ -41,7 +44,6 @@ SCRIPT = textwrap.dedent('''
     process = CrawlerProcess(settings={{
         "ADDONS": {{"scrapy_neardup.NearDupAddon": 0}},
         "NEARDUP_WORKERS": 1,
-        "DOWNLOAD_DELAY": 0.25,  # (a crawl long enough for the worker to serve pages)
         "CONCURRENT_REQUESTS": 1,
         "LOG_LEVEL": "INFO",
     }})
@@ -51,15 +53,30 @@ SCRIPT = textwrap.dedent('''
 
 
 def test_an_unguarded_script_runs_once_with_the_worker(tmp_path):
-    runs, stats = tmp_path / "runs.txt", tmp_path / "stats.json"
-    # (40 articles at 0.25 s a request: some 15 s of crawl, so that the worker serves pages even when a
-    # loaded machine takes several seconds to start it)
-    with DemoSite(n_articles=40).serve() as server:
+    runs, stats, log_path = tmp_path / "runs.txt", tmp_path / "stats.json", tmp_path / "crawl.log"
+    site = DemoSite()
+
+    def respond(target: str) -> tuple[int, dict[str, str], bytes]:
+        parts = urlsplit(target)
+        status, ctype, body = site.page(parts.path, parse_qs(parts.query))
+        return status, {"Content-Type": ctype}, body
+
+    # The front page is answered at once, every other page once the log says the worker is up, so
+    # that the worker serves pages however long a busy machine takes to start it (no fixed duration).
+    def after_the_worker(target: str) -> float:
+        if target != "/":
+            wait_for_line(log_path, WORKER_UP)
+        return 0.0
+
+    with PageServer(respond, after_the_worker) as server:
         script = tmp_path / "run_spider.py"
-        script.write_text(SCRIPT.format(url=server.url, runs=str(runs), stats=str(stats)))
-        r = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
-    log = r.stderr
+        script.write_text(SCRIPT.format(url=server.url + "/", runs=str(runs), stats=str(stats)))
+        with open(log_path, "w") as err:
+            r = subprocess.run([sys.executable, str(script)], cwd=tmp_path, stdout=subprocess.PIPE, stderr=err,
+                               text=True, timeout=300)
+    log = log_path.read_text()
     assert r.returncode == 0, log[-3000:]
+    assert WORKER_UP in log, log[-3000:]
     assert runs.read_text() == "ran\n", log[-3000:]
     assert " ERROR: " not in log and " CRITICAL: " not in log and "Traceback" not in log, log[-3000:]
     counted = json.loads(stats.read_text())

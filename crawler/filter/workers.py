@@ -9,9 +9,28 @@ script that runs a crawl at its top level without an ``if __name__ ==
 at a time from a shared queue.
 
 Pages that arrive while the workers first start (importing, loading rjieba's
-dictionary: a second or two) are fingerprinted in the crawl's thread rather
-than waiting for them (``neardup/fingerprinted_while_workers_start``). From
-then on the crawl's thread never fingerprints:
+dictionary: 1-2 s on a quiet machine, 4-8 s on a busy one) are fingerprinted
+in the crawl's thread by the reference path, rather than waiting for them
+(``neardup/fingerprinted_while_workers_start``), if their body is at most
+``START_PATH_MAX_BYTES``; a bigger one waits in the queue for the first
+worker, answered by a Future like every later page
+(``neardup/waited_for_worker``). The bound is on the body's bytes, decided
+before any parse, and measured (``bench/start_path.py``, the reference path's
+thread CPU time): within 128 KiB the shared data's 1,016 real pages (aeb,
+zh-cwced, sqlite3-doc) cost at most ~18 ms each (99% under 13 ms; one
+first-use load of ~50 ms aside) and the slowest markup the pre-parse scan
+lets through ~46 ms, against ~0.1 s a MB of ordinary text (1.2 s for 8 MB
+of Chinese) and ~0.36 s a MB of that markup past it; 10% of the real pages
+wait. Why not have every page wait (no fingerprinting in the crawl's thread
+at all)? A crawl starts from one page and its outlinks come from verdicts:
+held until the worker is up, the whole crawl stands still for the worker's
+start, every crawl (measured, ``bench/start_path.py --crawl``: one page
+done by the time the worker was up, 1.1-1.7 s in, against 42-45 in the
+crawl's thread and 3 waiting with the bound), while a few big pages waiting
+cost only their own latency. A page waiting when the workers never come up
+(they fail to start ``MAX_WORKER_RESTARTS`` times: the filter stops
+checking) or at close passes unchecked (``neardup/skipped/no_worker``).
+Once a worker is up the crawl's thread never fingerprints:
 
 * a page that takes a worker longer than ``NEARDUP_WORKER_TIMEOUT`` seconds
   passes unchecked (``neardup/skipped/timeout``, a warning naming its URL),
@@ -66,6 +85,9 @@ logger = logging.getLogger(__name__)
 STORE_CACHE_WAIT = 600.0
 #: Worker restarts (after a death, a timeout or a failed start) in a crawl past which the filter stops checking
 MAX_WORKER_RESTARTS = 5
+#: Body bytes past which a page that arrives before the first worker is up waits for it rather than
+#: being fingerprinted in the crawl's thread (measured: see the module docstring)
+START_PATH_MAX_BYTES = 128 * 1024
 
 # why a page passes unchecked
 TIMEOUT, WORKER_DIED, OUT_OF_MEMORY, NO_WORKER = "timeout", "worker_died", "out_of_memory", "no_worker"
@@ -129,10 +151,19 @@ class FingerprintWorkers:
     def submit(self, response: TextResponse, links: LinkSpec | None = None) -> Future | JobResult:
         """Start fingerprinting ``response``: a Future a worker will answer
         (a ``JobResult``, or why the page passes unchecked), or, before the
-        workers are first up, the result, computed here. ``links``: the worker
-        reads the page's outlinks too (``JobResult.links``; not here)."""
+        workers are first up, the result, computed here, for a body of at most
+        ``START_PATH_MAX_BYTES`` (a bigger one waits for the worker: a Future).
+        ``links``: the worker reads the page's outlinks too (``JobResult.links``; not here)."""
         encoding = declared_encoding(response)
-        if self.count and self.up.is_set():
+        if self.count and not self.up.is_set() and len(response.body) > START_PATH_MAX_BYTES:
+            # too big for the crawl's thread: it waits in the queue for the first worker
+            self.stats.inc_value("neardup/waited_for_worker")
+            logger.debug("near-duplicate filter: %s (%d bytes) waits for the worker process to start",
+                         response.url, len(response.body))
+        elif self.count and not self.up.is_set():
+            self.stats.inc_value("neardup/fingerprinted_while_workers_start")
+            return fingerprint_job(response.body, encoding, self.min_text)
+        if self.count:
             pending: Future = Future()
             job = None if links is None else LinkJob(
                 response.url, (response.headers.get(b"Content-Type") or b"").decode("latin-1"), links)
@@ -142,8 +173,6 @@ class FingerprintWorkers:
                 else:
                     self._jobs.put((pending, response.body, encoding, job))
             return pending
-        if self.count:
-            self.stats.inc_value("neardup/fingerprinted_while_workers_start")
         return fingerprint_job(response.body, encoding, self.min_text)
 
     async def result(self, response: Response, pending: Future) -> JobResult | str:
@@ -191,6 +220,12 @@ class FingerprintWorkers:
             worker.close()
         for thread in self._threads:
             thread.join(10)
+        # (a page still queued, one that waited for a worker that never came up: answered, never left hanging)
+        with self._lock:
+            left = self._answer_the_queued()
+        if left:
+            logger.warning("near-duplicate filter: %d page(s) still waiting for a worker process at the close "
+                           "pass unchecked (neardup/skipped/no_worker)", left)
         self._count_restarts()
 
     def _failed(self, response: Response, exc: Exception) -> str:
@@ -292,19 +327,27 @@ class FingerprintWorkers:
                      "(MAX_WORKER_RESTARTS); the filter STOPS CHECKING: every page from now on passes unchecked "
                      "(neardup/skipped/no_worker), none is fingerprinted in the crawl's thread",
                      MAX_WORKER_RESTARTS)
+        self._answer_the_queued()
+        for _ in self._threads:  # (the other threads retire their workers)
+            self._jobs.put(None)
+        self.up.set()
+
+    def _answer_the_queued(self) -> int:
+        """Answer every page in the queue ``NO_WORKER`` (with ``self._lock`` held), up to a
+        ``None`` of close()'s, which is left for the threads: nothing follows it. How many."""
+        answered = 0
         while True:
             try:
                 job = self._jobs.get_nowait()
             except queue.Empty:
                 break
             if job is None:
-                self._jobs.put(None)  # (close()'s: left for the threads; nothing follows it)
+                self._jobs.put(None)
                 break
             if job[0].set_running_or_notify_cancel():
                 job[0].set_result(NO_WORKER)
-        for _ in self._threads:  # (the other threads retire their workers)
-            self._jobs.put(None)
-        self.up.set()
+                answered += 1
+        return answered
 
     def _retire(self, worker: WorkerProcess, kill: bool) -> None:
         with self._lock:

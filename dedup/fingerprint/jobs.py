@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from multiprocessing.connection import Client, Connection
@@ -103,12 +104,23 @@ class WorkerProcess:
             self._stdin.write(authkey.hex().encode() + b"\n")
             self._stdin.flush()
             assert self.process.stdout is not None
-            with self.process.stdout:  # the worker's address; then stdout is no more ours
-                address = self.process.stdout.readline().decode().strip()
+            # (START_TIMEOUT bounds the whole start: a worker stuck before it says where it
+            # listens is killed, so its address reads as the end of the pipe)
+            deadline = time.monotonic() + start_timeout
+            stuck = threading.Timer(start_timeout, self.process.kill)
+            stuck.daemon = True  # (never holds up the interpreter's exit)
+            stuck.start()
+            try:
+                with self.process.stdout:  # the worker's address; then stdout is no more ours
+                    address = self.process.stdout.readline().decode().strip()
+            finally:
+                stuck.cancel()
             if not address:
+                if time.monotonic() >= deadline:
+                    raise WorkerTimeout()
                 raise WorkerDied(f"the worker process ended as it started (exit status {self.process.wait()})")
             self.conn = Client(address, authkey=authkey)
-            self._receive(time.monotonic() + start_timeout, "ready")
+            self._receive(deadline, "ready")
         except WorkerTimeout:
             self.kill()
             raise WorkerDied(f"the worker process was not ready in {start_timeout:g} s") from None
