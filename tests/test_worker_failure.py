@@ -199,3 +199,42 @@ def test_the_time_budget_is_checked_with_the_setting_named(value, message):
     assert NearDupConfig.from_settings(Settings({"NEARDUP_WORKER_TIMEOUT": "2.5"})).worker_timeout == 2.5
     with pytest.raises(ConfigError, match=message):
         NearDupConfig.from_settings(Settings({"NEARDUP_WORKER_TIMEOUT": value}))
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_a_worker_that_cannot_run_still_ends_with_its_killed_parent():
+    """The worker ends the moment its parent is killed, even when its own stdin
+    watch cannot run (here: the worker stopped with SIGSTOP; on a loaded machine,
+    a thread waiting seconds for the CPU or the GIL): the kernel kills it."""
+    import os
+    import signal
+    import time
+    from pathlib import Path
+
+    code = ("import threading, time\n"
+            "from scrapy_neardup.dedup.fingerprint.jobs import WorkerProcess\n"
+            "def start():\n"
+            "    w = WorkerProcess()\n"
+            "    print(w.process.pid, flush=True)\n"
+            "    time.sleep(600)\n"
+            "threading.Thread(target=start, daemon=True).start()\n"  # (started from a thread, as the filter does)
+            "time.sleep(600)\n")
+    parent = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    try:
+        assert parent.stdout is not None
+        worker = int(parent.stdout.readline())
+        os.kill(worker, signal.SIGSTOP)
+        parent.kill()
+        parent.wait()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            status = Path(f"/proc/{worker}/status")
+            if not status.exists() or "zombie" in status.read_text(errors="replace").lower():
+                break
+            time.sleep(0.05)
+        else:
+            os.kill(worker, signal.SIGKILL)
+            pytest.fail("the stopped worker outlived its killed parent")
+    finally:
+        if parent.poll() is None:
+            parent.kill()

@@ -95,7 +95,7 @@ class WorkerProcess:
                  start_timeout: float = START_TIMEOUT, memory_mib: int = 0) -> None:
         self._on_store_cached = on_store_cached
         self.process = subprocess.Popen([sys.executable, "-m", "scrapy_neardup.dedup.fingerprint.worker",
-                                         "--memory-mib", str(memory_mib)],
+                                         "--memory-mib", str(memory_mib), "--parent-pid", str(os.getpid())],
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         self._stdin: IO[bytes] = self.process.stdin  # type: ignore[assignment]  # (PIPE: never None)
         self.conn: Connection | None = None

@@ -23,7 +23,11 @@ socket, a named pipe on Windows):
    ``links`` (a ``links.LinkJob``, or None) asks for the page's outlinks too.
 
 It ends when its stdin closes: the parent closed it, or died however it died
-(killed with SIGKILL too). Ctrl-C is the parent's to handle.
+(killed with SIGKILL too). On Linux the kernel also kills it the moment the
+thread that started it ends (``PR_SET_PDEATHSIG``, with ``--parent-pid``
+checked after it is set): the stdin watch is a Python thread, which on a
+loaded machine may wait seconds for the CPU or the GIL before it sees the
+end. Ctrl-C is the parent's to handle.
 
 ``--memory-mib N`` (``NEARDUP_WORKER_MEMORY``) caps the worker's address
 space (``RLIMIT_AS``, where the platform has it) before anything is loaded.
@@ -43,6 +47,24 @@ import sys
 import threading
 from multiprocessing.connection import Connection, Listener
 from typing import Any
+
+
+def _die_with_parent(parent: int) -> None:
+    """Linux: have the kernel SIGKILL this process when the thread that started it
+    ends (it ends after closing this worker, or with its process); then end at once
+    if ``parent`` is gone already (this process was handed to another parent).
+    Elsewhere, or where ``prctl`` is not to be had, the stdin watch alone ends it."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # (1: PR_SET_PDEATHSIG)
+    except (OSError, AttributeError):
+        return
+    if parent and os.getppid() != parent:
+        os._exit(0)
 
 
 def _exit_with_parent() -> None:
@@ -130,7 +152,10 @@ def limit_memory(mib: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m scrapy_neardup.dedup.fingerprint.worker")
     parser.add_argument("--memory-mib", type=int, default=0, help="address space cap in MiB (0: none)")
-    limit_memory(parser.parse_args().memory_mib)
+    parser.add_argument("--parent-pid", type=int, default=0, help="the process that started this one (0: unknown)")
+    args = parser.parse_args()
+    _die_with_parent(args.parent_pid)
+    limit_memory(args.memory_mib)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     authkey = _read_key()
     # (watched before the connection: a parent killed before it connects would leave this blocked in accept)

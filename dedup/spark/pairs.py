@@ -110,6 +110,11 @@ def near_pairs(reps: Any, layout: Layout, max_group: int = DEFAULT_MAX_GROUP, pa
     def group_pairs(kv: tuple[tuple[int, int, int, int], Iterable[tuple]]) -> Iterator[tuple[int, int, int]]:
         (t, _, bi, bj), members = kv
         members = list(members)
+        if len(members) < 2:
+            # (no pair. Most groups are one member: the layout gives each table about as many
+            # prefixes as there are fingerprints, so at 10M about 97% of the rows are alone in
+            # their group, and compare's numpy set-up, ~60 us, cost more than the rest of the search)
+            return
         if bi == bj:
             yield from compare(t, [(f, p) for f, p, _ in members], None, k, block_masks, first_clean)
         else:
