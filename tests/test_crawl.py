@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from w3lib.encoding import html_body_declared_encoding
@@ -15,6 +16,7 @@ from w3lib.encoding import html_body_declared_encoding
 from scrapy_neardup.crawler.demo_site import DemoServer, DemoSite
 from scrapy_neardup.dedup import Fingerprinter
 from tests.conftest import ROOT, SHARED
+from tests.fixtures.http import PageServer
 from tests.fixtures.pages import LEGACY_ENCODINGS, PARAGRAPHS, legacy_page
 
 
@@ -50,6 +52,23 @@ def wait_for_line(log: Path, text: str, patience: float = 120) -> bool:
             return True
         time.sleep(0.05)
     return False
+
+
+def demo_site_after_the_worker(site: DemoSite, log: Path) -> PageServer:
+    """``site`` on loopback, its front page answered at once and every other page once the crawl's
+    log at ``log`` says the worker is up: so that the worker serves those pages however long a busy
+    machine takes to start it (no fixed duration)."""
+    def respond(target: str) -> tuple[int, dict[str, str], bytes]:
+        parts = urlsplit(target)
+        status, ctype, body = site.page(parts.path, parse_qs(parts.query))
+        return status, {"Content-Type": ctype}, body
+
+    def after_the_worker(target: str) -> float:
+        if target != "/":
+            wait_for_line(log, WORKER_UP)
+        return 0.0
+
+    return PageServer(respond, after_the_worker)
 
 
 def paths(urls, base: str) -> list[str]:

@@ -140,26 +140,13 @@ def test_the_ready_spider_follows_the_workers_links(tmp_path):
     the worker is up: until then pages are fingerprinted, and their links read, in the
     crawl's thread, and on a busy machine the worker may take longer to start than the
     whole crawl takes."""
-    from urllib.parse import parse_qs, urlsplit
-
     from scrapy_neardup.crawler.demo_site import DemoSite
-    from tests.fixtures.http import PageServer
-    from tests.test_crawl import WORKER_UP, paths, read_jsonl, scrapy_crawl, stat, wait_for_line
+    from tests.test_crawl import WORKER_UP, demo_site_after_the_worker, paths, read_jsonl, scrapy_crawl, stat
 
     s = DemoSite()
     log = tmp_path / "crawl.log"
 
-    def respond(target: str) -> tuple[int, dict[str, str], bytes]:
-        parts = urlsplit(target)
-        status, ctype, body = s.page(parts.path, parse_qs(parts.query))
-        return status, {"Content-Type": ctype}, body
-
-    def after_the_worker(target: str) -> float:
-        if target != "/":
-            wait_for_line(log, WORKER_UP)
-        return 0.0
-
-    with PageServer(respond, after_the_worker) as server:
+    with demo_site_after_the_worker(s, log) as server:
         url = server.url + "/"
         r = scrapy_crawl(url, tmp_path, f"NEARDUP_STORE={tmp_path / 'store'}", log=log)
         requested = server.requests

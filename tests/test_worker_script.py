@@ -13,11 +13,9 @@ import json
 import subprocess
 import sys
 import textwrap
-from urllib.parse import parse_qs, urlsplit
 
 from scrapy_neardup.crawler.demo_site import DemoSite
-from tests.fixtures.http import PageServer
-from tests.test_crawl import WORKER_UP, wait_for_line
+from tests.test_crawl import WORKER_UP, demo_site_after_the_worker
 
 SCRIPT = textwrap.dedent('''
     import json
@@ -54,21 +52,8 @@ SCRIPT = textwrap.dedent('''
 
 def test_an_unguarded_script_runs_once_with_the_worker(tmp_path):
     runs, stats, log_path = tmp_path / "runs.txt", tmp_path / "stats.json", tmp_path / "crawl.log"
-    site = DemoSite()
-
-    def respond(target: str) -> tuple[int, dict[str, str], bytes]:
-        parts = urlsplit(target)
-        status, ctype, body = site.page(parts.path, parse_qs(parts.query))
-        return status, {"Content-Type": ctype}, body
-
-    # The front page is answered at once, every other page once the log says the worker is up, so
-    # that the worker serves pages however long a busy machine takes to start it (no fixed duration).
-    def after_the_worker(target: str) -> float:
-        if target != "/":
-            wait_for_line(log_path, WORKER_UP)
-        return 0.0
-
-    with PageServer(respond, after_the_worker) as server:
+    # the front page is answered at once, every other page once the log says the worker is up
+    with demo_site_after_the_worker(DemoSite(), log_path) as server:
         script = tmp_path / "run_spider.py"
         script.write_text(SCRIPT.format(url=server.url + "/", runs=str(runs), stats=str(stats)))
         with open(log_path, "w") as err:
