@@ -26,7 +26,7 @@ from scrapy_neardup.dedup.features.tokens import tokenize
 from scrapy_neardup.dedup.store.backends import private_file
 
 from .canonical import same_host
-from .sqlite_files import INDEX, cannot_open, open_readonly
+from .sqlite_files import INDEX, cannot_open, columns_of, open_readonly
 
 logger = logging.getLogger(__name__)
 
@@ -178,7 +178,7 @@ class PageIndex:
 
     def _migrate(self) -> None:
         """Add the columns an index made by an older version lacks (one transaction)."""
-        have = {name for _, name, *_ in self.db.execute("PRAGMA table_info(pages)")}
+        have = columns_of(self.db, "pages")
         with self.db:
             for name, kind in _ADDED_COLUMNS.items():
                 if name not in have:

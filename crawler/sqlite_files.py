@@ -82,6 +82,11 @@ def tables_of(db: sqlite3.Connection) -> set[str]:
     return {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
 
 
+def columns_of(db: sqlite3.Connection, table: str) -> set[str]:
+    """The names of ``table``'s columns (for a file made by an older version: migrated, or read as it is)."""
+    return {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+
+
 def open_readonly(path: str | Path, kind: str, *, allow_empty: bool = False) -> sqlite3.Connection:
     """``path`` opened read-only, once it is known to be a file of ``kind``
     (a key of ``KINDS``); else ``WrongFileError``. O(1): reads the schema only.

@@ -31,7 +31,7 @@ from ..filter.captured_text import FILENAME as CAPTURED_FILENAME
 from ..filter.captured_text import read_texts
 from ..filter.runs_log import FILENAME as RUNS_FILENAME
 from ..filter.runs_log import read_runs
-from ..sqlite_files import INDEX, STORE, WrongFileError, open_readonly
+from ..sqlite_files import INDEX, STORE, WrongFileError, columns_of, open_readonly
 
 logger = logging.getLogger(__name__)
 
@@ -245,7 +245,7 @@ def _reading(path: Path | str) -> Iterator[None]:
 
 def _read_index(path: Path, data: CrawlData) -> None:
     with _reading(path), closing(open_readonly(path, INDEX)) as db:
-        columns = {name for _, name, *_ in db.execute("PRAGMA table_info(pages)")}
+        columns = columns_of(db, "pages")
         language = "language" if "language" in columns else "NULL"
         data.kept = 0
         for fetched_at, lang in db.execute(f"SELECT fetched_at, {language} FROM pages"):

@@ -31,6 +31,7 @@ import mmh3
 
 from scrapy_neardup.dedup.store.backends import from_sqlite_int, private_file, to_sqlite_int
 
+from ..sqlite_files import columns_of
 from .rules import UrlRule
 
 COUNTERS = ("evidence", "counter", "avoided")
@@ -198,7 +199,7 @@ CREATE TABLE IF NOT EXISTS heads (key INTEGER PRIMARY KEY, head INTEGER NOT NULL
 def _rule_rows(db: sqlite3.Connection) -> list[dict[str, Any]]:
     keys = ("spec", "host", *COUNTERS, "example", "counter_example", "if_range_off")
     # (a book written before the column, read without migrating it: no rule has If-Range off)
-    off = "if_range_off" if "if_range_off" in {row[1] for row in db.execute("PRAGMA table_info(rules)")} else "0"
+    off = "if_range_off" if "if_range_off" in columns_of(db, "rules") else "0"
     return [dict(zip(keys, (*row[:-1], bool(row[-1])))) for row in db.execute(
         f"SELECT spec, host, {', '.join(COUNTERS)}, example, counter_example, {off} FROM rules ORDER BY id")]
 
@@ -229,7 +230,7 @@ class SqliteStorage:
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.executescript(_SCHEMA)
-        columns = {row[1] for row in self.db.execute("PRAGMA table_info(avoided)")}
+        columns = columns_of(self.db, "avoided")
         # (a book written before: migrated in place; its rows were outlinks never queued)
         if "scheduled" not in columns:
             self.db.execute("ALTER TABLE avoided ADD COLUMN scheduled INTEGER NOT NULL DEFAULT 0")
@@ -239,9 +240,9 @@ class SqliteStorage:
             self.db.execute("ALTER TABLE avoided ADD COLUMN frontier_id INTEGER")
         if "nonce" not in columns:
             self.db.execute("ALTER TABLE avoided ADD COLUMN nonce TEXT NOT NULL DEFAULT ''")
-        if "if_range_off" not in {row[1] for row in self.db.execute("PRAGMA table_info(rules)")}:
+        if "if_range_off" not in columns_of(self.db, "rules"):
             self.db.execute("ALTER TABLE rules ADD COLUMN if_range_off INTEGER NOT NULL DEFAULT 0")
-        if "path" not in {row[1] for row in self.db.execute("PRAGMA table_info(pages)")}:
+        if "path" not in columns_of(self.db, "pages"):
             self.db.execute("ALTER TABLE pages ADD COLUMN path TEXT")  # (NULL for the pages before: any rule's)
         self.db.execute("BEGIN")
 
