@@ -185,11 +185,8 @@ class NearDupMiddleware:
             skip = self.avoided([r for r in kept if isinstance(r, Request)], response.url)
             if skip:  # (a request is its own key: identity)
                 kept = [item for item in kept if not (isinstance(item, Request) and item in skip)]
-        if not isinstance(fp_result, str):
-            for item in kept:
-                if not isinstance(item, Request):
-                    fill(item, fp_result)
         for item in kept:
+            fill(item, fp_result)  # (items only: a request or an unchecked page's reason is passed over at once)
             yield item
         if error is not None:
             raise error

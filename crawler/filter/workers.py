@@ -155,25 +155,25 @@ class FingerprintWorkers:
         ``START_PATH_MAX_BYTES`` (a bigger one waits for the worker: a Future).
         ``links``: the worker reads the page's outlinks too (``JobResult.links``; not here)."""
         encoding = declared_encoding(response)
-        if self.count and not self.up.is_set() and len(response.body) > START_PATH_MAX_BYTES:
+        if not self.count:
+            return fingerprint_job(response.body, encoding, self.min_text)
+        if not self.up.is_set():
+            if len(response.body) <= START_PATH_MAX_BYTES:
+                self.stats.inc_value("neardup/fingerprinted_while_workers_start")
+                return fingerprint_job(response.body, encoding, self.min_text)
             # too big for the crawl's thread: it waits in the queue for the first worker
             self.stats.inc_value("neardup/waited_for_worker")
             logger.debug("near-duplicate filter: %s (%d bytes) waits for the worker process to start",
                          response.url, len(response.body))
-        elif self.count and not self.up.is_set():
-            self.stats.inc_value("neardup/fingerprinted_while_workers_start")
-            return fingerprint_job(response.body, encoding, self.min_text)
-        if self.count:
-            pending: Future = Future()
-            job = None if links is None else LinkJob(
-                response.url, (response.headers.get(b"Content-Type") or b"").decode("latin-1"), links)
-            with self._lock:
-                if self.stopped:
-                    pending.set_result(NO_WORKER)
-                else:
-                    self._jobs.put((pending, response.body, encoding, job))
-            return pending
-        return fingerprint_job(response.body, encoding, self.min_text)
+        pending: Future = Future()
+        job = None if links is None else LinkJob(
+            response.url, (response.headers.get(b"Content-Type") or b"").decode("latin-1"), links)
+        with self._lock:
+            if self.stopped:
+                pending.set_result(NO_WORKER)
+            else:
+                self._jobs.put((pending, response.body, encoding, job))
+        return pending
 
     async def result(self, response: Response, pending: Future) -> JobResult | str:
         """The fingerprint a worker was asked for, or why the page passes

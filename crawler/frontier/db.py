@@ -84,6 +84,12 @@ def _explain(path: Path, exc: BaseException) -> FrontierError:
     return FrontierError(f"frontier {path}: {why} ({type(exc).__name__}: {text})")
 
 
+def _check_format(path: Path, found: str | None) -> None:
+    """``FrontierError`` unless ``found`` (the file's recorded format; None: none yet) is ``FORMAT``."""
+    if found is not None and found != FORMAT:
+        raise FrontierError(f"frontier {path} has format {found}, this version reads {FORMAT}")
+
+
 def refuse_a_damaged_frontier(jobdir: str | os.PathLike[str]) -> None:
     """Raise ``FrontierError`` when ``jobdir`` holds a frontier file this crawl
     cannot resume from: not SQLite, another kind of SQLite file, or another
@@ -107,8 +113,7 @@ def refuse_a_damaged_frontier(jobdir: str | os.PathLike[str]) -> None:
         row = None  # (no meta table yet: an empty file)
     finally:
         db.close()
-    if row is not None and row[0] != FORMAT:
-        raise FrontierError(f"frontier {path} has format {row[0]}, this version reads {FORMAT}")
+    _check_format(path, None if row is None else row[0])
 
 
 class FrontierDB:
@@ -142,8 +147,7 @@ class FrontierDB:
             self.db.execute(f"PRAGMA synchronous={'FULL' if fsync else 'NORMAL'}")
             self.db.executescript(_SCHEMA)
             meta = dict(self.db.execute("SELECT name, value FROM meta").fetchall())
-            if meta.get("format", FORMAT) != FORMAT:
-                raise FrontierError(f"frontier {self.path} has format {meta['format']}, this version reads {FORMAT}")
+            _check_format(self.path, meta.get("format"))
             self.db.execute("INSERT OR IGNORE INTO meta VALUES ('format', ?)", (FORMAT,))
             self.db.execute("BEGIN IMMEDIATE")
             self.redelivered = self.db.execute(
