@@ -1,18 +1,25 @@
 """The pair search as a partitioned join: the paper's permuted tables as join keys.
 
 Each distinct fingerprint (exact copies are collapsed before) gives one row
-per table: key (table, the fingerprint's prefix in that table). Rows are
-grouped by key and compared within each group; a pair within k shares the
-prefix of some table (pigeonhole), so every pair is found, and it is kept
-only by the first table whose leading blocks it leaves clean (the store's
-rule, ``Layout.first_clean_table``), so each pair comes out once.
+per table, dealt to the partition its key (table, the fingerprint's prefix in
+that table) hashes to: every member of a prefix group meets in one task. A
+pair within k shares the prefix of some table (pigeonhole), so every pair is
+found, and it is kept only by the first table whose leading blocks it leaves
+clean (the store's rule, ``Layout.first_clean_table``), so each pair comes
+out once.
+
+The rows travel as packed numpy arrays, one per (map task, partition), and
+each task compares its rows with the one-machine join's compiled scan
+(``store.self_join.table_pairs``): past ~2M fingerprints most rows are alone
+in their group, and a Python row or group for each of them (about 10 per
+document) cost more than the rest of the job.
 
 An oversized group (more than ``max_group`` members: a template shared by
 thousands of pages) is split: its members are dealt into m = ceil(g /
-max_group) buckets and each pair of buckets (i <= j) is one group, so no
-executor holds more than 2 * max_group members of it and all g**2 / 2
-candidates are still compared. Only the keys of oversized groups and their
-sizes reach the driver.
+max_group) buckets and each pair of buckets (i <= j) is one group of a
+second, small shuffle, so no task compares more than 2 * max_group members
+of it and all g**2 / 2 candidates are still compared. Only the sizes of
+oversized groups reach the driver.
 """
 
 from __future__ import annotations
@@ -24,27 +31,104 @@ from typing import Any
 
 import numpy as np
 
+from ..store.kernels import permute_all
 from ..store.layout import Layout
+from ..store.self_join import join_arrays, sort_by_prefix, table_pairs
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_MAX_GROUP = 2000
 
 
+#: one table row: the table, the fingerprint, its record's position
+ROW = np.dtype([("t", "<u8"), ("fp", "<u8"), ("pos", "<i8")])
+#: what a task of the join yields: a pair, an oversized group's size, a member dealt to one of its buckets
+PAIR, OVERSIZED, DEALT = 0, 1, 2
+
+
 def _as_u64(values: list[int]) -> np.ndarray:
     return np.array(values, dtype=np.uint64)
 
 
-def table_rows(reps: Iterable[tuple[int, int]], layout: Layout) -> Iterator[tuple[tuple[int, int], tuple[int, int]]]:
-    """((table, prefix), (fingerprint, pos)) for each (fingerprint, pos) and table."""
+def partition_of(t: int, prefixes: np.ndarray, n: int) -> np.ndarray:
+    """The partition (0..n-1) of each key (t, prefix): a multiplicative hash,
+    so that neighbouring prefixes spread."""
+    h = (prefixes ^ np.uint64((t + 1) * 0x9E3779B97F4A7C15 % 2**64)) * np.uint64(0xBF58476D1CE4E5B9)
+    return ((h >> np.uint64(29)) % np.uint64(n)).astype(np.int64)
+
+
+def dealt_rows(reps: Iterable[tuple[int, int]], layout: Layout, n: int) -> Iterator[tuple[int, bytes]]:
+    """(partition, packed ``ROW`` array) for each partition that gets rows of
+    ``reps`` (distinct (fingerprint, pos)): one row per table, in the partition
+    of its key."""
     reps = list(reps)
     if not reps:
         return
-    fps = _as_u64([f for f, _ in reps])
-    prefixes = layout.prefixes(fps).tolist()
-    for t, row in enumerate(prefixes):
-        for (fp, pos), p in zip(reps, row):
-            yield (t, p), (fp, pos)
+    fps = np.fromiter((f for f, _ in reps), dtype=np.uint64, count=len(reps))
+    pos = np.fromiter((p for _, p in reps), dtype=np.int64, count=len(reps))
+    prefixes = layout.prefixes(fps)
+    rows = np.empty(len(reps) * layout.n_tables, dtype=ROW)
+    parts = np.empty(len(rows), dtype=np.int64)
+    for t in range(layout.n_tables):
+        span = slice(t * len(reps), (t + 1) * len(reps))
+        rows["t"][span], rows["fp"][span], rows["pos"][span] = t, fps, pos
+        parts[span] = partition_of(t, prefixes[t], n)
+    order = np.argsort(parts, kind="stable")
+    rows, parts = rows[order], parts[order]
+    starts = np.flatnonzero(np.r_[True, parts[1:] != parts[:-1]])
+    for s, e in zip(starts.tolist(), np.r_[starts[1:], len(parts)].tolist()):
+        yield int(parts[s]), rows[s:e].tobytes()
+
+
+def deal(t: int, prefix: int, members: list[tuple[int, int]], max_group: int
+         ) -> Iterator[tuple[tuple[int, int, int, int], tuple[int, int, int]]]:
+    """An oversized group's members, each to the pairs of buckets (i <= j) its
+    bucket is one of: ((t, prefix, i, j), (fp, pos, its bucket))."""
+    m = math.ceil(len(members) / max_group)
+    for fp, pos in members:
+        b = (pos * 0x9E3779B97F4A7C15 >> 17) % m  # spread positions over the buckets
+        for j in range(m):
+            yield (t, prefix, min(b, j), max(b, j)), (fp, pos, b)
+
+
+def join_partition(blobs: Iterable[tuple[int, bytes]], layout: Layout, max_group: int
+                   ) -> Iterator[tuple[int, Any]]:
+    """One task of the join, over the rows dealt to it: (PAIR, (pos_a, pos_b,
+    distance)) for each pair within k its tables are the first to see, and for
+    each oversized group (OVERSIZED, its size) then (DEALT, a member in a
+    bucket pair) for the second shuffle."""
+    rows = np.frombuffer(b"".join(b for _, b in blobs), dtype=ROW)
+    if not len(rows):
+        return
+    rows = rows[np.argsort(rows["t"], kind="stable")]
+    arrays = join_arrays(layout)
+    src, dst, mask = arrays[:3]
+    starts = np.flatnonzero(np.r_[True, rows["t"][1:] != rows["t"][:-1]])
+    for s, e in zip(starts.tolist(), np.r_[starts[1:], len(rows)].tolist()):
+        t = int(rows["t"][s])
+        vals, pos = np.ascontiguousarray(rows["fp"][s:e]), np.ascontiguousarray(rows["pos"][s:e])
+        bits = layout.prefix_bits(t)
+        perm, idx = sort_by_prefix(permute_all(vals, t, src, dst, mask), bits, np.arange(e - s, dtype=np.int64))
+        pfx = perm >> np.uint64(64 - bits)
+        runs = np.flatnonzero(np.r_[True, pfx[1:] != pfx[:-1]])
+        sizes = np.diff(np.r_[runs, len(pfx)])
+        if (sizes > max_group).any():
+            keep = np.ones(len(perm), dtype=bool)
+            for r, g in zip(runs[sizes > max_group].tolist(), sizes[sizes > max_group].tolist()):
+                keep[r:r + g] = False
+                yield OVERSIZED, g
+                members = sorted(zip(vals[idx[r:r + g]].tolist(), pos[idx[r:r + g]].tolist()), key=lambda m: m[1])
+                for item in deal(t, int(pfx[r]), members, max_group):
+                    yield DEALT, item
+            perm = perm[keep]
+        va, vb, d = table_pairs(perm, t, layout, arrays)
+        if not len(d):
+            continue
+        order = np.argsort(vals)
+        pa = pos[order[np.searchsorted(vals, va, sorter=order)]]
+        pb = pos[order[np.searchsorted(vals, vb, sorter=order)]]
+        for a, b, dd in zip(np.minimum(pa, pb).tolist(), np.maximum(pa, pb).tolist(), d.tolist()):
+            yield PAIR, (a, b, dd)
 
 
 def dirty_blocks(x: np.ndarray, block_masks: np.ndarray) -> np.ndarray:
@@ -82,39 +166,25 @@ def near_pairs(reps: Any, layout: Layout, max_group: int = DEFAULT_MAX_GROUP, pa
                ) -> tuple[Any, dict]:
     """RDD of (pos_a, pos_b, distance), pos_a < pos_b, every pair of ``reps``
     (an RDD of distinct (fingerprint, pos)) within ``layout.k``, each once;
-    and statistics (rows, oversized groups, largest group)."""
+    and statistics (oversized groups, largest group). One shuffle of packed
+    rows, and a second of the oversized groups' dealt members."""
+    from pyspark import StorageLevel
+
     if max_group < 2:
         raise ValueError("max_group must be >= 2")
     k = layout.k
     block_masks = layout.block_masks()
     first_clean = layout.first_clean_table()
-    keyed = reps.mapPartitions(lambda it: table_rows(it, layout))
-    keyed.persist()
     n = partitions or reps.getNumPartitions()
-    big = dict(keyed.mapValues(lambda _: 1).reduceByKey(lambda a, b: a + b, n)
-               .filter(lambda kv: kv[1] > max_group).collect())
-    buckets = {key: math.ceil(g / max_group) for key, g in big.items()}
-    sc = reps.context
-    b_buckets = sc.broadcast(buckets)
-
-    def deal(kv: tuple[tuple[int, int], tuple[int, int]]) -> Iterator[tuple[tuple[int, int, int, int], tuple]]:
-        key, (fp, pos) = kv
-        m = b_buckets.value.get(key)
-        if m is None:
-            yield (key[0], key[1], 0, 0), (fp, pos, 0)
-            return
-        b = (pos * 0x9E3779B97F4A7C15 >> 17) % m  # spread positions over the buckets
-        for j in range(m):
-            yield (key[0], key[1], min(b, j), max(b, j)), (fp, pos, b)
+    joined = (reps.mapPartitions(lambda it: dealt_rows(it, layout, n))
+              .partitionBy(n, lambda p: p)
+              .mapPartitions(lambda it: join_partition(it, layout, max_group))
+              .persist(StorageLevel.MEMORY_AND_DISK))
+    big = joined.filter(lambda r: r[0] == OVERSIZED).values().collect()
 
     def group_pairs(kv: tuple[tuple[int, int, int, int], Iterable[tuple]]) -> Iterator[tuple[int, int, int]]:
         (t, _, bi, bj), members = kv
         members = list(members)
-        if len(members) < 2:
-            # (no pair. Most groups are one member: the layout gives each table about as many
-            # prefixes as there are fingerprints, so at 10M about 97% of the rows are alone in
-            # their group, and compare's numpy set-up, ~60 us, cost more than the rest of the search)
-            return
         if bi == bj:
             yield from compare(t, [(f, p) for f, p, _ in members], None, k, block_masks, first_clean)
         else:
@@ -123,6 +193,9 @@ def near_pairs(reps: Any, layout: Layout, max_group: int = DEFAULT_MAX_GROUP, pa
             if left and right:
                 yield from compare(t, left, right, k, block_masks, first_clean)
 
-    pairs = keyed.flatMap(deal).groupByKey(n).flatMap(group_pairs)
-    stats = {"oversized_groups": len(big), "largest_group": max(big.values(), default=0)}
+    pairs = joined.filter(lambda r: r[0] == PAIR).values()
+    if big:
+        split = joined.filter(lambda r: r[0] == DEALT).values().groupByKey(n).flatMap(group_pairs)
+        pairs = pairs.union(split)
+    stats = {"oversized_groups": len(big), "largest_group": max(big, default=0)}
     return pairs, stats

@@ -184,12 +184,23 @@ def collapse(fps: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def _join_one_table(values: np.ndarray, t: int, lay: Layout, arrays: tuple, cap: int
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Value pairs that table t is the first to see; grows its output until they fit."""
-    src, dst, mask, block_masks, first_clean = arrays
-    shift = FP_BITS - lay.prefix_bits(t)
+    src, dst, mask, _, _ = arrays
     if t == 0:
         perm = values  # table 0 is the identity, and values are sorted already
     else:
         perm, _ = sort_by_prefix(K.permute_all(values, t, src, dst, mask), lay.prefix_bits(t))
+    return table_pairs(perm, t, lay, arrays, cap)
+
+
+def table_pairs(perm: np.ndarray, t: int, lay: Layout, arrays: tuple, cap: int = 1024
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(value a, value b, distance) of the pairs within k among ``perm``
+    (distinct values permuted for table t, sorted by its prefix) that table t
+    is the first to see; ``arrays``: the layout's (src, dst, mask,
+    block_masks, first_clean). The compiled scan of each run of equal
+    prefixes; its output grows until the pairs fit."""
+    src, dst, mask, block_masks, first_clean = arrays
+    shift = FP_BITS - lay.prefix_bits(t)
     while True:
         out_a = np.empty(cap, dtype=np.uint64)
         out_b = np.empty(cap, dtype=np.uint64)
@@ -199,6 +210,11 @@ def _join_one_table(values: np.ndarray, t: int, lay: Layout, arrays: tuple, cap:
         if cnt >= 0:
             return out_a[:cnt].copy(), out_b[:cnt].copy(), out_d[:cnt].astype(np.int8)
         cap *= 4
+
+
+def join_arrays(lay: Layout) -> tuple[np.ndarray, ...]:
+    """The layout's arrays the compiled scan takes: (src, dst, mask, block_masks, first_clean)."""
+    return (*lay.shift_arrays(), lay.block_masks(), lay.first_clean_table())
 
 
 def join_layout(k: int, n: int) -> Layout:
@@ -225,8 +241,7 @@ def self_join(fps: np.ndarray, k: int = 3, layout: Layout | None = None) -> Pair
     empty = (np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int8))
     if k == 0 or len(values) < 2:  # distinct values are at distance >= 1
         return PairGraph(n, k, first_of_row, *empty)
-    src, dst, mask = lay.shift_arrays()
-    arrays = (src, dst, mask, lay.block_masks(), lay.first_clean_table())
+    arrays = join_arrays(lay)
     parts_a, parts_b, parts_d = [empty[0]], [empty[1]], [empty[2]]
     cap = max(1024, len(values) // 64)
     for t in range(lay.n_tables):
