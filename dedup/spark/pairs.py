@@ -113,6 +113,7 @@ def join_partition(blobs: Iterable[tuple[int, bytes]], layout: Layout, max_group
         runs = np.flatnonzero(np.r_[True, pfx[1:] != pfx[:-1]])
         sizes = np.diff(np.r_[runs, len(pfx)])
         if (sizes > max_group).any():
+            assert idx is not None  # (given, so returned)
             keep = np.ones(len(perm), dtype=bool)
             for r, g in zip(runs[sizes > max_group].tolist(), sizes[sizes > max_group].tolist()):
                 keep[r:r + g] = False
