@@ -15,11 +15,13 @@ in their group, and a Python row or group for each of them (about 10 per
 document) cost more than the rest of the job.
 
 An oversized group (more than ``max_group`` members: a template shared by
-thousands of pages) is split: its members are dealt into m = ceil(g /
-max_group) buckets and each pair of buckets (i <= j) is one group of a
-second, small shuffle, so no task compares more than 2 * max_group members
-of it and all g**2 / 2 candidates are still compared. Only the sizes of
-oversized groups reach the driver.
+thousands of pages) is split: its members, in position order, are dealt
+round the m = ceil(g / max_group) buckets, and each pair of buckets (i <= j)
+is one group of a second, small shuffle, so no task compares more than
+2 * max_group members of it and all g**2 / 2 candidates are still compared.
+The members leave the task that found the group once each and are spread
+over the partitions before each is copied to its m bucket pairs. Only the
+sizes of oversized groups reach the driver.
 """
 
 from __future__ import annotations
@@ -59,45 +61,36 @@ def partition_of(t: int, prefixes: np.ndarray, n: int) -> np.ndarray:
 
 def dealt_rows(reps: Iterable[tuple[int, int]], layout: Layout, n: int) -> Iterator[tuple[int, bytes]]:
     """(partition, packed ``ROW`` array) for each partition that gets rows of
-    ``reps`` (distinct (fingerprint, pos)): one row per table, in the partition
-    of its key."""
+    ``reps`` ((fingerprint, pos); the fingerprints distinct): one row per
+    table, in the partition of its key. About 60 bytes a row at its peak."""
     reps = list(reps)
     if not reps:
         return
     fps = np.fromiter((f for f, _ in reps), dtype=np.uint64, count=len(reps))
     pos = np.fromiter((p for _, p in reps), dtype=np.int64, count=len(reps))
-    prefixes = layout.prefixes(fps)
-    rows = np.empty(len(reps) * layout.n_tables, dtype=ROW)
+    del reps
+    rows = np.empty(len(fps) * layout.n_tables, dtype=ROW)
     parts = np.empty(len(rows), dtype=np.int64)
-    for t in range(layout.n_tables):
-        span = slice(t * len(reps), (t + 1) * len(reps))
+    for t, prefixes in enumerate(layout.prefixes(fps)):
+        span = slice(t * len(fps), (t + 1) * len(fps))
         rows["t"][span], rows["fp"][span], rows["pos"][span] = t, fps, pos
-        parts[span] = partition_of(t, prefixes[t], n)
+        parts[span] = partition_of(t, prefixes, n)
     order = np.argsort(parts, kind="stable")
-    rows, parts = rows[order], parts[order]
+    parts = parts[order]
     starts = np.flatnonzero(np.r_[True, parts[1:] != parts[:-1]])
     for s, e in zip(starts.tolist(), np.r_[starts[1:], len(parts)].tolist()):
-        yield int(parts[s]), rows[s:e].tobytes()
-
-
-def deal(t: int, prefix: int, members: list[tuple[int, int]], max_group: int
-         ) -> Iterator[tuple[tuple[int, int, int, int], tuple[int, int, int]]]:
-    """An oversized group's members, each to the pairs of buckets (i <= j) its
-    bucket is one of: ((t, prefix, i, j), (fp, pos, its bucket))."""
-    m = math.ceil(len(members) / max_group)
-    for fp, pos in members:
-        b = (pos * 0x9E3779B97F4A7C15 >> 17) % m  # spread positions over the buckets
-        for j in range(m):
-            yield (t, prefix, min(b, j), max(b, j)), (fp, pos, b)
+        yield int(parts[s]), rows[order[s:e]].tobytes()
 
 
 def join_partition(blobs: Iterable[tuple[int, bytes]], layout: Layout, max_group: int
                    ) -> Iterator[tuple[int, Any]]:
-    """One task of the join, over the rows dealt to it: (PAIR, (pos_a, pos_b,
-    distance)) for each pair within k its tables are the first to see, and for
-    each oversized group (OVERSIZED, its size) then (DEALT, a member in a
-    bucket pair) for the second shuffle."""
-    rows = np.frombuffer(b"".join(b for _, b in blobs), dtype=ROW)
+    """One task of the join, over the rows dealt to it (distinct fingerprints
+    in each table): (PAIR, (pos_a, pos_b, distance)) for each pair within k
+    its tables are the first to see; for each oversized group (OVERSIZED, its
+    size), then (DEALT, ((t, prefix, buckets), (fp, pos, bucket))) once for
+    each member: in position order, member r goes to bucket r mod buckets, so
+    no bucket holds more than ``max_group``. About 60 bytes a row at its peak."""
+    rows = np.concatenate([np.frombuffer(b, dtype=ROW) for _, b in blobs] or [np.empty(0, dtype=ROW)])
     if not len(rows):
         return
     rows = rows[np.argsort(rows["t"], kind="stable")]
@@ -118,11 +111,12 @@ def join_partition(blobs: Iterable[tuple[int, bytes]], layout: Layout, max_group
             for r, g in zip(runs[sizes > max_group].tolist(), sizes[sizes > max_group].tolist()):
                 keep[r:r + g] = False
                 yield OVERSIZED, g
-                members = sorted(zip(vals[idx[r:r + g]].tolist(), pos[idx[r:r + g]].tolist()), key=lambda m: m[1])
-                for item in deal(t, int(pfx[r]), members, max_group):
-                    yield DEALT, item
+                members = sorted(zip(pos[idx[r:r + g]].tolist(), vals[idx[r:r + g]].tolist()))
+                key = (t, int(pfx[r]), math.ceil(g / max_group))
+                for rank, (p, fp) in enumerate(members):
+                    yield DEALT, (key, (fp, p, rank % key[2]))
             perm = perm[keep]
-        va, vb, d = table_pairs(perm, t, layout, arrays)
+        va, vb, d = table_pairs(perm, t, layout, arrays, max(1024, len(perm) // 64))
         if not len(d):
             continue
         order = np.argsort(vals)
@@ -130,6 +124,33 @@ def join_partition(blobs: Iterable[tuple[int, bytes]], layout: Layout, max_group
         pb = pos[order[np.searchsorted(vals, vb, sorter=order)]]
         for a, b, dd in zip(np.minimum(pa, pb).tolist(), np.maximum(pa, pb).tolist(), d.tolist()):
             yield PAIR, (a, b, dd)
+
+
+def bucket_pairs(key: tuple[int, int, int], member: tuple[int, int, int]
+                 ) -> Iterator[tuple[tuple[int, int, int, int], tuple[int, int, int]]]:
+    """An oversized group's member, to each pair of buckets (i <= j) its bucket
+    is one of: ((t, prefix, i, j), member); ``key`` is (t, prefix, buckets),
+    ``member`` (fp, pos, its bucket)."""
+    t, prefix, m = key
+    b = member[2]
+    for j in range(m):
+        yield (t, prefix, min(b, j), max(b, j)), member
+
+
+def group_pairs(kv: tuple[tuple[int, int, int, int], Iterable[tuple[int, int, int]]], layout: Layout
+                ) -> Iterator[tuple[int, int, int]]:
+    """The pairs of one pair of buckets (i, j) of an oversized group that its
+    table is the first to see: within bucket i when i == j, else across."""
+    (t, _, bi, bj), members = kv
+    members = list(members)
+    masks, first_clean = layout.block_masks(), layout.first_clean_table()
+    if bi == bj:
+        yield from compare(t, [(f, p) for f, p, _ in members], None, layout.k, masks, first_clean)
+    else:
+        left = [(f, p) for f, p, b in members if b == bi]
+        right = [(f, p) for f, p, b in members if b == bj]
+        if left and right:
+            yield from compare(t, left, right, layout.k, masks, first_clean)
 
 
 def dirty_blocks(x: np.ndarray, block_masks: np.ndarray) -> np.ndarray:
@@ -166,37 +187,25 @@ def compare(t: int, left: list[tuple[int, int]], right: list[tuple[int, int]] | 
 def near_pairs(reps: Any, layout: Layout, max_group: int = DEFAULT_MAX_GROUP, partitions: int | None = None
                ) -> tuple[Any, dict]:
     """RDD of (pos_a, pos_b, distance), pos_a < pos_b, every pair of ``reps``
-    (an RDD of distinct (fingerprint, pos)) within ``layout.k``, each once;
-    and statistics (oversized groups, largest group). One shuffle of packed
-    rows, and a second of the oversized groups' dealt members."""
+    (an RDD of (fingerprint, pos), the fingerprints distinct) within
+    ``layout.k``, each once; and statistics (oversized groups, largest group).
+    One shuffle of packed rows, and a second of the oversized groups' members."""
     from pyspark import StorageLevel
 
     if max_group < 2:
         raise ValueError("max_group must be >= 2")
-    k = layout.k
-    block_masks = layout.block_masks()
-    first_clean = layout.first_clean_table()
     n = partitions or reps.getNumPartitions()
     joined = (reps.mapPartitions(lambda it: dealt_rows(it, layout, n))
               .partitionBy(n, lambda p: p)
               .mapPartitions(lambda it: join_partition(it, layout, max_group))
               .persist(StorageLevel.MEMORY_AND_DISK))
     big = joined.filter(lambda r: r[0] == OVERSIZED).values().collect()
-
-    def group_pairs(kv: tuple[tuple[int, int, int, int], Iterable[tuple]]) -> Iterator[tuple[int, int, int]]:
-        (t, _, bi, bj), members = kv
-        members = list(members)
-        if bi == bj:
-            yield from compare(t, [(f, p) for f, p, _ in members], None, k, block_masks, first_clean)
-        else:
-            left = [(f, p) for f, p, b in members if b == bi]
-            right = [(f, p) for f, p, b in members if b == bj]
-            if left and right:
-                yield from compare(t, left, right, k, block_masks, first_clean)
-
     pairs = joined.filter(lambda r: r[0] == PAIR).values()
     if big:
-        split = joined.filter(lambda r: r[0] == DEALT).values().groupByKey(n).flatMap(group_pairs)
+        # (each member once, spread over the partitions, then copied to its m bucket pairs)
+        split = (joined.filter(lambda r: r[0] == DEALT).values().repartition(n)
+                 .flatMap(lambda kv: bucket_pairs(*kv)).groupByKey(n)
+                 .flatMap(lambda kv: group_pairs(kv, layout)))
         pairs = pairs.union(split)
     stats = {"oversized_groups": len(big), "largest_group": max(big, default=0)}
     return pairs, stats
