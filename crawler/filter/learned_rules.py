@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urldefrag
 
@@ -412,8 +413,7 @@ class LearnedRules:
     def _requeue(self, st: RuleState) -> None:
         """Make the requests retired rule ``st`` avoided, after all (see the module docstring)."""
         spec = st.rule.spec
-        engine = self._engine()
-        if engine is None or self.crawler.spider is None:
+        if self._engine() is None or self.crawler.spider is None:
             # (no crawl to queue them in: they stay in the rule book, queued when a crawl of it starts)
             logger.info("URL rule %s retired before the crawl started: its avoided requests stay in the rule "
                         "book", spec)
@@ -422,71 +422,95 @@ class LearnedRules:
         shared = self._shared() if durable is None else None
         # (with a frontier that outlives the process, kept in the book until queued: a kill between loses none)
         rows = self.book.release(st, claim=durable is None and shared is None)
-        made = skipped = lost = 0
-        to_push: list[tuple[Avoided, Request]] = []
-        for row in rows:
-            if row.request is None:
-                lost += 1
-                continue
-            try:
-                request = decode_request(row.request, self.crawler.spider)
-            except CorruptRequest as exc:
-                logger.warning("could not requeue a request rule %s avoided: %s", spec, exc)
-                lost += 1
-                continue
-            if durable is not None and not durable.db.mark_once(f"url-rule-requeue {spec} {row.url}"):
-                skipped += 1  # (queued before a kill, in a transaction the frontier committed)
-                continue
-            if durable is not None and row.scheduled and row.frontier_id is not None:
-                self._supersede(durable, row.frontier_id, row.url)
-            # (one that passed the dupe filter already would be refused by it: made once, unfiltered)
-            request = request.replace(dont_filter=True) if row.scheduled else request
-            if shared is not None:
-                to_push.append((row, request))
-                continue
-            engine.crawl(request)
-            made += 1
-            self._withdraw(row.url, spec, retired=True)
+        decoded = self._decoded(rows, spec)  # (one at a time, as each is queued)
         if shared is not None:
-            frontier, claim_key = shared
-            pushed: list[int] | None
-            try:
-                if claim_key is not None:
-                    # claimed from the shared book and queued in one step: a kill leaves them in the book
-                    # (queued at the next start, ``unreleased``) or queued, and a process releasing them
-                    # too queues none
-                    pushed = [1 if mine else -1 for mine in
-                              frontier.push_claimed(claim_key, [(row.url, r) for row, r in to_push])]
-                else:
-                    # queued under a mark each in the frontier's own slot, then forgotten by the book: a
-                    # kill in between leaves them in the book and queued, and the next start's requeue
-                    # finds their marks (a Redis Cluster: the book's keys and the queue's are in other slots)
-                    pushed = frontier.push_marked([(f"url-rule-requeue {spec} {row.url} {row.nonce}", r)
-                                                   for row, r in to_push])
-            except Exception as exc:  # (Redis away: they stay in the book, for the next start)
-                logger.warning("URL rule %s retired: its %d avoided request(s) could not be queued (%r); they "
-                               "stay in the rule book and are queued when a crawl of it starts", spec,
-                               len(to_push), exc)
-                pushed = None
-            for (row, _), got in zip(to_push, pushed or ()):  # (1 queued, 0 seen by the dupe filter, -1 not ours)
-                if got >= 0:
-                    made += 1
-                    self._withdraw(row.url, spec, retired=True)
-                elif claim_key is None:
-                    skipped += 1
-            # the book lets go of those that cannot be made and, once marked and queued, the others (those
-            # claimed in one step are gone from it; those not queued, Redis away, stay for the next start)
-            keep = {row.url for row, _ in to_push} if claim_key is not None or pushed is None else set()
-            self.book.forget([row for row in rows if row.url not in keep])
-        if durable is not None:
-            durable.commit()  # the requests and their marks, in one frontier transaction
-            self.book.forget(rows)  # then the rule book lets them go
+            requests = [(row, r) for row, r in decoded if r is not None]
+            lost = len(rows) - len(requests)
+            made, skipped = self._push_shared(*shared, spec, rows, requests)
+        else:
+            made, skipped, lost = self._crawl_here(durable, spec, decoded)
+            if durable is not None:
+                durable.commit()  # the requests and their marks, in one frontier transaction
+                self.book.forget(rows)  # then the rule book lets them go
         self.stats.inc_value("neardup/url_rules/requeued", made)
         how = "" if shared is None else (" (claimed from the shared rule book and queued in one step)"
                                          if shared[1] is not None else " (each queued under a mark, then let go)")
         logger.info("URL rule %s retired: %d request(s) it avoided are made after all%s%s%s", spec, made,
                     f" ({lost} could not be)" if lost else "",
                     f" ({skipped} queued before the last stop)" if skipped else "", how)
+
+    def _decoded(self, rows: list[Avoided], spec: str) -> Iterator[tuple[Avoided, Request | None]]:
+        """Each released row with its request, or None if it cannot be made (none kept, or corrupt)."""
+        for row in rows:
+            if row.request is None:
+                yield row, None
+                continue
+            try:
+                request = decode_request(row.request, self.crawler.spider)
+            except CorruptRequest as exc:
+                logger.warning("could not requeue a request rule %s avoided: %s", spec, exc)
+                yield row, None
+                continue
+            # (one that passed the dupe filter already would be refused by it: made once, unfiltered)
+            yield row, request.replace(dont_filter=True) if row.scheduled else request
+
+    def _crawl_here(self, durable: DurableScheduler | None, spec: str,
+                    decoded: Iterable[tuple[Avoided, Request | None]]) -> tuple[int, int, int]:
+        """Queue them in this process's frontier: the durable one (each marked in the transaction
+        that queues it, and a row of its URL still waiting superseded; the caller commits) or
+        Scrapy's own queues. Returns (made, skipped: queued before a kill, lost: cannot be made)."""
+        engine = self._engine()
+        made = skipped = lost = 0
+        for row, request in decoded:
+            if request is None:
+                lost += 1
+                continue
+            if durable is not None:
+                if not durable.db.mark_once(f"url-rule-requeue {spec} {row.url}"):
+                    skipped += 1  # (queued before a kill, in a transaction the frontier committed)
+                    continue
+                if row.scheduled and row.frontier_id is not None:
+                    self._supersede(durable, row.frontier_id, row.url)
+            engine.crawl(request)
+            made += 1
+            self._withdraw(row.url, spec, retired=True)
+        return made, skipped, lost
+
+    def _push_shared(self, frontier: ReliableRedisScheduler, claim_key: str | None, spec: str,
+                     rows: list[Avoided], requests: list[tuple[Avoided, Request]]) -> tuple[int, int]:
+        """Queue them in the shared frontier (see ``_shared``), then let the rule book forget what
+        is queued or cannot be made. Returns (made, skipped: queued before a kill)."""
+        pushed: list[int] | None  # (per request: 1 queued, 0 seen by the dupe filter, -1 not ours)
+        try:
+            if claim_key is not None:
+                # claimed from the shared book and queued in one step: a kill leaves them in the book
+                # (queued at the next start, ``unreleased``) or queued, and a process releasing them
+                # too queues none
+                pushed = [1 if mine else -1 for mine in
+                          frontier.push_claimed(claim_key, [(row.url, r) for row, r in requests])]
+            else:
+                # queued under a mark each in the frontier's own slot, then forgotten by the book: a
+                # kill in between leaves them in the book and queued, and the next start's requeue
+                # finds their marks (a Redis Cluster: the book's keys and the queue's are in other slots)
+                pushed = frontier.push_marked([(f"url-rule-requeue {spec} {row.url} {row.nonce}", r)
+                                               for row, r in requests])
+        except Exception as exc:  # (Redis away: they stay in the book, for the next start)
+            logger.warning("URL rule %s retired: its %d avoided request(s) could not be queued (%r); they "
+                           "stay in the rule book and are queued when a crawl of it starts", spec,
+                           len(requests), exc)
+            pushed = None
+        made = skipped = 0
+        for (row, _), got in zip(requests, pushed or ()):
+            if got >= 0:
+                made += 1
+                self._withdraw(row.url, spec, retired=True)
+            elif claim_key is None:
+                skipped += 1
+        # the book lets go of those that cannot be made and, once marked and queued, the others (those
+        # claimed in one step are gone from it; those not queued, Redis away, stay for the next start)
+        keep = {row.url for row, _ in requests} if claim_key is not None or pushed is None else set()
+        self.book.forget([row for row in rows if row.url not in keep])
+        return made, skipped
 
     def _supersede(self, durable: DurableScheduler, rid: int, url: str) -> None:
         """The request left out as frontier row ``rid`` is queued again: if the row
