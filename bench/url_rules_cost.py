@@ -15,11 +15,16 @@ near-duplicate of the page before it: ``/p/5.html`` = ``/p/4.html``, a suffix
 rule suggested per pair), its commits included; ``time.thread_time`` per page.
 
     .venv/bin/python bench/url_rules_cost.py --learning [--pages 20000]
+
+And the outlinks of a host with a suffix rule acting per numbered pair (256,
+the cap), looked up through the book's index of what the rules touch, against
+a pass over the host's acting rules (``--many-rules``).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import random
 import sys
 import tempfile
@@ -28,6 +33,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from scrapy_neardup.crawler.url_rules import RuleBook  # noqa: E402
+from scrapy_neardup.crawler.url_rules.rules import touches  # noqa: E402
 
 H = "http://h.test"
 
@@ -85,7 +91,46 @@ def learning(pages: int = 2000, seed: int = 1) -> dict:
     return {"pages": pages, "rules": len(book.rules()), "cpu_ms_per_page": round(cpu / pages * 1000, 4)}
 
 
+def many_rules(seed: int = 1) -> dict:
+    """ms per page of 100 outlinks looked up when a host has a suffix rule acting per
+    numbered pair (``/5.html`` -> ``/4.html``, seen in three folders: 256 rules, the cap),
+    through the book's index and by a pass over the host's acting rules (the
+    look-up before the index), alternately, three rounds each."""
+    rng = random.Random(seed)
+    logging.disable(logging.WARNING)  # (a line per rule learned)
+    book = RuleBook(None, min_evidence=2, explore=0.0)
+    fp = 1 << 20
+    for d in ("p", "q", "r"):
+        for n in range(0, 600, 2):  # (pairs 0=1, 2=3...: no page in two pairs)
+            fp += 1 << 12
+            book.observe(f"{H}/{d}/{n}.html", fp)
+            book.observe(f"{H}/{d}/{n + 1}.html", fp, duplicate_of=f"{H}/{d}/{n}.html")
+    acting = len(book._acting_for("h.test"))
+    links = [[f"{H}/{rng.choice('pqrs')}/{rng.randrange(2000)}.html" for _ in range(100)] for _ in range(100)]
+    indexed = book._acting_touching
+    look: dict[str, list[float]] = {"index": [], "scan": []}
+    for _ in range(3):
+        for mode in ("index", "scan"):
+            if mode == "index":
+                book._acting_touching = indexed  # type: ignore[method-assign]
+            else:
+                book._acting_touching = lambda host, path: [  # type: ignore[method-assign]
+                    st for st in book._acting_for(host) if touches(st.rule, path)]
+            t = time.thread_time()
+            for urls in links:
+                book.avoid_many(urls)
+            look[mode].append((time.thread_time() - t) / len(links) * 1000)
+    book.close()
+    return {"acting_rules": acting, "ms_per_page_100_outlinks_index": round(sorted(look["index"])[1], 3),
+            "ms_per_page_100_outlinks_scan": round(sorted(look["scan"])[1], 3)}
+
+
 def main() -> None:
+    if "--many-rules" in sys.argv:
+        out = {"command": " ".join(["bench/url_rules_cost.py", *sys.argv[1:]]), **many_rules()}
+        print(json.dumps(out, indent=1))
+        Path("bench/results/url_rules_many.json").write_text(json.dumps(out, indent=1))
+        return
     if "--learning" in sys.argv:
         pages = int(sys.argv[sys.argv.index("--pages") + 1]) if "--pages" in sys.argv else 2000
         runs = [learning(pages, seed) for seed in (1, 2, 3)]

@@ -854,3 +854,47 @@ def test_the_rules_a_page_is_judged_under_are_those_that_touch_its_path():
         for _ in range(20):
             path = side(rng.random() < 0.3) if rng.random() < 0.9 else "/"
             assert index.of(path) == [st for st in live if touches(st.rule, path)], path
+
+
+def test_an_outlink_is_looked_up_only_under_the_acting_rules_that_touch_its_path(monkeypatch):
+    """``avoid_many`` finds a URL's acting rules through an index (``_acting_touching``),
+    not a pass over the host's rules: a site of numbered near-duplicates has a suffix
+    rule per pair. The index gives what the pass gives, in the same order, and the
+    answers are those of the pass: seeded random numbered sites, with a parameter
+    rule and a prefix rule acting beside the suffix rules."""
+    from scrapy_neardup.crawler.url_rules.book import RuleState
+    from scrapy_neardup.crawler.url_rules.rules import parts_of, touches
+
+    for seed in range(4):
+        rng = random.Random(seed)
+        book = RuleBook(None, max_distance=3, min_evidence=2, explore=0.0)
+        fp = 1 << 20
+        for d in ("p", "q", "r"):  # (each pair n+1 = n in two folders: a suffix rule acts)
+            for n in rng.sample(range(60), 25):
+                fp += 1 << 12
+                book.observe(f"{H}/{d}/{n}.html", fp)
+                book.observe(f"{H}/{d}/{n + 1}.html", fp, duplicate_of=f"{H}/{d}/{n}.html")
+        for i in range(3):
+            fp += 1 << 12
+            book.observe(f"{H}/m/a{i}.html", fp)
+            book.observe(f"{H}/a{i}.html", fp, duplicate_of=f"{H}/m/a{i}.html")
+            book.observe(f"{H}/a{i}.html?sid={i}", fp, duplicate_of=f"{H}/a{i}.html")
+        acting = book._acting_for("h.test")
+        assert sum(st.rule.kind == "suffix" for st in acting) > 10
+        assert {st.rule.kind for st in acting} == {"param", "prefix", "suffix"}
+        urls = [rng.choice([f"{H}/{d}/{n}.html", f"{H}/{d}/{n}.html?sid={n}", f"{H}/m/a{n % 4}.html",
+                            f"{H}/a{n % 4}.html?sid=9", f"{H}/{d}/", f"{H}/"])
+                for d, n in ((rng.choice("pqrs"), rng.randrange(70)) for _ in range(300))]
+        for url in urls:
+            path = parts_of(url)[2]
+            assert book._acting_touching("h.test", path) == [st for st in acting if touches(st.rule, path)], url
+        indexed = book.avoid_many(urls)
+        assert any(v is not None for v in indexed)
+
+        def scan(self: RuleBook, host: str, path: str) -> list[RuleState]:
+            return [st for st in self._acting_for(host) if touches(st.rule, path)]
+
+        with monkeypatch.context() as m:
+            m.setattr(RuleBook, "_acting_touching", scan)
+            assert book.avoid_many(urls) == indexed
+        book.close()
