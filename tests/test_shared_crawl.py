@@ -142,10 +142,17 @@ def test_two_processes_keep_what_one_keeps_and_fetch_nothing_twice(shared_redis,
         assert sum(map(len, both)) == len(site.groups())
 
 
-def test_a_killed_process_loses_nothing(shared_redis, tmp_path):
+@pytest.mark.parametrize("where", ["redis", "cluster"])
+def test_a_killed_process_loses_nothing(where, request, tmp_path):
+    """Two processes share the frontier and the store, on one redis-server or on a Redis
+    Cluster (scrapy-redis's client a ``RedisCluster``); one is killed with SIGKILL
+    mid-crawl while it holds requests: the other reclaims them and finishes, every
+    group kept once, no URL fetched more than twice."""
+    url = request.getfixturevalue("shared_redis" if where == "redis" else "cluster_frontier")
+    more = ["-s", f"REDIS_PARAMS={json.dumps(CLUSTER_PARAMS)}"] if where == "cluster" else []
     site = DupSite(n=60, delay=(0.03, 0.08))
     with site.serve() as server:
-        cmds = [shared_cmd(server.url, shared_redis, tmp_path / f"p{i}") for i in range(2)]
+        cmds = [shared_cmd(server.url, url, tmp_path / f"p{i}", *more) for i in range(2)]
         logs = [tmp_path / f"p{i}.log" for i in range(2)]
         def wait_for_hits(n: int) -> None:
             deadline = time.monotonic() + 120
@@ -163,6 +170,8 @@ def test_a_killed_process_loses_nothing(shared_redis, tmp_path):
         survivor.wait(timeout=300)
         text = logs[1].read_text()
         assert "'finish_reason': 'finished'" in text, text[-3000:]
+        if where == "cluster":
+            assert "shared frontier on Redis Cluster: " in text, text[:3000]
         assert "'neardup/frontier/reclaimed'" in text, "the victim held no request when killed: " + text[-3000:]
         over = {u: n for u, n in server.hits.items() if n > 2}
         assert not over, f"fetched more than kills + 1 times: {over}"
