@@ -1,7 +1,7 @@
 """Crawl throughput with and without the near-duplicate filter, on a real site served by nginx.
 
     .venv/bin/python bench/crawl_bench.py [--rounds 7] [--spiders ready,user,jobdir] [--outlink-site [--pages 2000]]
-                                          [--profile DIR]
+                                          [--profile DIR] [--series DIR]
 
 Serves ``../shared/data/sites/sqlite3-doc.tar.gz`` (or, with ``--outlink-site``,
 a generated static site of ``--pages`` pages of 100 outlinks each, a third of
@@ -34,6 +34,10 @@ the reactor's thread, ``bench/thread_cpu.py``) into
 a plain and a filtered one with ``bench/thread_profile.py``. The profiler
 slows that thread down: such a run's ratios and thread CPU are not the
 benchmark's.
+
+``--series DIR``: each crawl also writes its thread's CPU and wall seconds at
+every 250th response to ``DIR/SPIDER-MODE-ROUND.series.json``
+(``bench/thread_cpu.py``): whether a response costs more as the crawl goes on.
 """
 
 from __future__ import annotations
@@ -272,6 +276,12 @@ def main() -> None:
         i = sys.argv.index("--spiders")
         spiders = tuple(sys.argv[i + 1].split(","))
         del sys.argv[i : i + 2]
+    series: Path | None = None
+    if "--series" in sys.argv:
+        i = sys.argv.index("--series")
+        series = Path(sys.argv[i + 1]).resolve()
+        series.mkdir(parents=True, exist_ok=True)
+        del sys.argv[i : i + 2]
     profile: Path | None = None
     if "--profile" in sys.argv:
         i = sys.argv.index("--profile")
@@ -297,6 +307,8 @@ def main() -> None:
                     out = work / f"{spider}-{mode}-{i}"
                     shutil.rmtree(out, ignore_errors=True)
                     more = [f"BENCH_PROFILE={profile / f'{spider}-{mode}-{i}.prof'}"] if profile else []
+                    if series:
+                        more.append(f"BENCH_SERIES={series / f'{spider}-{mode}-{i}.series.json'}")
                     got[mode] = run(spider_cmd(spider, url, out, a.concurrency, [
                         f"NEARDUP_ENABLED={mode == 'filtered'}", f"NEARDUP_STORE={out / 'store'}", "NEARDUP_INDEX=",
                         *more]))

@@ -12,12 +12,19 @@ index writer are not in it) from engine start to spider close, and writes
 the ``pstats`` file to ``PATH`` (``crawl_bench.py --profile DIR``; read with
 ``bench/thread_profile.py``). The profiler's own overhead inflates the
 thread CPU of such a run: read its profile, not its ``bench/thread_cpu_s``.
+
+With ``-s BENCH_SERIES=PATH`` it writes, as JSON, the thread's CPU seconds
+and the wall seconds since the start at every 250th response
+(``crawl_bench.py --series DIR``): whether a response costs more as the crawl
+goes on.
 """
 
 from __future__ import annotations
 
 import cProfile
+import json
 import time
+from pathlib import Path
 
 from scrapy import signals
 from scrapy.crawler import Crawler
@@ -29,7 +36,13 @@ class ThreadCpu:
         self.start = 0.0
         self.profile_path = crawler.settings.get("BENCH_PROFILE")
         self.profile: cProfile.Profile | None = None
+        self.series_path = crawler.settings.get("BENCH_SERIES")
+        self.series: list[tuple[int, float, float]] = []
+        self.responses = 0
+        self.wall = 0.0
         crawler.signals.connect(self._started, signal=signals.engine_started)
+        if self.series_path:
+            crawler.signals.connect(self._response, signal=signals.response_received)
         crawler.signals.connect(self._closed, signal=signals.spider_closed)
 
     @classmethod
@@ -38,11 +51,20 @@ class ThreadCpu:
 
     def _started(self) -> None:
         self.start = time.thread_time()
+        self.wall = time.monotonic()
         if self.profile_path:
             self.profile = cProfile.Profile(time.thread_time)  # (this thread's CPU, not wall time)
             self.profile.enable()
 
+    def _response(self) -> None:
+        self.responses += 1
+        if self.responses % 250 == 0:
+            self.series.append((self.responses, round(time.thread_time() - self.start, 4),
+                                round(time.monotonic() - self.wall, 4)))
+
     def _closed(self) -> None:
+        if self.series_path:
+            Path(self.series_path).write_text(json.dumps(self.series))
         if self.profile is not None:
             self.profile.disable()
             self.profile.dump_stats(self.profile_path)
