@@ -66,7 +66,7 @@ class NearDupAddon:
     """Installs the near-duplicate filter; nothing else."""
 
     def update_settings(self, settings: BaseSettings) -> None:
-        from .config import setting_bool  # (a bad value: an error that names the setting)
+        from .switches import setting_bool  # (a bad value: an error that names the setting; imports no library)
 
         if not setting_bool(settings, "NEARDUP_ENABLED", True):
             return

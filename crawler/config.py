@@ -23,26 +23,14 @@ from scrapy_neardup.dedup.store.layout import MAX_DISTANCE
 from scrapy_neardup.dedup.store.redis import is_redis_url, redact
 from scrapy_neardup.dedup.store.redis.url import SCHEMES as STORE_SCHEMES  # (a shared rule book too)
 
+from .switches import ConfigError as ConfigError, setting_bool as setting_bool  # (read by the add-on first)
+
 
 SCOPES = ("all", "host", "domain")
 UNAVAILABLE = ("pause", "pass")
 
 
-class ConfigError(ValueError):
-    """A NEARDUP_* setting has a bad value; the message names it."""
-
-
 _URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
-
-
-def setting_bool(settings: BaseSettings, name: str, default: bool) -> bool:
-    """A boolean setting (True/False, 1/0, "true"/"false" in any case), or
-    ``ConfigError`` naming it: for whoever reads a NEARDUP_* switch before
-    ``NearDupConfig`` is made (the add-on)."""
-    try:
-        return settings.getbool(name, default)
-    except ValueError:
-        raise ConfigError(f"{name} must be a boolean (True/False/1/0), got {settings.get(name)!r}") from None
 
 
 def url_scheme(value: str) -> str | None:

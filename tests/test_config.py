@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 from scrapy.settings import BaseSettings, Settings
 from scrapy.utils.misc import load_object
@@ -171,6 +174,23 @@ def test_addon_switched_off_changes_nothing():
     before, s = Settings({"NEARDUP_ENABLED": False}), Settings({"NEARDUP_ENABLED": False})
     NearDupAddon().update_settings(s)
     assert _changed(before, s) == set()
+
+
+def test_addon_switched_off_loads_no_library():
+    """A project that keeps the add-on and switches the filter off runs plain Scrapy:
+    neither the library nor numba is imported (each full garbage collection would walk
+    their objects, on every crawl of that project)."""
+    code = ("import sys\n"
+            "from scrapy.settings import Settings\n"
+            "from scrapy_neardup import NearDupAddon, PoliteCrawlAddon\n"
+            "s = Settings({'NEARDUP_ENABLED': False})\n"
+            "NearDupAddon().update_settings(s)\n"
+            "PoliteCrawlAddon().update_settings(s)\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('numba', 'numpy', 'llvmlite')\n"
+            "             or m.startswith('scrapy_neardup.dedup')))\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.strip() == "[]", r.stdout[:2000]
 
 
 def test_polite_profile_is_opt_in_and_project_settings_win():
