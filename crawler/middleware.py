@@ -47,6 +47,7 @@ from scrapy_neardup.dedup.store.backends import StoreError
 from . import counts
 from .canonical import CANONICAL_PRIORITY, declared_canonical, same_host
 from .config import NearDupConfig
+from .filter import long_lived
 from .filter.captured_text import CapturedText, capture_path
 from .filter.duplicates_log import DuplicatesLog
 from .filter.items import fill
@@ -94,6 +95,8 @@ class NearDupMiddleware:
         self._pending: weakref.WeakKeyDictionary[Response, Future | JobResult | str] = weakref.WeakKeyDictionary()
         self.workers.start()
         _FILTERS[crawler] = self
+        # (the filter's start-up done: its long-lived objects out of full collections, ``long_lived``)
+        crawler.signals.connect(self.engine_started, signal=signals.engine_started)
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
         if self.runs is not None:
             crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
@@ -242,6 +245,9 @@ class NearDupMiddleware:
         return set() if self.rules is None else self.rules.avoided(requests, referer, scheduled)
 
     # -- the end ----------------------------------------------------------------
+
+    def engine_started(self) -> None:
+        long_lived.freeze(collect=True)
 
     def spider_opened(self) -> None:
         assert self.runs is not None  # (connected only then; after the frontier counted its redeliveries)

@@ -124,11 +124,14 @@ def warm_reference() -> None:
 
 
 def warm_in_background(groups: Iterable[str] = GROUPS, *, reference_first: bool = False,
-                       wait: Callable[[], object] | None = None) -> threading.Thread:
+                       wait: Callable[[], object] | None = None,
+                       done: Callable[[], object] | None = None) -> threading.Thread:
     """``warm`` each group in a daemon thread (after ``warm_reference`` when
     ``reference_first``, and after ``wait()`` returns, e.g. until another
     process has filled the cache: it should also return once ``exiting()``);
-    a failure is logged, and the group stays on its reference path."""
+    a failure is logged, and the group stays on its reference path. ``done()``
+    is called in that thread when every group is warm (or failed), unless the
+    process is exiting."""
     groups = tuple(groups)
 
     def run() -> None:
@@ -147,6 +150,8 @@ def warm_in_background(groups: Iterable[str] = GROUPS, *, reference_first: bool 
                 logger.debug("compiled kernels of %s ready in %.1f s", g, seconds)
             except Exception:
                 logger.exception("could not compile the %s kernels; using the reference path", g)
+        if done is not None and not _exiting.is_set():
+            done()
 
     thread = threading.Thread(target=run, name="neardup-warmup", daemon=True)
     _background.append(thread)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import subprocess
 import sys
@@ -124,6 +125,10 @@ def test_crawl_drops_planted_duplicates_and_their_outlinks(site, tmp_path):
     assert stat(log, "neardup/fetched") == len(s.expected_kept()) + 5 + 2  # one verdict each
     assert stat(log, "neardup/outlinks_dropped") >= 5
     assert "near-duplicate dropped:" in log and "neardup summary:" in log
+    # the filter's start-up objects (numba, the kernels, the tables) are kept out of full
+    # garbage collections, which would walk them again every ~100 responses (``long_lived``)
+    frozen = [int(n) for n in re.findall(r"near-duplicate filter: (\d+) long-lived objects left out", log)]
+    assert frozen and frozen[0] > 20_000, frozen
     # what the filter writes is the user's only: the store, the drops, the index
     for written in (store / "store.sqlite3", store / "duplicates.jsonl", tmp_path / "index.sqlite3"):
         assert written.stat().st_mode & 0o077 == 0, written

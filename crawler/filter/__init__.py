@@ -15,5 +15,6 @@ spider middleware); it hands each response through these stages:
    requests it says need not be made left out;
 6. ``items``: the page's items filled in with its fingerprint, title and text.
 
-The counts the stages keep are defined in ``crawler.counts``.
+The counts the stages keep are defined in ``crawler.counts``; ``long_lived`` keeps the
+objects the filter loads at start out of Python's full garbage collections.
 """

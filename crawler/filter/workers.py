@@ -77,6 +77,7 @@ from scrapy_neardup.dedup.fingerprint.links import LinkJob, LinkSpec
 
 from ..config import NearDupConfig
 from ..counts import count_unchecked
+from . import long_lived
 from .unchecked import declared_encoding
 
 logger = logging.getLogger(__name__)
@@ -146,7 +147,7 @@ class FingerprintWorkers:
             thread.start()
             self._threads.append(thread)
         jit.warm_in_background(("store",) if self.count else ("store", "fingerprint"), reference_first=True,
-                               wait=self._wait_for_store_cache if self.count else None)
+                               wait=self._wait_for_store_cache if self.count else None, done=long_lived.freeze)
 
     def submit(self, response: TextResponse, links: LinkSpec | None = None) -> Future | JobResult:
         """Start fingerprinting ``response``: a Future a worker will answer
