@@ -123,7 +123,9 @@ def read_stats(stderr: str, wall: float, min_pages: int = 100) -> dict:
         raise RuntimeError(stderr[-2000:])
     stats = {}
     for key in ("response_received_count", "elapsed_time_seconds", "neardup/kept", "neardup/dropped",
-                "neardup/outlinks_dropped", "downloader/response_bytes", "bench/thread_cpu_s",
+                "neardup/outlinks_dropped", "downloader/response_bytes", "bench/thread_cpu_s", "bench/gc_cpu_s",
+                "bench/gc_full_collections", "bench/gc_objects", *(f"bench/gc_gen{g}_{what}" for g in range(3)
+                                                                   for what in ("collections", "s")),
                 "neardup/fingerprinted_while_workers_start", "neardup/links/from_worker", "neardup/links/in_thread"):
         for line in stderr.splitlines():
             if f"'{key}':" in line:
@@ -266,6 +268,9 @@ def summary(rounds: list[dict]) -> dict:
         "thread_cpu_ms_per_response_plain": spread(plain_cpu),
         "thread_cpu_ms_per_response_filtered": spread(filtered_cpu),
         "filter_thread_cpu_ms_per_response": spread([f - p for f, p in zip(filtered_cpu, plain_cpu)]),
+        # (the reactor thread's CPU in full garbage collections, ms a response: ``bench/thread_cpu.py``)
+        **{f"gc_full_ms_per_response_{mode}": spread([1000 * r[mode]["bench/gc_gen2_s"] / r[mode]["response_received_count"]
+                                                      for r in rounds]) for mode in ("plain", "filtered")},
     }
 
 

@@ -17,12 +17,18 @@ With ``-s BENCH_SERIES=PATH`` it writes, as JSON, the thread's CPU seconds
 and the wall seconds since the start at every 250th response
 (``crawl_bench.py --series DIR``): whether a response costs more as the crawl
 goes on.
+
+It also puts in the stats the reactor thread's CPU spent in the garbage
+collector (``bench/gc_cpu_s``), its full collections and the objects the
+collector tracks at the end (``bench/gc_objects``).
 """
 
 from __future__ import annotations
 
 import cProfile
+import gc
 import json
+import threading
 import time
 from pathlib import Path
 
@@ -40,6 +46,11 @@ class ThreadCpu:
         self.series: list[tuple[int, float, float]] = []
         self.responses = 0
         self.wall = 0.0
+        self.gc_cpu = 0.0  # (the reactor thread's CPU in the garbage collector, and its full collections)
+        self.gc_full = 0
+        self.gc_by_gen = [[0, 0.0], [0, 0.0], [0, 0.0]]  # (collections, CPU s) per generation
+        self._gc_at: float | None = None
+        self._thread = threading.get_ident()
         crawler.signals.connect(self._started, signal=signals.engine_started)
         if self.series_path:
             crawler.signals.connect(self._response, signal=signals.response_received)
@@ -52,6 +63,21 @@ class ThreadCpu:
     def _started(self) -> None:
         self.start = time.thread_time()
         self.wall = time.monotonic()
+        self._thread = threading.get_ident()
+        gc.callbacks.append(self._gc)
+
+    def _gc(self, phase: str, info: dict) -> None:
+        if threading.get_ident() != self._thread:
+            return
+        if phase == "start":
+            self._gc_at = time.thread_time()
+        elif self._gc_at is not None:
+            took = time.thread_time() - self._gc_at
+            self.gc_cpu += took
+            self.gc_full += info["generation"] == 2
+            self.gc_by_gen[info["generation"]][0] += 1
+            self.gc_by_gen[info["generation"]][1] += took
+            self._gc_at = None
         if self.profile_path:
             self.profile = cProfile.Profile(time.thread_time)  # (this thread's CPU, not wall time)
             self.profile.enable()
@@ -69,3 +95,11 @@ class ThreadCpu:
             self.profile.disable()
             self.profile.dump_stats(self.profile_path)
         self.stats.set_value("bench/thread_cpu_s", round(time.thread_time() - self.start, 4))
+        if self._gc in gc.callbacks:
+            gc.callbacks.remove(self._gc)
+        self.stats.set_value("bench/gc_cpu_s", round(self.gc_cpu, 4))
+        self.stats.set_value("bench/gc_full_collections", self.gc_full)
+        self.stats.set_value("bench/gc_objects", len(gc.get_objects()))
+        for gen, (n, took) in enumerate(self.gc_by_gen):
+            self.stats.set_value(f"bench/gc_gen{gen}_collections", n)
+            self.stats.set_value(f"bench/gc_gen{gen}_s", round(took, 4))
