@@ -274,6 +274,18 @@ def summary(rounds: list[dict]) -> dict:
     }
 
 
+def directory_option(name: str) -> Path | None:
+    """The directory given as ``name DIR`` on the command line (made, and the
+    option taken out of ``sys.argv``), or None."""
+    if name not in sys.argv:
+        return None
+    i = sys.argv.index(name)
+    path = Path(sys.argv[i + 1]).resolve()
+    path.mkdir(parents=True, exist_ok=True)
+    del sys.argv[i : i + 2]
+    return path
+
+
 def main() -> None:
     command = " ".join(["bench/crawl_bench.py", *sys.argv[1:]])
     spiders = SPIDERS
@@ -281,18 +293,8 @@ def main() -> None:
         i = sys.argv.index("--spiders")
         spiders = tuple(sys.argv[i + 1].split(","))
         del sys.argv[i : i + 2]
-    series: Path | None = None
-    if "--series" in sys.argv:
-        i = sys.argv.index("--series")
-        series = Path(sys.argv[i + 1]).resolve()
-        series.mkdir(parents=True, exist_ok=True)
-        del sys.argv[i : i + 2]
-    profile: Path | None = None
-    if "--profile" in sys.argv:
-        i = sys.argv.index("--profile")
-        profile = Path(sys.argv[i + 1]).resolve()
-        profile.mkdir(parents=True, exist_ok=True)
-        del sys.argv[i : i + 2]
+    series = directory_option("--series")
+    profile = directory_option("--profile")
     outlink_site = "--outlink-site" in sys.argv
     if outlink_site:
         sys.argv.remove("--outlink-site")
