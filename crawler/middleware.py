@@ -93,6 +93,7 @@ class NearDupMiddleware:
         self._store_failure: BaseException | None = None
         # response -> pending fingerprint (a worker's Future), the fingerprint, or why it passes unchecked
         self._pending: weakref.WeakKeyDictionary[Response, Future | JobResult | str] = weakref.WeakKeyDictionary()
+        self._holds_freeze = False  # (``long_lived``: from the engine's start to the spider's close)
         self.workers.start()
         _FILTERS[crawler] = self
         # (the filter's start-up done: its long-lived objects out of full collections, ``long_lived``)
@@ -247,7 +248,8 @@ class NearDupMiddleware:
     # -- the end ----------------------------------------------------------------
 
     def engine_started(self) -> None:
-        long_lived.freeze(collect=True)
+        long_lived.hold()
+        self._holds_freeze = True
 
     def spider_opened(self) -> None:
         assert self.runs is not None  # (connected only then; after the frontier counted its redeliveries)
@@ -255,6 +257,9 @@ class NearDupMiddleware:
 
     def spider_closed(self, reason: str) -> None:
         self.workers.close()
+        if self._holds_freeze:  # (what the crawl froze goes back to the collector)
+            self._holds_freeze = False
+            long_lived.release()
         try:
             self.store.close()  # (what is committed stays, whatever fails here)
             if self.rules is not None:

@@ -1,9 +1,10 @@
-"""The filter's long-lived objects kept out of Python's full garbage collections.
+"""The filter's long-lived objects kept out of Python's full garbage collections
+while a crawl runs.
 
 The filter loads into the crawl's process what plain Scrapy does not: numpy,
 numba's type system and the compiled kernels the store calls, the reference
 path's tables (about 95,000 objects on a crawl of sqlite3-doc, which doubles
-what the collector tracks). They live as long as the process, but every full
+what the collector tracks). They live as long as the crawl, but every full
 collection walks them all again, in the crawl's thread, and a crawl makes one
 every ~100 responses (Scrapy's requests and responses keep the collector busy):
 the user-style spider's crawl of sqlite3-doc spent 1.16-1.20 s of its thread
@@ -13,12 +14,17 @@ in full collections with the filter and 0.61-0.69 s without it
 ``gc.freeze()`` moves every object the collector tracks into its permanent
 generation, which collections skip; a frozen object is still freed when its
 last reference goes (reference counting), and only a reference cycle among
-objects frozen cannot be collected. So the filter freezes what exists once its
-start-up is done: at the engine's start, after a collection (nothing
-collectable is frozen; the crawl has not begun), and once the background
-warm-up has loaded the kernels (no collection there: it would hold the crawl's
-thread for tens of ms; what is frozen then is the warm-up's objects and at most
-the few requests and responses in flight at that moment).
+frozen objects cannot be collected until ``gc.unfreeze()``. So, in the crawl's
+thread and each time after a collection (nothing collectable is frozen):
+
+- ``hold`` at the engine's start, before the crawl has begun;
+- ``refreeze`` once the background warm-up has loaded the kernels (the crawl
+  has begun: what is alive then, the requests queued and in flight among it,
+  stays out of collections until the crawl ends);
+- ``release`` when the crawl closes: everything frozen goes back to the
+  collector, so a process that runs crawl after crawl (``CrawlerRunner``, a
+  service, tests) keeps nothing of an ended crawl. With several crawls in one
+  process the last to close unfreezes.
 """
 
 from __future__ import annotations
@@ -28,18 +34,34 @@ import logging
 
 logger = logging.getLogger(__name__)
 
+_holders = 0  # (crawls of this process that hold the freeze)
 
-def freeze(collect: bool = False) -> int:
-    """Move every object the collector tracks into its permanent generation
-    (after a collection when ``collect``); the number frozen in all so far.
-    O(1) without ``collect`` (the generations' lists are spliced).
 
-    >>> freeze() >= 0
-    True
-    """
-    if collect:
-        gc.collect()
+def hold() -> None:
+    """A crawl starts: collect, then freeze what exists (O(the tracked objects), once)."""
+    global _holders
+    _holders += 1
+    _freeze()
+
+
+def refreeze() -> None:
+    """Collect, then freeze what exists now, if a crawl still holds the freeze
+    (for what a crawl loads after it started: the warm-up's kernels)."""
+    if _holders:
+        _freeze()
+
+
+def release() -> None:
+    """A crawl that held the freeze ends: the last one gives every frozen object back to the collector."""
+    global _holders
+    _holders = max(0, _holders - 1)
+    if not _holders:
+        gc.unfreeze()
+
+
+def _freeze() -> None:
+    gc.collect()
     gc.freeze()
-    count = gc.get_freeze_count()
-    logger.debug("near-duplicate filter: %d long-lived objects left out of full garbage collections", count)
-    return count
+    if logger.isEnabledFor(logging.DEBUG):  # (counting walks the frozen list)
+        logger.debug("near-duplicate filter: %d long-lived objects left out of full garbage collections",
+                     gc.get_freeze_count())

@@ -147,7 +147,15 @@ class FingerprintWorkers:
             thread.start()
             self._threads.append(thread)
         jit.warm_in_background(("store",) if self.count else ("store", "fingerprint"), reference_first=True,
-                               wait=self._wait_for_store_cache if self.count else None, done=long_lived.freeze)
+                               wait=self._wait_for_store_cache if self.count else None, done=self._warm)
+
+    def _warm(self) -> None:
+        """The warm-up has loaded the kernels (in its own thread): the crawl's thread
+        freezes them with the rest (``long_lived.refreeze``), unless the crawl is ending."""
+        if not self._closing:
+            from twisted.internet import reactor
+
+            reactor.callFromThread(long_lived.refreeze)
 
     def submit(self, response: TextResponse, links: LinkSpec | None = None) -> Future | JobResult:
         """Start fingerprinting ``response``: a Future a worker will answer

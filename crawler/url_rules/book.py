@@ -475,7 +475,10 @@ class RuleBook:
         at 256 rules)."""
         index = self._acting_index.get(host)
         if index is None:
-            index = self._acting_index[host] = _Touching(self._acting_for(host))
+            acting = self._acting_for(host)
+            if not acting:  # (most hosts of a crawl's outlinks: no index kept for them)
+                return []
+            index = self._acting_index[host] = _Touching(acting)
         return index.of(path)
 
     def acts(self) -> bool:

@@ -1,0 +1,28 @@
+"""``crawler.filter.long_lived``: the crawl's start-up objects frozen out of full
+garbage collections while it runs, and given back when it ends (the crawl test
+checks a real crawl logs the freeze)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+
+def test_the_freeze_is_given_back_when_the_last_crawl_ends():
+    """``long_lived``: what crawls of one process froze goes back to the collector when the
+    last of them ends, so a process that runs crawl after crawl keeps nothing of an ended one
+    (a reference cycle frozen would otherwise never be collected)."""
+    code = ("import gc\n"
+            "from scrapy_neardup.crawler.filter import long_lived\n"
+            "class Cycle:\n"
+            "    def __init__(self): self.me = self\n"
+            "long_lived.hold(); long_lived.hold()  # (two crawls)\n"
+            "c = Cycle(); long_lived.refreeze(); del c  # (a cycle alive at the warm-up's freeze)\n"
+            "assert gc.get_freeze_count() > 0\n"
+            "long_lived.release(); assert gc.get_freeze_count() > 0  # (one crawl still runs)\n"
+            "long_lived.release(); assert gc.get_freeze_count() == 0\n"
+            "gc.collect(); assert not any(type(o).__name__ == 'Cycle' for o in gc.get_objects())\n"
+            "long_lived.refreeze(); assert gc.get_freeze_count() == 0  # (no crawl holds it: nothing)\n"
+            "print('ok')\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr[-2000:]
