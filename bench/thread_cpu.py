@@ -46,9 +46,8 @@ class ThreadCpu:
         self.series: list[tuple[int, float, float]] = []
         self.responses = 0
         self.wall = 0.0
-        self.gc_cpu = 0.0  # (the reactor thread's CPU in the garbage collector, and its full collections)
-        self.gc_full = 0
-        self.gc_by_gen = [[0, 0.0], [0, 0.0], [0, 0.0]]  # (collections, CPU s) per generation
+        # (the reactor thread's garbage collections: count and CPU seconds, per generation)
+        self.gc_by_gen = [[0, 0.0], [0, 0.0], [0, 0.0]]
         self._gc_at: float | None = None
         self._thread = threading.get_ident()
         crawler.signals.connect(self._started, signal=signals.engine_started)
@@ -65,6 +64,9 @@ class ThreadCpu:
         self.wall = time.monotonic()
         self._thread = threading.get_ident()
         gc.callbacks.append(self._gc)
+        if self.profile_path:
+            self.profile = cProfile.Profile(time.thread_time)  # (this thread's CPU, not wall time)
+            self.profile.enable()
 
     def _gc(self, phase: str, info: dict) -> None:
         if threading.get_ident() != self._thread:
@@ -72,15 +74,9 @@ class ThreadCpu:
         if phase == "start":
             self._gc_at = time.thread_time()
         elif self._gc_at is not None:
-            took = time.thread_time() - self._gc_at
-            self.gc_cpu += took
-            self.gc_full += info["generation"] == 2
             self.gc_by_gen[info["generation"]][0] += 1
-            self.gc_by_gen[info["generation"]][1] += took
+            self.gc_by_gen[info["generation"]][1] += time.thread_time() - self._gc_at
             self._gc_at = None
-        if self.profile_path:
-            self.profile = cProfile.Profile(time.thread_time)  # (this thread's CPU, not wall time)
-            self.profile.enable()
 
     def _response(self) -> None:
         self.responses += 1
@@ -97,8 +93,8 @@ class ThreadCpu:
         self.stats.set_value("bench/thread_cpu_s", round(time.thread_time() - self.start, 4))
         if self._gc in gc.callbacks:
             gc.callbacks.remove(self._gc)
-        self.stats.set_value("bench/gc_cpu_s", round(self.gc_cpu, 4))
-        self.stats.set_value("bench/gc_full_collections", self.gc_full)
+        self.stats.set_value("bench/gc_cpu_s", round(sum(took for _, took in self.gc_by_gen), 4))
+        self.stats.set_value("bench/gc_full_collections", self.gc_by_gen[2][0])
         self.stats.set_value("bench/gc_objects", len(gc.get_objects()))
         for gen, (n, took) in enumerate(self.gc_by_gen):
             self.stats.set_value(f"bench/gc_gen{gen}_collections", n)
