@@ -38,7 +38,10 @@ import re
 import unicodedata
 from collections.abc import Callable
 
+import numpy as np
 import regex
+
+from .codepoints import class_masks
 
 _KANA = r"\p{Hiragana}\p{Katakana}\u30fc"
 _TRIGRAM_SCRIPTS = r"\p{Thai}\p{Lao}\p{Khmer}\p{Myanmar}\p{Tibetan}"
@@ -113,13 +116,12 @@ def normalize(text: str) -> str:
 # is forgotten.
 def _odd_characters() -> str:
     """The few BMP code points on which regex's letter-or-digit test and
-    stdlib's disagree (their Unicode versions differ), found by scanning the
-    BMP at import, escaped for a character class."""
-    cps = [c for c in range(0x10000) if not 0xD800 <= c <= 0xDFFF]
-    chars = "".join(map(chr, cps))
-    slow_word = {cps[m.start()] for m in regex.finditer(r"[\p{L}\p{N}]", chars)}
-    fast_word = {cps[m.start()] for m in re.finditer(r"[^\W_]", chars)}
-    return "".join(regex.escape(chr(c)) for c in sorted(slow_word ^ fast_word))
+    stdlib's disagree (their Unicode versions differ), found at import from
+    masks of the two classes over every code point (``codepoints``), escaped
+    for a character class."""
+    slow_word, fast_word = class_masks([regex.compile(r"[\p{L}\p{N}]+"), re.compile(r"[^\W_]+")])
+    odd = np.flatnonzero((slow_word ^ fast_word)[:0x10000])
+    return "".join(regex.escape(chr(c)) for c in odd.tolist())
 
 
 # What only the full pattern cuts right: Han, combining marks, no-space
