@@ -24,7 +24,9 @@ pages/s (``response_received_count / elapsed_time_seconds``) and of the
 whole command's wall time, with their spread (min and max), and the crawl's
 thread CPU per response (``bench/thread_cpu.py``: ``time.thread_time`` read
 in the reactor's thread) with and without the filter, and their difference:
-what the filter costs that thread per response. For the ready spider, pages
+what the filter costs that thread per response, over the whole crawl and past
+its first 300 responses (``_after_start``: the worker's start, the warm-up and
+the garbage collector's freezes fall before). For the ready spider, pages
 kept and dropped, and for every dropped pair the word-5-shingle Jaccard of
 the two pages' visible text (how many below 0.5).
 
@@ -124,6 +126,7 @@ def read_stats(stderr: str, wall: float, min_pages: int = 100) -> dict:
     stats = {}
     for key in ("response_received_count", "elapsed_time_seconds", "neardup/kept", "neardup/dropped",
                 "neardup/outlinks_dropped", "downloader/response_bytes", "bench/thread_cpu_s", "bench/gc_cpu_s",
+                "bench/thread_cpu_after_start_s", "bench/responses_after_start",
                 "bench/gc_full_collections", "bench/gc_objects", *(f"bench/gc_gen{g}_{what}" for g in range(3)
                                                                    for what in ("collections", "s")),
                 "neardup/fingerprinted_while_workers_start", "neardup/links/from_worker", "neardup/links/in_thread"):
@@ -138,6 +141,9 @@ def read_stats(stderr: str, wall: float, min_pages: int = 100) -> dict:
     stats["pages_per_s"] = stats["response_received_count"] / stats["elapsed_time_seconds"]
     if "bench/thread_cpu_s" in stats:
         stats["thread_cpu_ms_per_response"] = 1000 * stats["bench/thread_cpu_s"] / stats["response_received_count"]
+    if stats.get("bench/responses_after_start"):  # (past the crawl's start: thread_cpu.START_RESPONSES)
+        stats["thread_cpu_ms_per_response_after_start"] = \
+            1000 * stats["bench/thread_cpu_after_start_s"] / stats["bench/responses_after_start"]
     return stats
 
 
@@ -268,10 +274,22 @@ def summary(rounds: list[dict]) -> dict:
         "thread_cpu_ms_per_response_plain": spread(plain_cpu),
         "thread_cpu_ms_per_response_filtered": spread(filtered_cpu),
         "filter_thread_cpu_ms_per_response": spread([f - p for f, p in zip(filtered_cpu, plain_cpu)]),
+        **after_start(rounds),
         # (the reactor thread's CPU in full garbage collections, ms a response: ``bench/thread_cpu.py``)
         **{f"gc_full_ms_per_response_{mode}": spread([1000 * r[mode]["bench/gc_gen2_s"] / r[mode]["response_received_count"]
                                                       for r in rounds]) for mode in ("plain", "filtered")},
     }
+
+
+def after_start(rounds: list[dict]) -> dict:
+    """The thread CPU per response past the crawl's start (``thread_cpu.START_RESPONSES``), plain,
+    filtered and their difference per round; nothing for crawls shorter than the start."""
+    if not all("thread_cpu_ms_per_response_after_start" in r[mode] for r in rounds for mode in ("plain", "filtered")):
+        return {}
+    plain, filtered = ([r[mode]["thread_cpu_ms_per_response_after_start"] for r in rounds] for mode in ("plain", "filtered"))
+    return {"thread_cpu_ms_per_response_after_start_plain": spread(plain),
+            "thread_cpu_ms_per_response_after_start_filtered": spread(filtered),
+            "filter_thread_cpu_ms_per_response_after_start": spread([f - p for f, p in zip(filtered, plain)])}
 
 
 def directory_option(name: str) -> Path | None:

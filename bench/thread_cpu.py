@@ -18,6 +18,13 @@ and the wall seconds since the start at every 250th response
 (``crawl_bench.py --series DIR``): whether a response costs more as the crawl
 goes on.
 
+It also puts in the stats the thread's CPU from the ``START_RESPONSES``-th
+response (300) to the spider's close (``bench/thread_cpu_after_start_s``)
+and the responses received in that time (``bench/responses_after_start``):
+the cost of a response once the crawl's first seconds are over (the
+filter's worker process starting, its warm-up, the garbage collector's
+freezes), which a short crawl's whole-crawl figure mixes with them.
+
 It also puts in the stats the reactor thread's CPU spent in the garbage
 collector (``bench/gc_cpu_s``), its full collections and the objects the
 collector tracks at the end (``bench/gc_objects``).
@@ -35,6 +42,9 @@ from pathlib import Path
 from scrapy import signals
 from scrapy.crawler import Crawler
 
+#: the responses that make a crawl's start, for ``bench/thread_cpu_after_start_s``
+START_RESPONSES = 300
+
 
 class ThreadCpu:
     def __init__(self, crawler: Crawler) -> None:
@@ -46,13 +56,13 @@ class ThreadCpu:
         self.series: list[tuple[int, float, float]] = []
         self.responses = 0
         self.wall = 0.0
+        self.after_start: float | None = None  # (thread CPU at the START_RESPONSES-th response)
         # (the reactor thread's garbage collections: count and CPU seconds, per generation)
         self.gc_by_gen = [[0, 0.0], [0, 0.0], [0, 0.0]]
         self._gc_at: float | None = None
         self._thread = threading.get_ident()
         crawler.signals.connect(self._started, signal=signals.engine_started)
-        if self.series_path:
-            crawler.signals.connect(self._response, signal=signals.response_received)
+        crawler.signals.connect(self._response, signal=signals.response_received)
         crawler.signals.connect(self._closed, signal=signals.spider_closed)
 
     @classmethod
@@ -80,7 +90,9 @@ class ThreadCpu:
 
     def _response(self) -> None:
         self.responses += 1
-        if self.responses % 250 == 0:
+        if self.responses == START_RESPONSES:
+            self.after_start = time.thread_time()
+        if self.series_path and self.responses % 250 == 0:
             self.series.append((self.responses, round(time.thread_time() - self.start, 4),
                                 round(time.monotonic() - self.wall, 4)))
 
@@ -90,7 +102,11 @@ class ThreadCpu:
         if self.profile is not None:
             self.profile.disable()
             self.profile.dump_stats(self.profile_path)
-        self.stats.set_value("bench/thread_cpu_s", round(time.thread_time() - self.start, 4))
+        now = time.thread_time()
+        self.stats.set_value("bench/thread_cpu_s", round(now - self.start, 4))
+        if self.after_start is not None:
+            self.stats.set_value("bench/thread_cpu_after_start_s", round(now - self.after_start, 4))
+            self.stats.set_value("bench/responses_after_start", self.responses - START_RESPONSES)
         if self._gc in gc.callbacks:
             gc.callbacks.remove(self._gc)
         self.stats.set_value("bench/gc_cpu_s", round(sum(took for _, took in self.gc_by_gen), 4))
