@@ -26,3 +26,24 @@ def test_the_freeze_is_given_back_when_the_last_crawl_ends():
             "print('ok')\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr[-2000:]
+
+
+def test_a_later_crawl_does_not_freeze_an_ended_crawls_garbage():
+    """The first crawl's ``hold`` collects only the youngest generation; once a crawl of
+    the process has ended (``release``: its objects unfrozen into the oldest generation,
+    not collected), the next ``hold`` collects everything before it freezes, so the ended
+    crawl's cycles are freed, not frozen for the next crawl's whole run."""
+    code = ("import gc, weakref\n"
+            "from scrapy_neardup.crawler.filter import long_lived\n"
+            "gc.disable()  # (only the module's own collections run)\n"
+            "class Cycle:\n"
+            "    def __init__(self): self.me = self\n"
+            "long_lived.hold()\n"
+            "c = Cycle(); ended = weakref.ref(c); long_lived.refreeze(); del c  # (the first crawl's, frozen)\n"
+            "long_lived.release()\n"
+            "assert ended() is not None  # (unfrozen, not collected yet)\n"
+            "long_lived.hold()  # (a second crawl)\n"
+            "assert ended() is None, 'the ended crawl s cycle was frozen again'\n"
+            "print('ok')\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr[-2000:]

@@ -18,11 +18,13 @@ frozen objects cannot be collected until ``gc.unfreeze()``. So, in the crawl's
 thread:
 
 - ``hold`` at the engine's start, before the crawl has begun, after a
-  collection of the young generations only: a full one there walked ~125,000
-  objects for ~60 ms of the crawl's thread, the largest part of the freeze's
-  cost on a short crawl, and found nothing to free (0 objects on crawls of
-  sqlite3-doc); an older cycle that is garbage then would be kept until the
-  crawl ends, no longer;
+  collection: of the youngest generation only in a process's first crawl (a
+  full one there walked ~125,000 objects for ~60 ms of the crawl's thread,
+  the largest part of the freeze's cost on a short crawl, and found nothing
+  to free: 0 objects on crawls of sqlite3-doc), so an older cycle that is
+  garbage then is kept until the crawl ends, no longer; a full one once a
+  crawl of the process has ended, whose objects, unfrozen, may be garbage in
+  the oldest generation that a young collection would freeze again;
 - ``refreeze`` once the background warm-up has loaded the kernels, after a full
   collection (~25 ms; it frees the warm-up's ~2,000-3,000 objects of garbage):
   the crawl has begun, and what is alive then, the requests queued and in
@@ -41,15 +43,18 @@ import logging
 logger = logging.getLogger(__name__)
 
 _holders = 0  # (crawls of this process that hold the freeze)
-YOUNG, FULL = 1, 2  # (``gc.collect``'s generations: the two young ones, or all three)
+_released = False  # (a crawl of this process has given the freeze back: its objects may be old garbage)
+#: ``gc.collect``'s generations: the youngest only (on every version: 3.14's incremental
+#: collector has no generation 1 of its own), or all of them
+YOUNG, FULL = 0, 2
 
 
 def hold() -> None:
-    """A crawl starts: collect the young generations, then freeze what exists
-    (O(the young objects), once)."""
+    """A crawl starts: collect (the youngest generation in the process's first
+    crawl, else all), then freeze what exists (O(the objects collected), once)."""
     global _holders
     _holders += 1
-    _freeze(YOUNG)
+    _freeze(FULL if _released else YOUNG)
 
 
 def refreeze() -> None:
@@ -61,10 +66,11 @@ def refreeze() -> None:
 
 def release() -> None:
     """A crawl that held the freeze ends: the last one gives every frozen object back to the collector."""
-    global _holders
+    global _holders, _released
     _holders = max(0, _holders - 1)
     if not _holders:
         gc.unfreeze()
+        _released = True
 
 
 def _freeze(generation: int = FULL) -> None:
