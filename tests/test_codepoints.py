@@ -24,12 +24,11 @@ CLASSES = [
 
 
 def one_at_a_time(single: re.Pattern | regex.Pattern) -> np.ndarray:
-    """The mask by its definition: every code point of RANGES matched alone."""
+    """The mask by its definition: every code point of RANGES matched alone (a string of one character)."""
     mask = np.zeros(codepoints.SIZE, dtype=bool)
+    match = single.fullmatch
     for lo, hi in codepoints.RANGES:
-        chars = "".join(map(chr, range(lo, hi + 1)))
-        hits = [m.start() for m in single.finditer(chars)]  # (a one-character class: each match is one code point)
-        mask[np.asarray(hits, dtype=np.int64) + lo] = True
+        mask[lo : hi + 1] = [match(chr(c)) is not None for c in range(lo, hi + 1)]
     return mask
 
 
@@ -47,6 +46,17 @@ def test_outside_the_ranges_nothing_is_set():
     for lo, hi in codepoints.RANGES:
         inside[lo : hi + 1] = True
     np.testing.assert_array_equal(mask, inside)
+
+
+def test_case_folding_is_refused():
+    """Under case folding a run can match what no character of it matches alone
+    (U+FB06, the "st" ligature, folds to "st"), so such a pattern is refused."""
+    assert regex.compile(r"(?i)[\uFB06]+", regex.V1).fullmatch("st")
+    assert not regex.compile(r"(?i)[\uFB06]", regex.V1).fullmatch("s")
+    with pytest.raises(ValueError, match="case folding"):
+        codepoints.class_masks([regex.compile(r"(?i)[\uFB06]+", regex.V1)])
+    with pytest.raises(ValueError, match="case folding"):
+        codepoints.class_masks([re.compile(r"[a-z]+", re.IGNORECASE)])
 
 
 def test_the_word_kernel_table_agrees_with_the_masks():
