@@ -8,6 +8,12 @@ import subprocess
 import sys
 
 
+def run_in_a_new_process(code: str) -> None:
+    """Run ``code`` in a fresh interpreter (the freeze is process-wide); it must print ``ok``."""
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr[-2000:]
+
+
 def test_the_freeze_is_given_back_when_the_last_crawl_ends():
     """``long_lived``: what crawls of one process froze goes back to the collector when the
     last of them ends, so a process that runs crawl after crawl keeps nothing of an ended one
@@ -24,8 +30,7 @@ def test_the_freeze_is_given_back_when_the_last_crawl_ends():
             "gc.collect(); assert not any(type(o).__name__ == 'Cycle' for o in gc.get_objects())\n"
             "long_lived.refreeze(); assert gc.get_freeze_count() == 0  # (no crawl holds it: nothing)\n"
             "print('ok')\n")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr[-2000:]
+    run_in_a_new_process(code)
 
 
 def test_a_later_crawl_does_not_freeze_an_ended_crawls_garbage():
@@ -45,5 +50,4 @@ def test_a_later_crawl_does_not_freeze_an_ended_crawls_garbage():
             "long_lived.hold()  # (a second crawl)\n"
             "assert ended() is None, 'the ended crawl s cycle was frozen again'\n"
             "print('ok')\n")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr[-2000:]
+    run_in_a_new_process(code)
