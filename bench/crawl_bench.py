@@ -125,11 +125,11 @@ def read_stats(stderr: str, wall: float, min_pages: int = 100) -> dict:
         raise RuntimeError(stderr[-2000:])
     stats = {}
     for key in ("response_received_count", "elapsed_time_seconds", "neardup/kept", "neardup/dropped",
-                "neardup/outlinks_dropped", "downloader/response_bytes", "bench/thread_cpu_s", "bench/gc_cpu_s",
+                "neardup/outlinks_dropped", "downloader/response_bytes", "bench/thread_cpu_s", "bench/process_cpu_s", "bench/gc_cpu_s",
                 "bench/thread_cpu_after_start_s", "bench/responses_after_start",
                 "bench/gc_full_collections", "bench/gc_objects", *(f"bench/gc_gen{g}_{what}" for g in range(3)
                                                                    for what in ("collections", "s")),
-                "neardup/fingerprinted_while_workers_start", "neardup/links/from_worker", "neardup/links/in_thread"):
+                "neardup/fingerprinted_while_workers_start", "neardup/waited_for_worker_start", "neardup/links/from_worker", "neardup/links/in_thread"):
         for line in stderr.splitlines():
             if f"'{key}':" in line:
                 stats[key] = float(line.split(":")[-1].strip(" ,}"))

@@ -25,6 +25,12 @@ the cost of a response once the crawl's first seconds are over (the
 filter's worker process starting, its warm-up, the garbage collector's
 freezes), which a short crawl's whole-crawl figure mixes with them.
 
+It also puts in the stats the CPU of the crawl's whole process over the same
+time (``bench/process_cpu_s``: every thread of it, not its child processes):
+what the process's other threads (the filter's worker-serving threads, its
+warm-up, Scrapy's own) take beside the reactor's thread, holding the GIL
+while they run Python.
+
 It also puts in the stats the reactor thread's CPU spent in the garbage
 collector (``bench/gc_cpu_s``), its full collections and the objects the
 collector tracks at the end (``bench/gc_objects``).
@@ -50,6 +56,7 @@ class ThreadCpu:
     def __init__(self, crawler: Crawler) -> None:
         self.stats = crawler.stats
         self.start = 0.0
+        self.process_start = 0.0
         self.profile_path = crawler.settings.get("BENCH_PROFILE")
         self.profile: cProfile.Profile | None = None
         self.series_path = crawler.settings.get("BENCH_SERIES")
@@ -71,6 +78,7 @@ class ThreadCpu:
 
     def _started(self) -> None:
         self.start = time.thread_time()
+        self.process_start = time.process_time()
         self.wall = time.monotonic()
         self._thread = threading.get_ident()
         gc.callbacks.append(self._gc)
@@ -104,6 +112,8 @@ class ThreadCpu:
             self.profile.dump_stats(self.profile_path)
         now = time.thread_time()
         self.stats.set_value("bench/thread_cpu_s", round(now - self.start, 4))
+        # (every thread of the crawl's process: the others hold the GIL the reactor's thread waits for)
+        self.stats.set_value("bench/process_cpu_s", round(time.process_time() - self.process_start, 4))
         if self.after_start is not None:
             self.stats.set_value("bench/thread_cpu_after_start_s", round(now - self.after_start, 4))
             # (the clock started as the START_RESPONSES-th response arrived: its processing is in)

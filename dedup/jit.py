@@ -128,10 +128,11 @@ def warm_in_background(groups: Iterable[str] = GROUPS, *, reference_first: bool 
                        done: Callable[[], object] | None = None) -> threading.Thread:
     """``warm`` each group in a daemon thread (after ``warm_reference`` when
     ``reference_first``, and after ``wait()`` returns, e.g. until another
-    process has filled the cache: it should also return once ``exiting()``);
-    a failure is logged, and the group stays on its reference path. ``done()``
-    is called in that thread when every group is warm (or failed), unless the
-    process is exiting."""
+    process has filled the cache: it should also return once ``exiting()``;
+    if it returns ``False``, the groups are not warmed: they stay on their
+    reference paths); a failure is logged, and the group stays on its
+    reference path. ``done()`` is called in that thread when every group is
+    warm (or failed), unless the process is exiting."""
     groups = tuple(groups)
 
     def run() -> None:
@@ -140,8 +141,8 @@ def warm_in_background(groups: Iterable[str] = GROUPS, *, reference_first: bool 
                 warm_reference()
             except Exception:
                 logger.exception("could not warm up the reference path")
-        if wait is not None:
-            wait()
+        if wait is not None and wait() is False:
+            return
         for g in groups:
             if _exiting.is_set():
                 return

@@ -160,3 +160,33 @@ def test_a_page_waiting_at_close_is_answered(gated):
     assert r.stdout.splitlines() == ["waits: Future False", "at close: no_worker", "answered: no_worker",
                                      "no_worker: 1"]
     assert "1 page(s) still waiting for a worker process at the close pass unchecked" in r.stderr
+
+
+def test_the_crawls_process_loads_the_stores_kernels_only_for_a_store_big_enough(monkeypatch):
+    """The warm-up's wait (``FingerprintWorkers._wait_for_store_kernels``): the store's
+    kernels are loaded in the crawl's process once its store holds ``STORE_KERNELS_FROM``
+    fingerprints (and a worker has cached them); a crawl that ends smaller, or a shared
+    store, never loads them (the warm-up is told False and warms nothing)."""
+    import scrapy_neardup.crawler.filter.workers as workers
+    from scrapy_neardup.crawler.config import NearDupConfig
+
+    monkeypatch.setattr(workers, "STORE_KERNELS_FROM", 3)
+    monkeypatch.setattr(workers.jit, "defer", lambda *groups: None)  # (this test process's kernels stay ready)
+    monkeypatch.setattr(workers.time, "sleep", lambda _s: None)  # (the poll's pause: the test moves the size)
+    w = workers.FingerprintWorkers(NearDupConfig(), None)  # type: ignore[arg-type]  # (no stats are written here)
+    w._store_cached.set()  # (as a worker does once the kernels are in the cache)
+    sizes = iter([0, 1, 2, 3])
+    w._store_size = lambda: next(sizes)
+    assert w._wait_for_store_kernels() is True  # (at the fourth look: 3 fingerprints)
+    w._store_size = lambda: 2
+    w._closing = True
+    assert w._wait_for_store_kernels() is False  # the crawl ended first
+    w._closing = False
+    w._store_size = None
+    assert w._wait_for_store_kernels() is False  # a shared store: its look-ups run on Redis
+    # and the warm-up thread warms nothing when told False
+    ran: list[str] = []
+    monkeypatch.setattr(workers.jit, "warm", lambda g: ran.append(g) or 0.0)
+    thread = workers.jit.warm_in_background(("store",), wait=lambda: False, done=lambda: ran.append("done"))
+    thread.join(10)
+    assert ran == []

@@ -50,10 +50,12 @@ marks the compiled kernels not ready (``dedup.jit``) before the store is
 opened; ``start()`` then has them warmed elsewhere: the worker process
 compiles them all (answering by the reference path meanwhile, the store's
 kernels first, into the cache), and a background thread here loads the
-store's from the cache once the worker has put them there (without a
-worker, that thread compiles both groups). Until then pages are
-fingerprinted by the reference path and the store answers by exhaustive
-scans, with the same results.
+store's from the cache once the worker has put them there and the store
+holds ``STORE_KERNELS_FROM`` fingerprints: a crawl whose store stays
+smaller never loads them, as the load costs more than the scans do there
+(without a worker, that thread compiles both groups at the start). Until
+then pages are fingerprinted by the reference path and the store answers
+by exhaustive scans, with the same results.
 """
 
 from __future__ import annotations
@@ -63,6 +65,7 @@ import logging
 import queue
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
 
@@ -84,6 +87,12 @@ logger = logging.getLogger(__name__)
 
 #: How long this process waits for a worker to put the store's kernels in the cache before compiling them itself
 STORE_CACHE_WAIT = 600.0
+#: Fingerprints in the crawl's store from which this process loads the store's compiled kernels. Loading
+#: them from the cache costs ~0.17 s of CPU alone (0.2-0.4 s sampled in a crawl), in a thread that holds
+#: the GIL beside the crawl's thread; until the store holds this many, its exhaustive scans (numpy) have
+#: cost less than that in all: 9 us a look-up at 1,000 fingerprints, 14 at 10,000, 21 at 20,000, against
+#: 5-6 us with the kernels, ~0.13 s more in all by 15,000 (``bench/store_kernels_from.py``).
+STORE_KERNELS_FROM = 15_000
 #: Worker restarts (after a death, a timeout or a failed start) in a crawl past which the filter stops checking
 MAX_WORKER_RESTARTS = 5
 #: Body bytes past which a page that arrives before the first worker is up waits for it rather than
@@ -138,16 +147,22 @@ class FingerprintWorkers:
         self.stopped = False  # past MAX_WORKER_RESTARTS: no more checking
         self._closing = False
         self._restarts_counted = 0  # (the stats are written in the crawl's thread only)
+        self._store_size: Callable[[], int] | None = None  # (``start``)
 
-    def start(self) -> None:
-        """Start the workers and the warm-up (once the store is open)."""
+    def start(self, store_size: Callable[[], int] | None = None) -> None:
+        """Start the workers and the warm-up (once the store is open). ``store_size``:
+        the fingerprints in the crawl's store, when its kernels run in this process
+        (a local store; None: a shared one, whose look-ups run on Redis). With workers,
+        this process loads the store's kernels only once it holds ``STORE_KERNELS_FROM``:
+        a crawl that stays smaller never loads them (the workers compile them either way)."""
         self._started = time.monotonic()
+        self._store_size = store_size
         for i in range(self.count):
             thread = threading.Thread(target=self._serve, name=f"neardup-worker-{i}", daemon=True)
             thread.start()
             self._threads.append(thread)
         jit.warm_in_background(("store",) if self.count else ("store", "fingerprint"), reference_first=True,
-                               wait=self._wait_for_store_cache if self.count else None, done=self._warm)
+                               wait=self._wait_for_store_kernels if self.count else None, done=self._warm)
 
     def _warm(self) -> None:
         """The warm-up has loaded the kernels (in its own thread): the crawl's thread
@@ -365,6 +380,20 @@ class FingerprintWorkers:
             worker.kill()
         else:
             worker.close()
+
+    def _wait_for_store_kernels(self) -> bool:
+        """Until the store holds ``STORE_KERNELS_FROM`` fingerprints and a worker has
+        put its kernels in the cache (``_wait_for_store_cache``); False if the crawl
+        ends first (or the store is shared): the kernels are not loaded."""
+        size = self._store_size
+        while True:
+            if size is None or self._closing or jit.exiting():
+                return False
+            if size() >= STORE_KERNELS_FROM:
+                break
+            time.sleep(1.0)
+        self._wait_for_store_cache()
+        return True
 
     def _wait_for_store_cache(self) -> None:
         """Until a worker has the store's kernels in the cache (or the workers
