@@ -25,7 +25,9 @@ thread:
   garbage then is kept until the crawl ends, no longer; a full one once a
   crawl of the process has ended, whose objects, unfrozen, may be garbage in
   the oldest generation that a young collection would freeze again;
-- ``refreeze`` once the background warm-up has loaded the kernels, after a full
+- ``refreeze`` once the background warm-up has loaded the kernels (the
+  store's, once the crawl's store holds ``workers.STORE_KERNELS_FROM``
+  fingerprints: a smaller crawl never does), after a full
   collection (~25 ms; it frees the warm-up's ~2,000-3,000 objects of garbage):
   the crawl has begun, and what is alive then, the requests queued and in
   flight among it, stays out of collections until the crawl ends;
