@@ -7,8 +7,8 @@ each response costs that thread: robust to a busy machine, as wall time is not.
     -s 'EXTENSIONS={"bench.thread_cpu.ThreadCpu": 0}'
 
 With ``-s BENCH_PROFILE=PATH`` it also profiles that thread (``cProfile``,
-enabled in the reactor's thread only: the index writer's thread and the
-warm-up are not in it) from engine start to spider close, and writes
+enabled in the reactor's thread only: the worker's serving threads and the
+index writer are not in it) from engine start to spider close, and writes
 the ``pstats`` file to ``PATH`` (``crawl_bench.py --profile DIR``; read with
 ``bench/thread_profile.py``). The profiler's own overhead inflates the
 thread CPU of such a run: read its profile, not its ``bench/thread_cpu_s``.

@@ -57,7 +57,7 @@ from .filter.runs_log import RunsLog
 from .filter.store_faults import FILE_ERRORS, StoreOutage, stop_the_crawl
 from .filter.unchecked import HostilePageWithheld, declared_encoding, hostile_to_withhold, unchecked_reason
 from .filter.verdict import DROPPED, KEPT, Verdicts
-from .filter.workers import FingerprintWorkers
+from .filter.workers import FingerprintWorkers, answer
 from .frontier.acks import AckTracker, response_id
 from .in_use import CrawlInUse, refuse_a_jobdir_in_use, store_in_use, store_is_in_use
 from .pipelines import index_page
@@ -231,7 +231,7 @@ class NearDupMiddleware:
         pending = self._pending.get(response)
         if isinstance(pending, Future):
             try:
-                pending = await self.workers.answer(pending)
+                pending = await answer(pending)
             except Exception:  # (a failed page: counted and logged where the verdict takes it)
                 return None
         return pending.links if isinstance(pending, JobResult) else None

@@ -32,7 +32,6 @@ SCRIPT = textwrap.dedent('''
     import time
     from scrapy.utils.reactor import install_reactor
     install_reactor("twisted.internet.asyncioreactor.AsyncioSelectorReactor")
-    from twisted.internet import defer, reactor
     from scrapy.http import HtmlResponse, Request
     from scrapy.utils.test import get_crawler
     from scrapy_neardup.crawler.middleware import NearDupMiddleware
@@ -47,20 +46,20 @@ SCRIPT = textwrap.dedent('''
                 + "</p></body></html>").encode()
         return HtmlResponse(f"http://127.0.0.1/{name}.html", body=body, request=Request(f"http://127.0.0.1/{name}.html"))
 
-    async def outcome(response):
+    def outcome(response):
         mw.process_spider_input(response)
         pending = mw._pending[response]
-        got = await mw._fingerprint(response)
+        got = asyncio.run(mw._fingerprint(response))
         return type(pending).__name__, got if isinstance(got, str) else type(got).__name__
 
-    async def live_worker(not_pid=None):
+    def live_worker(not_pid=None):
         """The live worker's pid (a new one, not ``not_pid``: wait for the replacement)."""
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             pids = workers.worker_pids()
             if pids and pids[0] != not_pid:
                 return pids[0]
-            await asyncio.sleep(0.05)
+            time.sleep(0.05)
         raise SystemExit("no worker")
 
     stopped = []  # (a stopped worker never ends by itself, nor lets go of the test's stderr: kill it at exit)
@@ -73,42 +72,26 @@ SCRIPT = textwrap.dedent('''
             except ProcessLookupError:
                 pass
 
-    async def main():
-        # (in the crawl's event loop, as the middleware runs: the workers' answers come through it)
-        deadline = time.monotonic() + 120
-        while not workers.up.is_set() and time.monotonic() < deadline:
-            await asyncio.sleep(0.05)
-        pid = await live_worker()
-        print("first:", *(await outcome(page("first"))))
-        for i in range(__ROUNDS__):
-            os.kill(pid, signal.SIGSTOP)            # the worker will hold the next page
-            stopped.append(pid)
-            held = page(f"held-{i}")
-            mw.process_spider_input(held)
-            if __KILL__:
-                await asyncio.sleep(0.2)
-                os.kill(pid, signal.SIGKILL)
-            print("held:", await mw._fingerprint(held))
-            if not workers.stopped:
-                pid = await live_worker(not_pid=pid)
-                print("after:", *(await outcome(page(f"after-{i}"))))   # the replacement serves the next page
-        print("later:", *(await outcome(page("later"))))
-        print("in the crawl's thread:", crawler.stats.get_value("neardup/fingerprinted_while_workers_start", 0))
-        mw.spider_closed("finished")
-        for name in ("worker_restarts", "workers_stopped", "skipped/worker_died", "skipped/timeout", "skipped/no_worker"):
-            print(f"{name}:", crawler.stats.get_value(f"neardup/{name}", 0))
-
-    failed = []
-
-    def run():
-        done = defer.Deferred.fromFuture(asyncio.ensure_future(main()))
-        done.addErrback(lambda failure: failed.append(failure.getTraceback()))
-        done.addBoth(lambda _: reactor.stop())
-
-    reactor.callWhenRunning(run)
-    reactor.run()
-    if failed:
-        raise SystemExit(failed[0])
+    assert workers.up.wait(120)
+    pid = live_worker()
+    print("first:", *outcome(page("first")))
+    for i in range(__ROUNDS__):
+        os.kill(pid, signal.SIGSTOP)            # the worker will hold the next page
+        stopped.append(pid)
+        held = page(f"held-{i}")
+        mw.process_spider_input(held)
+        if __KILL__:
+            time.sleep(0.2)
+            os.kill(pid, signal.SIGKILL)
+        print("held:", asyncio.run(mw._fingerprint(held)))
+        if not workers.stopped:
+            pid = live_worker(not_pid=pid)
+            print("after:", *outcome(page(f"after-{i}")))   # the replacement serves the next page
+    print("later:", *outcome(page("later")))
+    print("in the crawl's thread:", crawler.stats.get_value("neardup/fingerprinted_while_workers_start", 0))
+    mw.spider_closed("finished")
+    for name in ("worker_restarts", "workers_stopped", "skipped/worker_died", "skipped/timeout", "skipped/no_worker"):
+        print(f"{name}:", crawler.stats.get_value(f"neardup/{name}", 0))
 ''')
 
 

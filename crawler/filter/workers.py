@@ -5,15 +5,8 @@ fingerprint the pages, so that the spider's own work and the fingerprinting
 use two cores. Each worker is a fresh interpreter running the package's own
 entry point (``dedup.fingerprint.worker``), never the user's ``__main__``: a
 script that runs a crawl at its top level without an ``if __name__ ==
-"__main__":`` guard runs once. Pages wait in a queue here; each worker gets
-one at a time, and its answer comes back through the crawl's event loop (a
-reader on the worker's socket, a timer for its time budget), in the crawl's
-thread, where the page's verdict is made: no thread of this process stands
-between them, so the GIL is never handed to one for a page (it was, ~16
-times a page, when a thread per worker did the exchange: BENCHMARKS.md,
-"Throughput"). Each worker has a thread here all the same, which starts it
-(a second or two of waiting) and outlives it: on Linux the kernel ends a
-worker when the thread that started it ends (``dedup.fingerprint.worker``).
+"__main__":`` guard runs once. Each has a thread here that hands it one page
+at a time from a shared queue.
 
 Pages that arrive while the workers first start (importing, loading rjieba's
 dictionary: 1-2 s on a quiet machine, 4-8 s on a busy one) are fingerprinted
@@ -69,9 +62,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import queue
 import threading
 import time
-from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
@@ -112,46 +105,17 @@ TIMEOUT, WORKER_DIED, OUT_OF_MEMORY, NO_WORKER = "timeout", "worker_died", "out_
 _Job = tuple[Future, bytes, "str | None", "LinkJob | None"]  # (its answer, the body, the declared encoding, links?)
 
 
-def _reactor() -> Any:
-    from twisted.internet import reactor
-
-    return reactor
-
-
-class _Slot:
-    """One worker's place: the thread that starts its worker (and outlives it: the
-    kernel ends a worker when the thread that started it ends), and, in the crawl's
-    thread, the worker, the page in its hands, its budget's timer and its reader."""
-
-    __slots__ = ("worker", "job", "timer", "reader", "retired")
-
-    def __init__(self) -> None:
-        self.worker: WorkerProcess | None = None
-        self.job: Future | None = None
-        self.timer: Any = None  # (Twisted's IDelayedCall)
-        self.reader: _Answers | None = None
-        #: set in the crawl's thread when the worker is retired: its thread starts another, or ends
-        self.retired = threading.Event()
-
-
-class _Answers:
-    """Twisted's ``IReadDescriptor`` over a worker's socket: the crawl's event loop
-    calls ``doRead`` when the worker has answered (or said something, or ended)."""
-
-    def __init__(self, owner: FingerprintWorkers, slot: _Slot, fd: int) -> None:
-        self._owner, self._slot, self._fd = owner, slot, fd
-
-    def fileno(self) -> int:
-        return self._fd
-
-    def doRead(self) -> None:
-        self._owner._readable(self._slot)
-
-    def connectionLost(self, reason: object) -> None:
-        pass
-
-    def logPrefix(self) -> str:
-        return "neardup-worker"
+async def answer(pending: Future) -> Any:
+    """``pending``'s result (or its exception), at once when a worker has answered
+    already. (``asyncio.wrap_future`` always costs a turn of the event loop, even
+    for a Future that is done: while the filter waits for a page's fingerprint,
+    Scrapy's item workers for that page's output, ``CONCURRENT_ITEMS`` tasks,
+    start and each waits on an empty queue, and each is woken again later: that
+    costs the crawl's thread more than the rest of the filter's work on a page.
+    The filter waits only for an answer that is not there yet.)"""
+    if pending.done():
+        return pending.result()
+    return await asyncio.wrap_future(pending)
 
 
 class FingerprintWorkers:
@@ -171,10 +135,8 @@ class FingerprintWorkers:
         # The crawl's thread never compiles: the reference paths serve until the
         # kernels are warm (this before the store is opened, which may call them).
         jit.defer()
-        self._jobs: deque[_Job] = deque()  # pages waiting for a worker (under ``_lock``)
-        self._lock = threading.Lock()  # over what the starting threads share: the counts, the live workers, the queue
-        self._slots = [_Slot() for _ in range(count)]
-        self._idle: list[_Slot] = []  # slots whose worker has no page (the crawl's thread's alone)
+        self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        self._lock = threading.Lock()  # over what the serving threads share: the counts, the live workers
         self._live: set[WorkerProcess] = set()
         #: set once a worker is up (or the workers stopped): pages go to the queue from then on
         self.up = threading.Event()
@@ -195,8 +157,8 @@ class FingerprintWorkers:
         a crawl that stays smaller never loads them (the workers compile them either way)."""
         self._started = time.monotonic()
         self._store_size = store_size
-        for i, slot in enumerate(self._slots):
-            thread = threading.Thread(target=self._serve, args=(slot,), name=f"neardup-worker-{i}", daemon=True)
+        for i in range(self.count):
+            thread = threading.Thread(target=self._serve, name=f"neardup-worker-{i}", daemon=True)
             thread.start()
             self._threads.append(thread)
         jit.warm_in_background(("store",) if self.count else ("store", "fingerprint"), reference_first=True,
@@ -233,27 +195,9 @@ class FingerprintWorkers:
         with self._lock:
             if self.stopped:
                 pending.set_result(NO_WORKER)
-                return pending
-            self._jobs.append((pending, response.body, encoding, job))
-        self._dispatch()
+            else:
+                self._jobs.put((pending, response.body, encoding, job))
         return pending
-
-    async def answer(self, pending: Future) -> Any:
-        """``pending``'s result (or its exception), at once when a worker has answered
-        already: an answer in a worker's socket that the event loop has not read yet
-        is taken now (a poll of each busy worker's socket, no wait). (``asyncio.wrap_future``
-        always costs a turn of the event loop, even for a Future that is done: while the
-        filter waits for a page's fingerprint, Scrapy's item workers for that page's
-        output, ``CONCURRENT_ITEMS`` tasks, start and each waits on an empty queue, and
-        each is woken again later: that costs the crawl's thread more than the rest of the
-        filter's work on a page. The filter waits only for an answer that is not there yet.)"""
-        if not pending.done():
-            for slot in self._slots:
-                if slot.job is not None:
-                    self._readable(slot)
-        if pending.done():
-            return pending.result()
-        return await asyncio.wrap_future(pending)
 
     async def result(self, response: Response, pending: Future) -> JobResult | str:
         """The fingerprint a worker was asked for, or why the page passes
@@ -261,7 +205,7 @@ class FingerprintWorkers:
         ``"unparsable"``, one the worker ran out of time on or died with as
         ``"timeout"`` or ``"worker_died"``. A failing page must not stop the crawl."""
         try:
-            outcome = await self.answer(pending)
+            outcome = await answer(pending)
         except JobFailed as exc:
             return self._failed(response, exc)
         finally:
@@ -289,20 +233,15 @@ class FingerprintWorkers:
     def close(self) -> None:
         """Stop the workers (at the crawl's end: no page is in their hands)."""
         self._closing = True
-        for slot in self._slots:
-            pending, worker = self._detach(slot)
-            if pending is not None:
-                pending.set_result(NO_WORKER)
-            if worker is not None:
-                # (a worker still compiling does so in a daemon thread: it does not hold up the
-                # crawl's end. numba writes each cache file whole, a temporary file then a
-                # rename, so what it finished compiling stays cached for the next crawl.)
-                self._retire(worker, kill=False)
-            slot.retired.set()
-        with self._lock:  # (one started but not yet handed to this thread)
+        for _ in self._threads:
+            self._jobs.put(None)
+        with self._lock:
             live = list(self._live)
         for worker in live:
-            self._retire(worker, kill=False)
+            # (a worker still compiling does so in a daemon thread: it does not hold up the
+            # crawl's end. numba writes each cache file whole, a temporary file then a
+            # rename, so what it finished compiling stays cached for the next crawl.)
+            worker.close()
         for thread in self._threads:
             thread.join(10)
         # (a page still queued, one that waited for a worker that never came up: answered, never left hanging)
@@ -320,143 +259,59 @@ class FingerprintWorkers:
 
     def _count_restarts(self) -> None:
         """Bring the restart stats up to date (here, in the crawl's thread: the
-        stats collector is not shared with the starting threads)."""
+        stats collector is not shared with the serving threads)."""
         if self.restarts != self._restarts_counted:
             self._restarts_counted = self.restarts
             self.stats.set_value("neardup/worker_restarts", self.restarts)
         if self.stopped:
             self.stats.set_value("neardup/workers_stopped", 1)
 
-    # -- in the crawl's thread: pages to the workers, answers back ----------------
+    # -- in the serving threads, one per worker -----------------------------------
 
-    def _dispatch(self) -> None:
-        """Hand the queued pages to the idle workers, each with its time budget."""
-        reactor = _reactor()
-        while self._idle:
-            with self._lock:
-                if not self._jobs:
+    def _serve(self) -> None:
+        """Hand pages from the queue to one worker, replacing it as needed."""
+        worker: WorkerProcess | None = None
+        first = True
+        while True:
+            if worker is None:
+                worker = self._start_worker(first)
+                first = False
+                if worker is None:  # stopped, or closing
                     return
-                pending, body, encoding, links = self._jobs.popleft()
+            job = self._jobs.get()
+            if job is None or self._closing:
+                if job is not None and job[0].set_running_or_notify_cancel():
+                    job[0].set_result(NO_WORKER)
+                self._retire(worker, kill=False)
+                return
+            pending, body, encoding, links = job
             if not pending.set_running_or_notify_cancel():
                 continue
-            slot = self._idle.pop()
-            slot.job = pending
-            assert slot.worker is not None
-            try:
-                slot.worker.send(body, encoding, self.min_text, links)
-            except WorkerDied:
-                self._replace(slot, WORKER_DIED)
-                continue
-            slot.timer = reactor.callLater(self.timeout, self._replace, slot, TIMEOUT)
-
-    def _attach(self, slot: _Slot, worker: WorkerProcess) -> None:
-        """A worker its thread has started is ready for pages."""
-        if self._closing or self.stopped:
-            self._retire(worker, kill=False)
-            slot.retired.set()
-            return
-        slot.worker = worker
-        slot.reader = _Answers(self, slot, worker.fileno())
-        _reactor().addReader(slot.reader)
-        self._idle.append(slot)
-        self._dispatch()
-
-    def _readable(self, slot: _Slot) -> None:
-        """The worker's socket has something: the answer to its page, a notice, or its end."""
-        worker = slot.worker
-        if worker is None:
-            return
-        try:
-            got = worker.take()
-        except JobFailed as exc:
-            if slot.job is not None:
-                self._answered(slot).set_exception(exc)  # type: ignore[union-attr]
-                self._dispatch()
-            return
-        except WorkerOutOfMemory:
-            self._replace(slot, OUT_OF_MEMORY)
-            return
-        except WorkerDied:
-            self._replace(slot, WORKER_DIED)
-            return
-        if got is None or slot.job is None:  # (a notice: the store's kernels are in the cache)
-            return
-        self._answered(slot).set_result(got)  # type: ignore[union-attr]
-        self._dispatch()
-
-    def _answered(self, slot: _Slot) -> Future | None:
-        """The page the worker answered (its budget's timer cancelled); the worker goes
-        back to the idle ones, or is retired once the filter has stopped."""
-        if slot.timer is not None and slot.timer.active():
-            slot.timer.cancel()
-        slot.timer = None
-        pending, slot.job = slot.job, None
-        if self.stopped:
-            _, worker = self._detach(slot)
-            if worker is not None:
+            if self.stopped:
+                pending.set_result(NO_WORKER)
                 self._retire(worker, kill=False)
-            slot.retired.set()
-        else:
-            self._idle.append(slot)
-        return pending
-
-    def _replace(self, slot: _Slot, outcome: str) -> None:
-        """The worker overran its budget (``TIMEOUT``), ran out of memory or died:
-        killed, and its page answered ``outcome``; its thread starts another (or the
-        filter stops, past ``MAX_WORKER_RESTARTS``)."""
-        pending, worker = self._detach(slot)
-        if worker is not None:
+                return
+            try:
+                pending.set_result(worker.run(body, encoding, self.min_text, self.timeout, links))
+                continue
+            except JobFailed as exc:
+                pending.set_exception(exc)
+                continue
+            except WorkerTimeout:
+                outcome = TIMEOUT
+            except WorkerOutOfMemory:
+                outcome = OUT_OF_MEMORY
+            except WorkerDied:
+                outcome = WORKER_DIED
             # (killed before the page's answer, so that its replacement is counted first,
             # and the filter stopped first when it may not be replaced: whoever has the
             # answer sees ``stopped`` already set)
             self._retire(worker, kill=True)
-        with self._lock:
-            if self.restarts >= MAX_WORKER_RESTARTS and not self.stopped and not self._closing:
-                self._stop()
-        if pending is not None:
+            worker = None
+            with self._lock:
+                if self.restarts >= MAX_WORKER_RESTARTS and not self.stopped and not self._closing:
+                    self._stop()
             pending.set_result(outcome)
-        slot.retired.set()
-
-    def _detach(self, slot: _Slot) -> tuple[Future | None, WorkerProcess | None]:
-        """(the page in the slot's worker's hands, the worker), taken out of the event
-        loop: its reader and its timer gone, not idle any more."""
-        if slot.reader is not None:
-            _reactor().removeReader(slot.reader)
-            slot.reader = None
-        if slot.timer is not None and slot.timer.active():
-            slot.timer.cancel()
-        slot.timer = None
-        if slot in self._idle:
-            self._idle.remove(slot)
-        pending, slot.job = slot.job, None
-        worker, slot.worker = slot.worker, None
-        return pending, worker
-
-    def _retire_idle(self) -> None:
-        """The filter stopped: retire the idle workers (a busy one, at its answer)."""
-        for slot in list(self._idle):
-            _, worker = self._detach(slot)
-            if worker is not None:
-                self._retire(worker, kill=False)
-            slot.retired.set()
-
-    # -- in the starting threads, one per worker ----------------------------------
-
-    def _serve(self, slot: _Slot) -> None:
-        """Start the slot's worker, hand it to the crawl's thread, and live as long as
-        it does (the kernel ends a worker whose starting thread ends); start its
-        replacement when it is retired, until the filter stops or the crawl closes."""
-        first = True
-        while True:
-            worker = self._start_worker(first)
-            first = False
-            if worker is None:  # stopped, or closing
-                return
-            slot.retired.clear()
-            _reactor().callFromThread(self._attach, slot, worker)
-            slot.retired.wait()
-            if self._closing or self.stopped:
-                return
 
     def _start_worker(self, first: bool) -> WorkerProcess | None:
         """A new worker, this thread's first or a replacement; None once the
@@ -497,16 +352,24 @@ class FingerprintWorkers:
                      "(neardup/skipped/no_worker), none is fingerprinted in the crawl's thread",
                      MAX_WORKER_RESTARTS)
         self._answer_the_queued()
-        _reactor().callFromThread(self._retire_idle)  # (a busy worker is retired at its answer)
+        for _ in self._threads:  # (the other threads retire their workers)
+            self._jobs.put(None)
         self.up.set()
 
     def _answer_the_queued(self) -> int:
-        """Answer every page in the queue ``NO_WORKER`` (with ``self._lock`` held). How many."""
+        """Answer every page in the queue ``NO_WORKER`` (with ``self._lock`` held), up to a
+        ``None`` of close()'s, which is left for the threads: nothing follows it. How many."""
         answered = 0
-        while self._jobs:
-            pending = self._jobs.popleft()[0]
-            if pending.set_running_or_notify_cancel():
-                pending.set_result(NO_WORKER)
+        while True:
+            try:
+                job = self._jobs.get_nowait()
+            except queue.Empty:
+                break
+            if job is None:
+                self._jobs.put(None)
+                break
+            if job[0].set_running_or_notify_cancel():
+                job[0].set_result(NO_WORKER)
                 answered += 1
         return answered
 

@@ -85,8 +85,6 @@ class JobFailed(Exception):
 
 class WorkerProcess:
     """One worker process and the connection to it, for one thread at a time.
-    ``run`` hands it a page and waits for the answer; ``send``, ``fileno`` and
-    ``take`` do the same for an event loop, which waits for none.
 
     Starting one blocks until it is ready (a second or two: imports, rjieba's
     dictionary), or raises ``WorkerDied``. ``on_store_cached`` is called (in
@@ -134,42 +132,16 @@ class WorkerProcess:
     def pid(self) -> int:
         return self.process.pid
 
-    def fileno(self) -> int:
-        """The connection's descriptor: an event loop watches it for the answers (``take``)."""
-        assert self.conn is not None
-        return self.conn.fileno()
-
-    def send(self, body: bytes, encoding: str | None, min_tokens: int, links: LinkJob | None = None) -> None:
-        """Hand the worker a page to fingerprint (and its links to read: ``links``); its
-        answer comes through ``take``. ``WorkerDied`` if the worker is gone."""
+    def run(self, body: bytes, encoding: str | None, min_tokens: int, timeout: float,
+            links: LinkJob | None = None) -> JobResult:
+        """Fingerprint a page in the worker (and read its links: ``links``), within ``timeout`` seconds; else
+        ``WorkerTimeout`` (the worker is left as it is: kill it), ``WorkerDied``
+        (``WorkerOutOfMemory`` when it said so) or ``JobFailed``."""
         assert self.conn is not None
         try:
             self.conn.send((body, encoding, min_tokens, links))
         except OSError as exc:  # (a broken pipe: it is gone)
             raise WorkerDied(repr(exc)) from None
-
-    def take(self) -> JobResult | None:
-        """The answer to the page sent, if the worker has sent it, else None, without
-        waiting for a message that has not begun to arrive (notices on the way are
-        handled): for an event loop's reader, when the connection is readable.
-        ``WorkerDied`` (``WorkerOutOfMemory`` when it said so) or ``JobFailed``."""
-        assert self.conn is not None
-        try:
-            while self.conn.poll(0):
-                got, payload = self.conn.recv()
-                if self._message(got, payload, "result"):
-                    return payload
-        except (EOFError, OSError) as exc:
-            raise WorkerDied(repr(exc)) from None
-        return None
-
-    def run(self, body: bytes, encoding: str | None, min_tokens: int, timeout: float,
-            links: LinkJob | None = None) -> JobResult:
-        """Fingerprint a page in the worker (and read its links: ``links``), within ``timeout`` seconds; else
-        ``WorkerTimeout`` (the worker is left as it is: kill it), ``WorkerDied``
-        (``WorkerOutOfMemory`` when it said so) or ``JobFailed``. (Blocking: ``send`` and
-        ``take`` are the same exchange for an event loop.)"""
-        self.send(body, encoding, min_tokens, links)
         return self._receive(time.monotonic() + timeout, "result")
 
     def _receive(self, deadline: float, kind: str) -> Any:
@@ -183,20 +155,15 @@ class WorkerProcess:
                 got, payload = self.conn.recv()
             except (EOFError, OSError) as exc:
                 raise WorkerDied(repr(exc)) from None
-            if self._message(got, payload, kind):
+            if got == "store_cached":
+                if self._on_store_cached is not None:
+                    self._on_store_cached()
+            elif got == "error":
+                raise JobFailed(payload)
+            elif got == "out_of_memory":
+                raise WorkerOutOfMemory(payload)
+            elif got == kind:
                 return payload
-
-    def _message(self, got: str, payload: Any, kind: str) -> bool:
-        """Whether a message from the worker is the one of ``kind`` awaited; a notice is
-        handled, an error raised (``JobFailed``, ``WorkerOutOfMemory``)."""
-        if got == "store_cached":
-            if self._on_store_cached is not None:
-                self._on_store_cached()
-        elif got == "error":
-            raise JobFailed(payload)
-        elif got == "out_of_memory":
-            raise WorkerOutOfMemory(payload)
-        return got == kind
 
     def close(self, wait: float = 5.0) -> None:
         """Let the worker end (its stdin closes), or kill it after ``wait`` seconds."""
