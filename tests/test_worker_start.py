@@ -172,16 +172,16 @@ def test_the_crawls_process_loads_the_stores_kernels_only_for_a_store_big_enough
 
     monkeypatch.setattr(workers, "STORE_KERNELS_FROM", 3)
     monkeypatch.setattr(workers.jit, "defer", lambda *groups: None)  # (this test process's kernels stay ready)
-    monkeypatch.setattr(workers.time, "sleep", lambda _s: None)  # (the poll's pause: the test moves the size)
+    monkeypatch.setattr(workers, "STORE_SIZE_POLL", 0.0)  # (the poll's pause: the test moves the size)
     w = workers.FingerprintWorkers(NearDupConfig(), None)  # type: ignore[arg-type]  # (no stats are written here)
     w._store_cached.set()  # (as a worker does once the kernels are in the cache)
     sizes = iter([0, 1, 2, 3])
     w._store_size = lambda: next(sizes)
     assert w._wait_for_store_kernels() is True  # (at the fourth look: 3 fingerprints)
     w._store_size = lambda: 2
-    w._closing = True
+    w._closing.set()
     assert w._wait_for_store_kernels() is False  # the crawl ended first
-    w._closing = False
+    w._closing.clear()
     w._store_size = None
     assert w._wait_for_store_kernels() is False  # a shared store: its look-ups run on Redis
     # and the warm-up thread warms nothing when told False

@@ -93,6 +93,8 @@ STORE_CACHE_WAIT = 600.0
 #: cost less than that in all: 9 us a look-up at 1,000 fingerprints, 14 at 10,000, 21 at 20,000, against
 #: 5-6 us with the kernels, ~0.13 s more in all by 15,000 (``bench/store_kernels_from.py``).
 STORE_KERNELS_FROM = 15_000
+#: Seconds between two looks at the store's size while it is smaller (the crawl's close ends the wait at once)
+STORE_SIZE_POLL = 1.0
 #: Worker restarts (after a death, a timeout or a failed start) in a crawl past which the filter stops checking
 MAX_WORKER_RESTARTS = 5
 #: Body bytes past which a page that arrives before the first worker is up waits for it rather than
@@ -145,7 +147,9 @@ class FingerprintWorkers:
         self.restarts = 0
         self._started = time.monotonic()  # (start()'s time, for the log)
         self.stopped = False  # past MAX_WORKER_RESTARTS: no more checking
-        self._closing = False
+        #: set at the crawl's close (an Event: the warm-up's wait for the store wakes at once, rather
+        #: than at its next poll, which held up the process's exit by up to a second)
+        self._closing = threading.Event()
         self._restarts_counted = 0  # (the stats are written in the crawl's thread only)
         self._store_size: Callable[[], int] | None = None  # (``start``)
 
@@ -167,7 +171,7 @@ class FingerprintWorkers:
     def _warm(self) -> None:
         """The warm-up has loaded the kernels (in its own thread): the crawl's thread
         freezes them with the rest (``long_lived.refreeze``), unless the crawl is ending."""
-        if not self._closing:
+        if not self._closing.is_set():
             from twisted.internet import reactor
 
             reactor.callFromThread(long_lived.refreeze)
@@ -232,7 +236,7 @@ class FingerprintWorkers:
 
     def close(self) -> None:
         """Stop the workers (at the crawl's end: no page is in their hands)."""
-        self._closing = True
+        self._closing.set()
         for _ in self._threads:
             self._jobs.put(None)
         with self._lock:
@@ -279,7 +283,7 @@ class FingerprintWorkers:
                 if worker is None:  # stopped, or closing
                     return
             job = self._jobs.get()
-            if job is None or self._closing:
+            if job is None or self._closing.is_set():
                 if job is not None and job[0].set_running_or_notify_cancel():
                     job[0].set_result(NO_WORKER)
                 self._retire(worker, kill=False)
@@ -309,7 +313,7 @@ class FingerprintWorkers:
             self._retire(worker, kill=True)
             worker = None
             with self._lock:
-                if self.restarts >= MAX_WORKER_RESTARTS and not self.stopped and not self._closing:
+                if self.restarts >= MAX_WORKER_RESTARTS and not self.stopped and not self._closing.is_set():
                     self._stop()
             pending.set_result(outcome)
 
@@ -318,7 +322,7 @@ class FingerprintWorkers:
         workers have stopped (past ``MAX_WORKER_RESTARTS``) or are closing."""
         while True:
             with self._lock:
-                if self.stopped or self._closing:
+                if self.stopped or self._closing.is_set():
                     return None
                 if not first:
                     if self.restarts >= MAX_WORKER_RESTARTS:
@@ -333,7 +337,7 @@ class FingerprintWorkers:
                 continue
             with self._lock:
                 self._live.add(worker)
-            if self._closing:  # (close() may have missed it)
+            if self._closing.is_set():  # (close() may have missed it)
                 self._retire(worker, kill=False)
                 return None
             with self._lock:
@@ -387,11 +391,11 @@ class FingerprintWorkers:
         ends first (or the store is shared): the kernels are not loaded."""
         size = self._store_size
         while True:
-            if size is None or self._closing or jit.exiting():
+            if size is None or self._closing.is_set() or jit.exiting():
                 return False
             if size() >= STORE_KERNELS_FROM:
                 break
-            time.sleep(1.0)
+            self._closing.wait(STORE_SIZE_POLL)
         self._wait_for_store_cache()
         return True
 
@@ -401,5 +405,5 @@ class FingerprintWorkers:
         them itself), or the interpreter is exiting."""
         deadline = time.monotonic() + STORE_CACHE_WAIT
         while time.monotonic() < deadline:
-            if self._store_cached.wait(1.0) or self.stopped or self._closing or jit.exiting():
+            if self._store_cached.wait(1.0) or self.stopped or self._closing.is_set() or jit.exiting():
                 return
