@@ -43,7 +43,6 @@ from scrapy_neardup.dedup.fingerprint import Fingerprinter
 from scrapy_neardup.dedup.fingerprint.jobs import JobResult
 from scrapy_neardup.dedup.store import SimhashStore
 from scrapy_neardup.dedup.store.backends import StoreError
-from scrapy_neardup.dedup.store.tables import PermutedTables
 
 from . import counts
 from .canonical import CANONICAL_PRIORITY, declared_canonical, same_host
@@ -96,8 +95,7 @@ class NearDupMiddleware:
         self._pending: weakref.WeakKeyDictionary[Response, Future | JobResult | str] = weakref.WeakKeyDictionary()
         self._holds_freeze = False  # (``long_lived``: from the engine's start to the spider's close)
         # (a local store's size, for when this process loads its kernels: ``FingerprintWorkers.start``)
-        tables = getattr(self.store, "tables", None)
-        self.workers.start((lambda: len(tables)) if isinstance(tables, PermutedTables) else None)
+        self.workers.start(None if config.shared_store else (lambda: len(self.store)))
         _FILTERS[crawler] = self
         # (the filter's start-up done: its long-lived objects out of full collections, ``long_lived``)
         crawler.signals.connect(self.engine_started, signal=signals.engine_started)
