@@ -23,11 +23,9 @@ import json
 import os
 import random
 import shutil
-import subprocess
-import time
 from pathlib import Path
 
-from crawl_bench import ROOT, read_stats, serve_sqlite_doc, spider_cmd, spread
+from crawl_bench import ROOT, run, serve_sqlite_doc, spider_cmd, spread
 
 
 def main() -> None:
@@ -52,12 +50,7 @@ def main() -> None:
                 shutil.rmtree(out, ignore_errors=True)
                 cmd = spider_cmd(args.spider, url, out, 16, [f"NEARDUP_ENABLED={mode != 'plain'}",
                                                              f"NEARDUP_STORE={out / 'store'}", "NEARDUP_INDEX="])
-                env = dict(os.environ, PYTHONPATH=patch) if mode == "old" else None
-                t = time.perf_counter()
-                r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1800, env=env)
-                if r.returncode:
-                    raise RuntimeError(r.stderr[-2000:])
-                got[mode] = read_stats(r.stderr, time.perf_counter() - t)
+                got[mode] = run(cmd, dict(os.environ, PYTHONPATH=patch) if mode == "old" else None)
                 print(i, mode, json.dumps({k: got[mode].get(k) for k in (
                     "pages_per_s", "bench/thread_cpu_s", "bench/process_cpu_s", "elapsed_time_seconds")}), flush=True)
             runs.append(got)

@@ -129,7 +129,7 @@ def read_stats(stderr: str, wall: float, min_pages: int = 100) -> dict:
                 "bench/thread_cpu_after_start_s", "bench/responses_after_start",
                 "bench/gc_full_collections", "bench/gc_objects", *(f"bench/gc_gen{g}_{what}" for g in range(3)
                                                                    for what in ("collections", "s")),
-                "neardup/fingerprinted_while_workers_start", "neardup/waited_for_worker_start", "neardup/links/from_worker", "neardup/links/in_thread"):
+                "neardup/fingerprinted_while_workers_start", "neardup/links/from_worker", "neardup/links/in_thread"):
         for line in stderr.splitlines():
             if f"'{key}':" in line:
                 stats[key] = float(line.split(":")[-1].strip(" ,}"))
@@ -241,9 +241,10 @@ def spider_cmd(spider: str, url: str, out: Path, concurrency: int, settings: lis
     return cmd
 
 
-def run(cmd: list[str]) -> dict:
+def run(cmd: list[str], env: dict[str, str] | None = None) -> dict:
+    """One crawl's stats (``read_stats``), its command run in ``env`` (None: this process's)."""
     t = time.perf_counter()
-    r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1800)
+    r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1800, env=env)
     wall = time.perf_counter() - t
     if r.returncode:
         raise RuntimeError(r.stderr[-2000:])
