@@ -19,6 +19,10 @@ concurrency, AutoThrottle off. The spiders:
 * ``jobdir``: the ready spider with ``JOBDIR`` (Scrapy's disk queues without
   the filter, the durable frontier with it).
 
+Results go to ``bench/results/crawl.json`` (``crawl-outlinks.json``), or with
+``--spiders`` naming a subset, to a file named after it (``crawl-user.json``)
+unless ``--out`` says otherwise.
+
 Reports per spider the median of the per-round ratios (filtered / plain) of
 pages/s (``response_received_count / elapsed_time_seconds``) and of the
 whole command's wall time, with their spread (min and max), and the crawl's
@@ -317,8 +321,9 @@ def main() -> None:
     outlink_site = "--outlink-site" in sys.argv
     if outlink_site:
         sys.argv.remove("--outlink-site")
-    a = crawl_args("bench/results/crawl-outlinks.json" if outlink_site else "bench/results/crawl.json",
-                   rounds=7, pages=2000)
+    # (a subset of the spiders gets a file of its own by default: it must not overwrite the whole run's)
+    subset = "" if spiders == SPIDERS else "-" + "-".join(spiders)
+    a = crawl_args(f"bench/results/crawl{'-outlinks' if outlink_site else ''}{subset}.json", rounds=7, pages=2000)
     if outlink_site:
         work, site, port, nginx = serve_outlink_site("neardup-crawl-", a.pages)
     else:
