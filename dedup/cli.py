@@ -147,6 +147,9 @@ def _cmd_dedup(args: argparse.Namespace) -> int:
     except StrictStop as exc:
         print(f"{args.prog} dedup: stopped (--strict) at a bad record: {exc}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:  # (its workers stop with it; what its last checkpoint holds is kept)
+        print(f"\n{args.prog} dedup: interrupted; the same command resumes it", file=sys.stderr)
+        return 130
     if not args.quiet:
         print(json.dumps({k: summary[k] for k in ("records", "kept", "dropped", "bad", "seconds", "docs_per_s")}))
     return 0

@@ -124,7 +124,7 @@ class Crash(Exception):
     pass
 
 
-@pytest.mark.parametrize("where", ["_checkpoint", "_sync_store"])
+@pytest.mark.parametrize("where", ["_checkpoint", "_sync_store", "_decide"])
 def test_a_run_crashing_anywhere_resumes_to_the_uninterrupted_output(tmp_path, monkeypatch, where):
     records = make_corpus(900, 11)
     src = write_jsonl(tmp_path / "in.jsonl", records)
@@ -136,6 +136,10 @@ def test_a_run_crashing_anywhere_resumes_to_the_uninterrupted_output(tmp_path, m
         calls["n"] += 1
         if where == "_checkpoint":  # the outputs of the batch are written, its checkpoint is not
             if calls["n"] in (3, 9, 14):
+                raise Crash
+        elif where == "_decide":  # the first batch's outputs written, before any checkpoint but the start's
+            if calls["n"] == 1:
+                original(self, *a, **kw)
                 raise Crash
         elif calls["n"] in (4, 10):  # checkpointed, not yet in the store
             raise Crash
@@ -256,6 +260,61 @@ def test_a_truncated_file_is_named_and_the_rest_goes_on(tmp_path):
     assert any(i.startswith("r9-") for i in ids) and any(i.startswith("r8-") for i in ids)
 
 
+def test_a_second_run_on_the_same_output_directory_is_refused_while_the_first_runs(tmp_path):
+    src = write_jsonl(tmp_path / "in.jsonl", make_corpus(50, 2))
+    options = DedupOptions(inputs=[str(src)], out=str(tmp_path / "out"), fields=FieldOptions(id_field="id"), workers=1)
+    first = CorpusRun(options)
+    first._open_outputs()  # (what a running run holds)
+    try:
+        with pytest.raises(CorpusError, match="another neardup dedup is running"):
+            CorpusRun(options).run()
+    finally:
+        first.close()
+    summary, _ = run(tmp_path, [src])  # once the first is gone, the OUT is this one's to resume
+    assert summary["records"] == 50
+
+
+def test_records_no_utf8_can_hold_or_nested_past_the_parser_are_not_the_runs_end(tmp_path):
+    """A lone surrogate (JSON may escape one) in an id, in HTML, in a title; JSON nested 100,000 deep."""
+    records = make_corpus(40, 6)
+    lines = [json.dumps(r) for r in records]
+    lines[3] = json.dumps({"id": "s\ud800", "text": records[2]["text"]})  # a copy of a kept record: written as a drop
+    lines[7] = json.dumps({"id": "t\udc00", "text": records[7]["text"], "title": "x\udc00"})
+    lines[9] = "[" * 100_000 + "]" * 100_000
+    src = tmp_path / "in.jsonl"
+    src.write_text("\n".join(lines) + "\n")
+    summary, out = run(tmp_path, [src])
+    assert summary["bad"] == {"malformed JSON": 1} and summary["records"] == 39
+    assert "s\ud800" in [d["id"] for d in read_lines(out / "duplicates.jsonl")]
+    assert "t\udc00" in [u["id"] for u in read_lines(out / "unique.jsonl")]
+    html = tmp_path / "html.jsonl"
+    html.write_text(json.dumps({"id": "h", "html": "<p>" + records[0]["text"] + "\ud800</p>"}) + "\n")
+    summary, _ = run(tmp_path, [html], out="html", fields=FieldOptions(id_field="id", html_field="html", text_field=None))
+    assert summary["records"] == 1 and summary["kept"] == 1 and not summary["bad"]
+
+
+def test_an_output_directory_inside_an_input_directory_is_not_read(tmp_path):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    write_jsonl(corpus / "in.jsonl", make_corpus(60, 12))
+    first, out = run(tmp_path, [corpus], out="corpus/out")
+    again, _ = run(tmp_path, [corpus], out="corpus/out")  # the same inputs: the finished run's summary
+    assert again == first and first["inputs"] == [str(corpus / "in.jsonl")]
+    with pytest.raises(CorpusError, match="inside the output directory"):
+        run(tmp_path, [out / "unique.jsonl"], out="corpus/out")
+
+
+def test_a_store_answers_the_same_whenever_it_is_given_this_runs_kept_records(tmp_path, monkeypatch):
+    """With an empty --store, every drop is against this run's kept records, and names the twin a run
+    without a store names, whether or not the store was given them yet (it is given them after each
+    checkpoint: here after every batch, or never)."""
+    src = write_jsonl(tmp_path / "in.jsonl", make_corpus(600, 14))
+    _, ref = run(tmp_path, [src], out="ref", batch=50)
+    monkeypatch.setattr("scrapy_neardup.dedup.corpus.run.CHECKPOINT_EVERY", 0.0)
+    summary, out = run(tmp_path, [src], out="every", store=str(tmp_path / "store"), batch=50)
+    assert summary["dropped_against_store"] == 0 and _outputs(out) == _outputs(ref)
+
+
 def test_another_runs_output_directory_or_other_arguments_are_refused(tmp_path):
     src = write_jsonl(tmp_path / "in.jsonl", make_corpus(20, 1))
     run(tmp_path, [src])
@@ -272,8 +331,9 @@ def test_against_a_store_and_adds_idempotent_by_id(tmp_path):
     # the same records again, into a new OUT: each is itself in the store, not a duplicate of itself
     s2, out2 = run(tmp_path, [src], out="o2", store=store)
     assert _outputs(out1)[0] == _outputs(out2)[0] and s2["kept"] == s1["kept"]
-    # (the dropped are dropped again, against the store: the nearest of its records, whatever their order)
-    assert s2["dropped_against_store"] == s2["dropped"] == s1["dropped"]
+    # (the dropped are dropped again: against the store's nearest record, or this run's kept twin when it is
+    # nearer; the store holds records kept after them in the first run)
+    assert s2["dropped"] == s1["dropped"]
     assert [d["id"] for d in read_lines(out1 / "duplicates.jsonl")] == [d["id"] for d in read_lines(out2 / "duplicates.jsonl")]
     with SimhashStore.open(store, readonly=True) as s:
         assert len(s) == s1["kept"]
@@ -356,6 +416,31 @@ def test_warc_response_records_and_skipped_others(tmp_path):
     unique = read_lines(out / "unique.jsonl")
     assert unique[0]["url"] == "http://example.com/0" and unique[0]["id"].startswith("<urn:uuid:")
     assert all(d["url"].startswith("http://example.com/") for d in read_lines(out / "duplicates.jsonl"))
+
+
+def test_a_truncated_warc_file_is_named(tmp_path):
+    pytest.importorskip("warcio")
+    from io import BytesIO
+
+    from warcio.statusandheaders import StatusAndHeaders
+    from warcio.warcwriter import WARCWriter
+
+    records = make_corpus(6, 24, copies=0)
+    for gz in (False, True):
+        path = tmp_path / f"in{gz}.warc{'.gz' if gz else ''}"
+        with open(path, "wb") as fh:
+            writer = WARCWriter(fh, gzip=gz)
+            for i, r in enumerate(records):
+                body = _page(f"p{i}", r["text"] + " " + os.urandom(3000).hex()).encode()
+                headers = StatusAndHeaders("200 OK", [("Content-Type", "text/html")], protocol="HTTP/1.1")
+                writer.write_record(writer.create_warc_record(f"http://example.com/{i}", "response",
+                                                              payload=BytesIO(body), http_headers=headers))
+        data = path.read_bytes()
+        path.write_bytes(data[: len(data) - 3000])  # the last record cut in the middle of its body
+        summary, _ = run(tmp_path, [path], out=f"out{gz}", fields=FieldOptions())
+        assert [e["file"] for e in summary["file_errors"]] == [str(path)], gz
+        assert "ends early" in summary["file_errors"][0]["error"]
+        assert summary["records"] == 5, gz
 
 
 def test_query_and_stats_of_a_store(tmp_path, capsys):

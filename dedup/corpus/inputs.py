@@ -101,22 +101,30 @@ def default_id(file: InputFile, rec: RawRecord) -> str:
     return file.path
 
 
-def expand_inputs(args: list[str]) -> list[InputFile]:
+def expand_inputs(args: list[str], out: str | os.PathLike[str] | None = None) -> list[InputFile]:
     """The files the arguments name, in order: a file as given, a directory's
     files of a known kind sorted by path (recursively), a glob's matches sorted.
+    Files under ``out`` (the run's own outputs and state) are never inputs: a
+    directory or a glob leaves them out, and a file named there is refused.
     Raises ``InputError`` for an argument that names nothing, or a file of no known kind."""
-    out: list[InputFile] = []
+    inside = _under(out)
+    found: list[str]
+    files: list[InputFile] = []
     for arg in args:
         if os.path.isdir(arg):
-            found = sorted(str(p) for p in Path(arg).rglob("*") if p.is_file() and kind_of(p.name))
+            found = sorted(str(p) for p in Path(arg).rglob("*") if p.is_file() and kind_of(p.name) and not inside(p))
             if not found:
                 raise InputError(f"{arg}: a directory with no file this reads (.jsonl, .html, .parquet, .warc...)")
         elif os.path.exists(arg):
             if kind_of(arg) is None:
                 raise InputError(f"{arg}: not a kind of file this reads ({', '.join(s for s, _ in KINDS)})")
+            if inside(Path(arg)):
+                raise InputError(f"{arg}: inside the output directory {out}; an input cannot be one of the run's "
+                                 "own files")
             found = [arg]
         elif glob.has_magic(arg):
-            found = sorted(p for p in glob.glob(arg, recursive=True) if os.path.isfile(p) and kind_of(p))
+            found = sorted(p for p in glob.glob(arg, recursive=True)
+                           if os.path.isfile(p) and kind_of(p) and not inside(Path(p)))
             if not found:
                 raise InputError(f"{arg}: matches no file this reads")
         else:
@@ -124,8 +132,16 @@ def expand_inputs(args: list[str]) -> list[InputFile]:
         for path in found:
             kind = kind_of(path)
             assert kind is not None
-            out.append(InputFile(path, kind, os.path.getsize(path)))
-    return out
+            files.append(InputFile(path, kind, os.path.getsize(path)))
+    return files
+
+
+def _under(out: str | os.PathLike[str] | None) -> Any:
+    """A test of whether a path lies under directory ``out`` (always False without one)."""
+    if out is None:
+        return lambda path: False
+    root = Path(out).resolve()
+    return lambda path: Path(path).resolve().is_relative_to(root)
 
 
 def _need(module: str, what: str) -> Any:
@@ -241,6 +257,12 @@ class Reader:
             # (the body first: asking the iterator for the offset reads the record to its end)
             body = rec.content_stream().read() if rec.rec_type == "response" else b""
             it.read_to_end()
+            # (a record cut short by the end of the file: its block is shorter than its Content-Length says;
+            # warcio reads what there is without a word)
+            left = getattr(rec.raw_stream, "limit", 0)
+            if left:
+                raise InputError(f"{self.file.path}: ends early (truncated?): the record at offset "
+                                 f"{start + it.get_record_offset()} lacks {left} of its {rec.length} bytes")
             offset = start + it.get_record_offset()
             end = start + it.get_record_offset() + it.get_record_length()
             if rec.rec_type != "response":
@@ -260,5 +282,11 @@ def _describe(exc: BaseException) -> str:
 
 
 def json_line(record: dict[str, Any]) -> bytes:
-    """One output JSON line (UTF-8, newline-terminated) of ``record``."""
-    return (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode()
+    """One output JSON line (UTF-8, newline-terminated) of ``record``. A lone
+    surrogate (a JSON input may escape one: ``"\\ud800"``) has no UTF-8: such a
+    line is written with every character beyond ASCII escaped, as JSON allows,
+    so it reads back as the same string."""
+    try:
+        return (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode()
+    except UnicodeEncodeError:
+        return (json.dumps(record, ensure_ascii=True, default=str) + "\n").encode()

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -61,6 +62,8 @@ class Outcome(NamedTuple):
 _STATE: dict[int, Fingerprinter] = {}
 
 #: how many results a process remembers (least recently used out first), and the text they may hold
+#: a lone surrogate (``utf8``)
+SURROGATE = re.compile("[\ud800-\udfff]")
 MEMO_ENTRIES = 1 << 16
 MEMO_TEXT_CHARS = 16 << 20
 
@@ -192,7 +195,7 @@ def fingerprint_record(record: Any, options: FieldOptions, want_text: bool = Fal
         if not isinstance(html, (str, bytes)):
             return Outcome(None, None, f"no text in field {options.html_field!r}", _str(rid), _str(url))
         value, reason, page_title, page_text = _fingerprint_html(
-            fper, options.min_tokens, html.encode() if isinstance(html, str) else html)
+            fper, options.min_tokens, utf8(html) if isinstance(html, str) else html)
         if want_text:
             return Outcome(value, reason, None, _str(rid), _str(url), page_title, page_text)
     else:
@@ -207,6 +210,15 @@ def fingerprint_record(record: Any, options: FieldOptions, want_text: bool = Fal
         if want_text:
             return Outcome(value, reason, None, _str(rid), _str(url), title if isinstance(title, str) else "", text)
     return Outcome(value, reason, None, _str(rid), _str(url))
+
+
+def utf8(text: str) -> bytes:
+    """``text`` in UTF-8, a lone surrogate (which a JSON string may escape, and UTF-8 cannot hold) as
+    U+FFFD, the replacement character, as a browser decodes one."""
+    try:
+        return text.encode()
+    except UnicodeEncodeError:
+        return SURROGATE.sub("\ufffd", text).encode()
 
 
 def _str(value: Any) -> str | None:
@@ -224,6 +236,9 @@ def fingerprint_batch(kind: str, options: FieldOptions, payloads: list[Any], wan
                 record = json.loads(payload)
             except ValueError as exc:
                 out.append(Outcome(None, None, f"malformed JSON: {exc}", None, None))
+                continue
+            except RecursionError:  # (valid JSON nested deeper than Python's parser goes)
+                out.append(Outcome(None, None, "malformed JSON: nested too deeply", None, None))
                 continue
             out.append(fingerprint_record(record, options, want_text))
         elif kind == "parquet":

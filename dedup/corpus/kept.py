@@ -111,12 +111,19 @@ class KeptSet:
         data = os.pread(self._fp_file.fileno(), 8 * (end - first), 8 * first)
         return np.frombuffer(data, dtype=np.uint64)
 
-    def twin(self, fp: int, limit: int) -> Match:
+    def holds(self, key: str, fp: int) -> bool:
+        """Whether a kept record has id ``key`` and fingerprint ``fp``. O(T log n + copies of ``fp``)."""
+        return any(self.key(row) == key for row in self.tables.rows_of(fp))
+
+    def twin(self, fp: int, limit: int) -> Match | None:
         """The kept twin a drop names: the nearest of the records kept before it
-        (rows below ``limit``), the oldest of equally near ones, whatever the
+        (rows below ``limit``) within k, the oldest of equally near ones, whatever the
         state of the tables (so that a resumed run names the same twin as an
-        uninterrupted one). O(T log n + matches)."""
+        uninterrupted one); None if there is none. O(T log n + matches)."""
         tables = self.tables
-        d, row, v = min((bin(fp ^ v).count("1"), row, v) for v in tables.matches(fp).tolist()
-                        for row in tables.rows_of(v) if row < limit)
+        best = min(((bin(fp ^ v).count("1"), row, v) for v in tables.matches(fp).tolist()
+                    for row in tables.rows_of(v) if row < limit), default=None)
+        if best is None:
+            return None
+        d, row, v = best
         return Match(self.key(row), v, d)

@@ -29,6 +29,7 @@ in ``kept.ids``), and the batches in flight: ``2 x workers`` batches of ``DedupO
 
 from __future__ import annotations
 
+import fcntl
 import gc
 import hashlib
 import json
@@ -118,7 +119,7 @@ class CorpusRun:
         self.state_dir = self.out / STATE_DIR
         self.fingerprinter = Fingerprinter(min_tokens=options.fields.min_tokens)
         try:
-            self.files = expand_inputs(options.inputs)
+            self.files = expand_inputs(options.inputs, out=options.out)
         except InputError as exc:
             raise CorpusError(str(exc)) from None
         self.counts = _Counts()
@@ -128,6 +129,7 @@ class CorpusRun:
         self.kept: KeptSet | None = None  # (opened at the first batch decided: see _finish)
         self.store: SimhashStore | None = None
         self._files: dict[str, IO[bytes]] = {}
+        self._lock_fd: int | None = None
         self._done_bytes = 0
         self._reader: Reader | None = None
         self._started = self._checkpointed = time.monotonic()
@@ -165,8 +167,12 @@ class CorpusRun:
         """Open (or create) the output and state files; on a resume, truncate
         each to the checkpoint. Returns the checkpoint. (The kept set is rebuilt
         from them by ``_open_kept``.)"""
-        self.out.mkdir(parents=True, exist_ok=True)
-        self.state_dir.mkdir(exist_ok=True)
+        try:
+            self.out.mkdir(parents=True, exist_ok=True)
+            self.state_dir.mkdir(exist_ok=True)
+        except (FileExistsError, NotADirectoryError):
+            raise CorpusError(f"-o {self.out}: not a directory") from None
+        self._lock()
         # (--format parquet: the JSON lines are the run's own, converted when it is done)
         lines = self.state_dir if self.parquet else self.out
         names = {"unique": lines / ("unique.part.jsonl" if self.parquet else "unique.jsonl"),
@@ -190,6 +196,10 @@ class CorpusRun:
             fh.truncate(offsets.get(key, 0))
             fh.seek(0, os.SEEK_END)
             self._files[key] = fh
+        if not ck:
+            # at once, before any output: a run killed from here on is resumed (from its start), not taken for
+            # the outputs of another run
+            self._checkpoint()
         if ck:
             self.position = _Position(**ck["position"])
             c = ck["counts"]
@@ -200,6 +210,19 @@ class CorpusRun:
             self.elapsed = ck["elapsed"]
             self.ext_synced = ck["ext_synced"]
         return ck
+
+    def _lock(self) -> None:
+        """Hold ``OUT/.neardup/lock`` (an exclusive ``flock``) until ``close``: a second run on the same
+        OUT, started while this one runs (a run taken for dead and started again), would cut the files
+        this one writes back to its checkpoint and interleave its own."""
+        self._lock_fd = os.open(self.state_dir / "lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+            raise CorpusError(f"another neardup dedup is running on {self.out} (it holds {self.state_dir / 'lock'}): "
+                              "wait for it to end (it resumes where it stops), or give this one another OUT") from None
 
     def _open_kept(self) -> None:
         """The kept set, from ``kept.fp`` and ``kept.ids`` (as truncated to the checkpoint)."""
@@ -243,10 +266,13 @@ class CorpusRun:
             raise CorpusError(f"--store {self.options.store}: {exc}") from None
 
     def _store_match(self, fp: int, rid: str) -> Match | None:
-        """The nearest record of ``--store`` within k, not the record itself (same id and fingerprint)."""
-        assert self.store is not None
+        """The nearest record of ``--store`` within k (the oldest of equally near ones), not the record
+        itself (same id and fingerprint) nor one of this run's kept records: the store is given those
+        once a checkpoint has passed them (``_sync_store``), and whether it holds one yet must not change
+        an answer (a resumed run gives an uninterrupted one's); the kept set answers for them."""
+        assert self.store is not None and self.kept is not None
         for m in self.store.query(fp):
-            if not (m.key == rid and m.fingerprint == fp):
+            if not (m.key == rid and m.fingerprint == fp) and not self.kept.holds(m.key, m.fingerprint):
                 return m
         return None
 
@@ -306,6 +332,7 @@ class CorpusRun:
         fps: list[int] = []
         slots: list[int] = []
         verdicts: list[Match | None | str] = [None] * len(records)
+        in_store: dict[int, Match] = {}  # record -> the nearest --store record within k
         for i, (rec, oc) in enumerate(zip(records, outcomes)):
             if rec.skip is not None:
                 c.skipped[rec.skip] += 1
@@ -323,20 +350,35 @@ class CorpusRun:
             if self.store is not None:
                 found = self._store_match(oc.value, rid)
                 if found is not None:
-                    verdicts[i] = found
-                    c.dropped_against_store += 1
+                    in_store[i] = found  # (dropped: which twin it names is decided below)
                     continue
             ids.append(rid)
             fps.append(oc.value)
             slots.append(i)
+        assert self.kept is not None
+        first = len(self.kept)
+        was_kept = np.zeros(0, dtype=bool)
         if fps:
-            assert self.kept is not None
-            first = len(self.kept)
             was_kept = self.kept.check_and_add(np.array(fps, dtype=np.uint64), ids)
             # the twin of a drop: among the records kept before it (those of this batch before it too)
             limits = first + np.cumsum(was_kept)
             for j in np.flatnonzero(~was_kept).tolist():
-                verdicts[slots[j]] = self.kept.twin(fps[j], int(limits[j]))
+                twin = self.kept.twin(fps[j], int(limits[j]))
+                assert twin is not None  # (check_and_add found one within k)
+                verdicts[slots[j]] = twin
+        if in_store:
+            # a record --store matched names the nearer of the store's record and this run's kept twin; the
+            # store's on a tie (kept before this run: the older)
+            kept_before = first + np.concatenate([[0], np.cumsum(was_kept)])
+            for i, found in in_store.items():
+                fp = outcomes[i].value
+                assert fp is not None
+                ours = self.kept.twin(fp, int(kept_before[int(np.searchsorted(slots, i))]))
+                if ours is not None and ours.distance < found.distance:
+                    verdicts[i] = ours
+                else:
+                    verdicts[i] = found
+                    c.dropped_against_store += 1
         unique, dups = self._files["unique"], self._files["duplicates"]
         for i, (rec, oc) in enumerate(zip(records, outcomes)):
             v = verdicts[i]
@@ -555,6 +597,9 @@ class CorpusRun:
         for fh in self._files.values():
             fh.close()
         self._files = {}
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)  # (releases the flock)
+            self._lock_fd = None
         if self.store is not None:
             self.store.close()
             self.store = None
