@@ -287,6 +287,13 @@ def test_records_no_utf8_can_hold_or_nested_past_the_parser_are_not_the_runs_end
     assert summary["bad"] == {"malformed JSON": 1} and summary["records"] == 39
     assert "s\ud800" in [d["id"] for d in read_lines(out / "duplicates.jsonl")]
     assert "t\udc00" in [u["id"] for u in read_lines(out / "unique.jsonl")]
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:  # (--format parquet needs the corpus extra)
+        pass
+    else:
+        parquet_summary, parquet_out = run(tmp_path, [src], out="parquet", format="parquet")
+        assert parquet_summary["kept"] == summary["kept"] and (parquet_out / "unique.parquet").exists()
     html = tmp_path / "html.jsonl"
     html.write_text(json.dumps({"id": "h", "html": "<p>" + records[0]["text"] + "\ud800</p>"}) + "\n")
     summary, _ = run(tmp_path, [html], out="html", fields=FieldOptions(id_field="id", html_field="html", text_field=None))
@@ -302,6 +309,8 @@ def test_an_output_directory_inside_an_input_directory_is_not_read(tmp_path):
     assert again == first and first["inputs"] == [str(corpus / "in.jsonl")]
     with pytest.raises(CorpusError, match="inside the output directory"):
         run(tmp_path, [out / "unique.jsonl"], out="corpus/out")
+    with pytest.raises(CorpusError, match="given twice"):
+        run(tmp_path, [corpus, corpus / "in.jsonl"], out="twice")
 
 
 def test_a_store_answers_the_same_whenever_it_is_given_this_runs_kept_records(tmp_path, monkeypatch):

@@ -108,6 +108,7 @@ def expand_inputs(args: list[str], out: str | os.PathLike[str] | None = None) ->
     directory or a glob leaves them out, and a file named there is refused.
     Raises ``InputError`` for an argument that names nothing, or a file of no known kind."""
     inside = _under(out)
+    seen: dict[str, str] = {}  # real path -> as given
     found: list[str]
     files: list[InputFile] = []
     for arg in args:
@@ -132,6 +133,10 @@ def expand_inputs(args: list[str], out: str | os.PathLike[str] | None = None) ->
         for path in found:
             kind = kind_of(path)
             assert kind is not None
+            real = os.path.realpath(path)
+            if real in seen:  # (its records would all be named duplicates of themselves, under the same ids)
+                raise InputError(f"{path}: given twice (as {seen[real]} before)")
+            seen[real] = path
             files.append(InputFile(path, kind, os.path.getsize(path)))
     return files
 

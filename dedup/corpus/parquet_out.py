@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from .inputs import InputError, InputFile, _need
+from .jobs import SURROGATE
 
 #: output rows converted at a time
 CHUNK = 10_000
@@ -42,7 +43,17 @@ def _pyarrow() -> Any:
 def _lines(path: Path) -> Iterator[dict[str, Any]]:
     with open(path, "rb") as fh:
         for line in fh:
-            yield json.loads(line)
+            yield _valid(json.loads(line))
+
+
+def _valid(value: Any) -> Any:
+    """``value`` with each lone surrogate in its strings as U+FFFD: a Parquet string is UTF-8, which cannot
+    hold one (the JSON lines escape it)."""
+    if isinstance(value, str):
+        return SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {k: _valid(v) for k, v in value.items()}
+    return value
 
 
 def _chunks(rows: Iterator[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
