@@ -38,6 +38,7 @@ from scrapy import Request, signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 from scrapy.http import Response, TextResponse
+from scrapy.utils.misc import load_object
 
 from scrapy_neardup.dedup.fingerprint import Fingerprinter
 from scrapy_neardup.dedup.fingerprint.jobs import JobResult
@@ -68,6 +69,25 @@ logger = logging.getLogger(__name__)
 _FILTERS: weakref.WeakKeyDictionary[Crawler, NearDupMiddleware] = weakref.WeakKeyDictionary()
 
 
+def _blind_resume(crawler: Crawler, config: NearDupConfig) -> bool:
+    """Whether the crawl persists (``JOBDIR``) with a scheduler that does not mark the requests it hands
+    out again after a kill (the project's own, or ``NEARDUP_FRONTIER = False``): then the store remembers
+    pages whose items a kill may have lost, and a page fetched again is emitted again (``Verdicts``)."""
+    if not crawler.settings.get("JOBDIR"):
+        return False
+    try:
+        scheduler = load_object(crawler.settings["SCHEDULER"])
+    except (ImportError, ValueError, NameError, AttributeError):
+        return True
+    if getattr(scheduler, "marks_redeliveries", False):
+        return False
+    logger.warning("near-duplicate filter: JOBDIR without the durable frontier (SCHEDULER %s%s): after a "
+                   "resume, a page fetched again is emitted again, as nothing says whether its items were "
+                   "committed before the kill", crawler.settings["SCHEDULER"],
+                   ", NEARDUP_FRONTIER = False" if not config.frontier else "")
+    return True
+
+
 class NearDupMiddleware:
     """Drops near-duplicate pages and their outlinks. See the module docstring."""
 
@@ -88,7 +108,8 @@ class NearDupMiddleware:
         # learned URL rules (crawler.url_rules): outlinks whose content a fetched page already has are not requested
         self.rules = LearnedRules(crawler, config, self.duplicates) if config.url_rules else None
         self.verdicts = Verdicts(config, self.stats, self.store, self.duplicates,
-                                 self.rules.learn if self.rules is not None else None)
+                                 self.rules.learn if self.rules is not None else None,
+                                 blind_resume=_blind_resume(crawler, config))
         self.outage = StoreOutage(config, self.stats)
         self._store_failure: BaseException | None = None
         # response -> pending fingerprint (a worker's Future), the fingerprint, or why it passes unchecked

@@ -100,6 +100,15 @@ def warmup_of(group: str) -> Warmup:
     return _warmups[group]
 
 
+def _quiet_numba() -> None:
+    """Keep numba's compiler from logging at DEBUG, unless its logger's level was set: a process that
+    logs at DEBUG (a crawl, at Scrapy's default level) would otherwise log every step of every kernel's
+    compilation, ~460,000 lines for a crawl that compiled them all."""
+    numba_logger = logging.getLogger("numba")
+    if numba_logger.level == logging.NOTSET:
+        numba_logger.setLevel(logging.INFO)
+
+
 def warm(group: str) -> float:
     """Compile (or load from the cache) the kernels of ``group`` in this
     process by running each on small inputs, then mark it ready. Returns the
@@ -107,6 +116,7 @@ def warm(group: str) -> float:
     with _lock:
         if group in _warmed:
             return 0.0
+        _quiet_numba()
         t = time.perf_counter()
         warmup_of(group).compiled()
         _warmed.add(group)

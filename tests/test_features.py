@@ -241,3 +241,23 @@ def test_compiled_words_equal_the_reference_in_a_language_the_table_lacks():
         _same(page, params)
     names, weights, _ = feature_vector(page)
     assert "ระบ" in names and max(weights) <= 1.0
+
+
+def test_compiling_the_kernels_does_not_log_numbas_debug_lines(monkeypatch):
+    """A crawl logs at DEBUG (Scrapy's default); numba's compiler logs each step at DEBUG: a crawl that
+    compiled the kernels in its own process logged ~460,000 lines of it. Unless its level was set."""
+    import logging
+
+    from scrapy_neardup.dedup import jit
+
+    numba_logger = logging.getLogger("numba")
+    monkeypatch.setattr(numba_logger, "level", logging.NOTSET)
+    monkeypatch.setattr(jit, "_warmed", set())
+    monkeypatch.setattr(jit, "_warmups", {"store": jit.Warmup(lambda: None)})
+    monkeypatch.setattr(jit, "_ready", dict(jit._ready))
+    jit.warm("store")
+    assert numba_logger.getEffectiveLevel() == logging.INFO
+    monkeypatch.setattr(numba_logger, "level", logging.DEBUG)  # a level the user set stays
+    monkeypatch.setattr(jit, "_warmed", set())
+    jit.warm("store")
+    assert numba_logger.level == logging.DEBUG

@@ -238,3 +238,17 @@ def test_a_worker_that_cannot_run_still_ends_with_its_killed_parent():
     finally:
         if parent.poll() is None:
             parent.kill()
+
+
+def test_a_worker_leaves_no_directory_of_its_socket_behind(tmp_path, monkeypatch):
+    """The worker listens on a Unix socket in a directory multiprocessing makes (``TMPDIR/pymp-*``) and
+    removes only at a normal interpreter exit, which a worker never makes: one was left per worker."""
+    from scrapy_neardup.dedup.fingerprint.jobs import WorkerProcess
+
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    worker = WorkerProcess()
+    try:
+        assert list(tmp_path.iterdir()) == []  # (gone once the crawl's process has connected)
+    finally:
+        worker.kill()
+    assert list(tmp_path.iterdir()) == []

@@ -15,7 +15,11 @@ store is only touched in the crawl's thread, so every check is atomic):
   ``neardup/dropped``, and not written again;
 * ``UNCHANGED``: the same URL is stored with near-identical text (a later
   run, a re-fetch): its requests go on, its items only with
-  ``NEARDUP_EMIT_UNCHANGED``;
+  ``NEARDUP_EMIT_UNCHANGED``. Not in a crawl with ``JOBDIR`` whose
+  scheduler is not the durable frontier's (the project set its own, or
+  ``NEARDUP_FRONTIER = False``): nothing tells which pages had their items
+  committed before a kill, so the same URL is emitted again
+  (``neardup/kept_again``: at least once, never lost);
 * ``SKIPPED``: not fingerprinted (``unchecked``, or the library's own
   reasons): passed through unchecked.
 
@@ -56,8 +60,11 @@ class Verdicts:
     """Decides each page's verdict against ``store``; see the module docstring."""
 
     def __init__(self, config: NearDupConfig, stats: StatsCollector, store: SimhashStore,
-                 duplicates: DuplicatesLog, learn: Learn | None = None) -> None:
+                 duplicates: DuplicatesLog, learn: Learn | None = None, *, blind_resume: bool = False) -> None:
         self.config = config
+        #: the crawl persists (JOBDIR) but its scheduler does not say which requests it hands out again
+        #: after a kill: a page fetched again is emitted again (see the module docstring)
+        self.blind_resume = blind_resume
         self.stats = stats
         self.store = store
         self.duplicates = duplicates
@@ -146,10 +153,11 @@ class Verdicts:
     def _same_url(self, response: Response, match: Match, retried: bool) -> str:
         """The same URL again with near-identical text (a later run, a re-fetch) is
         unchanged, unless the frontier hands it out again because it was in flight
-        at a crash (or an earlier attempt here failed): then what it produced may not
+        at a crash (or an earlier attempt here failed), or the crawl persists without a
+        scheduler that says so (``blind_resume``): then what it produced may not
         all have been committed, so it is emitted again (the index keeps one row per
         URL; feeds are at-least-once)."""
-        if response.meta.get(REDELIVERED_KEY) or retried:
+        if response.meta.get(REDELIVERED_KEY) or retried or self.blind_resume:
             self.stats.inc_value(counts.KEPT_AGAIN)
             return KEPT
         self.stats.inc_value(counts.UNCHANGED)

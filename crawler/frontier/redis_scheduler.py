@@ -196,6 +196,7 @@ class _PushGate:
 class ReliableRedisScheduler(ScrapyRedisScheduler):
     """scrapy-redis's scheduler; a request leaves Redis only once it is done."""
 
+    marks_redeliveries = True  # (as DurableScheduler's)
     crawler: Crawler
     df: Any  # scrapy-redis's dupe filter (made in open() unless given)
 

@@ -46,6 +46,10 @@ COMMIT_EVERY_PUSHES = 2000
 
 
 class DurableScheduler(BaseScheduler):
+    #: It marks a request it hands out again after a kill (``acks.REDELIVERED_KEY``), and knows which
+    #: requests' outputs were committed: the filter reads this (``filter.verdict``).
+    marks_redeliveries = True
+
     def __init__(self, crawler: Crawler, jobdir: str, dupefilter: Any, max_redeliveries: int) -> None:
         self.crawler = crawler
         self.stats = crawler.stats

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import signal
 import sys
 import threading
@@ -89,8 +90,13 @@ def _read_key() -> bytes:
 def _connect(authkey: bytes) -> Connection:
     """Listen, tell the parent where (stdout), accept it (with ``authkey``)."""
     with Listener(authkey=authkey) as listener:
-        print(listener.address, flush=True)
+        address = listener.address
+        print(address, flush=True)
         conn = listener.accept()
+    if isinstance(address, str) and os.path.isabs(address):
+        # (a Unix socket, in a directory multiprocessing made for it, /tmp/pymp-*, which it removes at a
+        # normal interpreter exit only: this process never makes one, it ends with os._exit or is killed)
+        shutil.rmtree(os.path.dirname(address), ignore_errors=True)
     # stdout was for the address only: whatever a library prints from now on goes
     # to stderr, not into a pipe nobody reads (which would block this process once full)
     os.dup2(2, 1)
