@@ -229,6 +229,21 @@ def test_the_settings_are_checked(tmp_path):
     assert NearDupConfig.from_settings(Settings({})).dropped_text_bytes == 0
 
 
+def test_a_report_without_matplotlib_is_refused_as_the_crawl_starts(tmp_path, monkeypatch):
+    """Not after the whole crawl, as it was (``could not write the report``)."""
+    import importlib.util
+
+    from scrapy.utils.test import get_crawler
+
+    from scrapy_neardup.crawler.report.extension import ReportExtension
+
+    crawler = get_crawler(settings_dict={"NEARDUP_REPORT": str(tmp_path / "r.html"), "JOBDIR": str(tmp_path / "j")})
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "matplotlib" else real(name, *a))
+    with pytest.raises(ConfigError, match=r"NEARDUP_REPORT: .*matplotlib.*scrapy-neardup\[report\]"):
+        ReportExtension.from_crawler(crawler)
+
+
 def test_the_add_on_adds_the_report_extension_only_when_asked(tmp_path):
     from scrapy_neardup.crawler.addon import NearDupAddon, REPORT_EXTENSION
 

@@ -10,6 +10,7 @@ crawl's outcome is not changed.
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import time
 from pathlib import Path
@@ -20,7 +21,7 @@ from scrapy.exceptions import NotConfigured
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.threads import deferToThread
 
-from ..config import NearDupConfig
+from ..config import ConfigError, NearDupConfig
 from ..filter.captured_text import capture_path
 from ..filter.runs_log import runs_path
 from .sources import Inputs
@@ -54,6 +55,10 @@ class ReportExtension:
         config = NearDupConfig.of(crawler)
         if not config.enabled or not config.report:
             raise NotConfigured
+        if importlib.util.find_spec("matplotlib") is None:  # (said now, not after the whole crawl)
+            from .plots import MISSING
+
+            raise ConfigError(f"NEARDUP_REPORT: {MISSING}")
         return cls(crawler, config)
 
     async def engine_stopped(self) -> None:
