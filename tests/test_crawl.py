@@ -200,6 +200,18 @@ def test_a_jobdir_without_the_durable_frontier_emits_a_page_fetched_again(site, 
     assert stat(r2.stderr, "neardup/unchanged") is None
 
 
+def test_scrapy_shell_runs_the_filter_with_its_url_rules(site, tmp_path):
+    """``scrapy shell`` builds the crawl in its main thread and runs it in the reactor's: the rule book's
+    SQLite connection, made in the one and used in the other, was refused ("URL rules unavailable")."""
+    s, server = site
+    r = subprocess.run([sys.executable, "-W", "error::DeprecationWarning", "-m", "scrapy", "shell",
+                        f"{server.url}about.html", "-c", "response.status"],
+                       cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and r.stdout.strip().endswith("200"), r.stderr[-2000:]
+    assert "near-duplicate filter on" in r.stderr
+    assert "URL rules unavailable" not in r.stderr and "Traceback" not in r.stderr, r.stderr[-2000:]
+
+
 def test_bad_setting_stops_the_crawl_naming_it(tmp_path):
     r = scrapy_crawl("http://127.0.0.1:9/", tmp_path, "NEARDUP_MAX_DISTANCE=nine")
     assert r.returncode != 0

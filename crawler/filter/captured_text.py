@@ -53,7 +53,7 @@ class CapturedText:
         self.stats = stats
         self.path.parent.mkdir(parents=True, exist_ok=True)
         private_file(self.path)
-        self.db = sqlite3.connect(self.path, isolation_level=None)
+        self.db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)  # (as the rule book's)
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.execute(_SCHEMA)

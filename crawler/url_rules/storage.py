@@ -211,7 +211,10 @@ class SqliteStorage:
         if location is not None:
             Path(location).parent.mkdir(parents=True, exist_ok=True)
             private_file(location)
-        self.db = sqlite3.connect(":memory:" if location is None else str(location), isolation_level=None)
+        # (used by one thread at a time, but not always the one that made it: `scrapy shell` builds the
+        # crawl in its main thread and runs it in the reactor's)
+        self.db = sqlite3.connect(":memory:" if location is None else str(location), isolation_level=None,
+                                  check_same_thread=False)
         self._open = True
         try:
             self._prepare()
