@@ -398,6 +398,16 @@ def test_parquet_rows(tmp_path):
     s2, o2 = run(tmp_path, [write_jsonl(tmp_path / "in.jsonl", records)], out="json")
     assert [u["id"] for u in read_lines(o1 / "unique.jsonl")] == [u["id"] for u in read_lines(o2 / "unique.jsonl")]
     assert read_lines(o1 / "duplicates.jsonl")[0]["source"]["row"] >= 0
+    # a row's NaN, which JSON cannot hold, is written as null (the lines stay JSON for a strict reader)
+    rows = [{**r, "score": float("nan") if i % 2 else 1.5} for i, r in enumerate(records[:20])]
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "nan.parquet")
+    _, o3 = run(tmp_path, [tmp_path / "nan.parquet"], out="nan")
+
+    def strict(constant: str) -> None:
+        raise ValueError(f"not JSON: {constant}")
+
+    scores = [json.loads(line, parse_constant=strict)["score"] for line in (o3 / "unique.jsonl").read_text().splitlines()]
+    assert None in scores and 1.5 in scores
 
 
 def test_warc_response_records_and_skipped_others(tmp_path):

@@ -29,6 +29,7 @@ import glob
 import gzip
 import io
 import json
+import math
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -290,8 +291,24 @@ def json_line(record: dict[str, Any]) -> bytes:
     """One output JSON line (UTF-8, newline-terminated) of ``record``. A lone
     surrogate (a JSON input may escape one: ``"\\ud800"``) has no UTF-8: such a
     line is written with every character beyond ASCII escaped, as JSON allows,
-    so it reads back as the same string."""
+    so it reads back as the same string. A float that is not finite (a Parquet
+    row's NaN), which JSON cannot hold, is written as ``null``."""
     try:
-        return (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode()
+        text = json.dumps(record, ensure_ascii=False, default=str, allow_nan=False)
+    except ValueError:  # (NaN or an infinity; UnicodeEncodeError is not raised by dumps)
+        text = json.dumps(_finite(record), ensure_ascii=False, default=str)
+    try:
+        return (text + "\n").encode()
     except UnicodeEncodeError:
-        return (json.dumps(record, ensure_ascii=True, default=str) + "\n").encode()
+        return (json.dumps(json.loads(text), ensure_ascii=True) + "\n").encode()
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with each float that is not finite as None."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
