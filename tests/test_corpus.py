@@ -526,6 +526,19 @@ def test_parquet_format_keeps_a_parquet_inputs_columns_and_writes_the_shared_dup
         assert got["source"]["file"] == want["source"]["file"] and got["source"]["row"] == want["source"]["row"]
 
 
+def test_parquet_format_refuses_inputs_of_other_columns_before_the_run(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    records = make_corpus(40, 25)
+    pq.write_table(pa.Table.from_pylist(records[:20]), tmp_path / "a.parquet")
+    pq.write_table(pa.Table.from_pylist([{**r, "extra": 1} for r in records[20:]]), tmp_path / "b.parquet")
+    (tmp_path / "c.parquet").write_bytes(b"PAR1 truncated")
+    with pytest.raises(CorpusError, match="other columns"):
+        run(tmp_path, [tmp_path / "a.parquet", tmp_path / "c.parquet", tmp_path / "b.parquet"], format="parquet")
+    assert not (tmp_path / "out" / "unique.parquet").exists() and not (tmp_path / "out" / "unique.parquet.tmp").exists()
+
+
 def test_parquet_format_of_json_lines_is_id_url_title_text(tmp_path):
     pytest.importorskip("pyarrow")
     import pyarrow.parquet as pq

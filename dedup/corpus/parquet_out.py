@@ -80,6 +80,23 @@ def duplicates_schema() -> Any:
                       ("url", pa.string()), ("source", source)])
 
 
+def check_same_columns(files: list[InputFile]) -> None:
+    """Raise ``InputError`` unless every Parquet file of ``files`` has the first's columns and types (what
+    ``write_unique`` needs of the inputs whose rows it keeps): said before the run, not after it."""
+    _, pq = _pyarrow()
+    first = None
+    for file in files:
+        try:
+            schema = pq.ParquetFile(file.path).schema_arrow
+        except Exception:  # (unreadable or truncated: the run names it in file_errors when it gets there)
+            continue
+        if first is None:
+            first = (file, schema)
+        elif not schema.equals(first[1]):
+            raise InputError(f"{file.path}: other columns than {first[0].path}'s; --format parquet keeps the "
+                             "inputs' columns, so every Parquet input must have the same")
+
+
 def write_unique(part: Path, files: list[InputFile], out: Path, rows_of_inputs: bool) -> int:
     """``unique.parquet`` from ``part`` (a line per kept record: ``{"f": file index,
     "r": row}`` when ``rows_of_inputs``, else ``{"id", "url", "title", "text"}``).

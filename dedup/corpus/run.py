@@ -433,6 +433,13 @@ class CorpusRun:
         try:
             if ck and ck.get("complete"):
                 return json.loads((self.out / "summary.json").read_text())
+            if self.rows_of_inputs:
+                from .parquet_out import check_same_columns
+
+                try:
+                    check_same_columns(self.files)
+                except InputError as exc:
+                    raise CorpusError(str(exc)) from None
             self._open_store()
             if self.store is not None:
                 self._open_kept()
