@@ -253,6 +253,21 @@ def test_crawl_refuses_bad_input_in_one_line_before_it_starts(tmp_path, args, wo
     assert not (tmp_path / "out").exists() and not (tmp_path / "http:").exists()
 
 
+def test_the_demo_never_removes_what_it_did_not_write(tmp_path):
+    """``neardup crawl --out DIR`` with no URL (the demo) removed DIR whole, whatever it held."""
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "thesis.txt").write_text("my thesis")
+    one_line_error(neardup("crawl", "--out", str(out), cwd=tmp_path), 2, "thesis.txt", "a new or empty directory")
+    assert (out / "thesis.txt").read_text() == "my thesis"
+    # a directory of a demo's own outputs: cleared, and the demo runs again from nothing
+    demo = tmp_path / "demo"
+    for _ in range(2):
+        r = neardup("crawl", "--out", str(demo), cwd=tmp_path)
+        assert r.returncode == 0, r.stderr[-2000:]
+        assert "store (0 fingerprints)" in r.stderr.replace(f"store {demo / 'store'} ", "store ")
+
+
 def test_scrapy_crawl_names_a_bad_spider_argument(tmp_path):
     cmd = [sys.executable, "-m", "scrapy", "crawl", "site", "-a", f"start_url=http://127.0.0.1:{free_port()}/",
            "-a", "stay_on_host=maybe", "-s", "LOG_LEVEL=INFO"]

@@ -76,6 +76,29 @@ class _Fetches:
             self.error_statuses[response.status] += 1
 
 
+#: What a demo crawl writes in its ``--out`` (``crawl_settings``, not resumable): all a new demo removes
+DEMO_OUTPUTS = frozenset({"pages.jsonl", "index.sqlite3", "index.sqlite3-wal", "index.sqlite3-shm", "store"})
+
+
+def _clear_demo_outputs(out: Path) -> str | None:
+    """Remove an earlier demo's outputs from ``out`` (the demo starts from nothing each time), or say why
+    not: ``out`` holds something else, which is never removed (``--out`` may name any directory)."""
+    if not out.exists():
+        return None
+    others = sorted(p.name for p in out.iterdir() if p.name not in DEMO_OUTPUTS)
+    if others:
+        return (f"--out {out} holds files a demo crawl did not write ({', '.join(others[:3])}"
+                f"{', ...' if len(others) > 3 else ''}); the demo starts from nothing: give it a new or empty "
+                "directory")
+    for name in DEMO_OUTPUTS:
+        path = out / name
+        if path.is_dir():
+            shutil.rmtree(path)
+        elif path.exists():
+            path.unlink()
+    return None
+
+
 def crawl_settings(out: Path, settings: dict[str, str], resumable: bool) -> Settings:
     """The settings of ``neardup crawl`` into ``out``, with the user's ``-s`` over them."""
     from scrapy.settings import Settings
@@ -224,7 +247,8 @@ def command(argv: list[str]) -> int:
     else:
         from ..demo_site import DemoSite
 
-        shutil.rmtree(out, ignore_errors=True)  # the demo starts from nothing each time
+        if (problem := _clear_demo_outputs(out)) is not None:
+            return fail("crawl", problem)
         with DemoSite().serve() as server:
             print(f"demo site serving on {server.url}", flush=True)
             outcome = crawl([server.url], out, {"AUTOTHROTTLE_ENABLED": "False", **settings}, spider_args,
