@@ -123,3 +123,25 @@ def test_settings_are_the_stores(open_store):
         open_store(layout=make_layout(3, 5))
     again = open_store(scheme="A", capacity=10**9)  # an existing store keeps its own layout
     assert again.layout == s.layout and again.query(1)[0].key == "one"
+
+
+def test_a_key_the_store_cannot_hold_is_refused_as_it_is_added(open_store):
+    """A key that is not text, or text UTF-8 cannot hold (a lone surrogate: an ``os.fsdecode`` of a
+    non-UTF-8 file name), is refused at once with ``ValueError``, on every backend. The file store took
+    it, then failed its whole group of pending records at the commit (and every later one): the good
+    records around it were lost too."""
+    GOOD, GOOD2, BAD = 0x0F0F0F0F0F0F0F0F, 0xF0F0F0F0F0F0F0F0, 0x00FF00FF00FF00FF  # (32 bits apart, each pair)
+    s = open_store(max_distance=3, scheme="A")
+    s.add(GOOD, "good")
+    for bad in ("a\udc80b", None, 123):
+        for add in (lambda k: s.add(BAD, k), lambda k: s.add_many([BAD], [k]), lambda k: s.check_and_add(BAD, k),
+                    lambda k: s.check_and_add_many([BAD], [k])):
+            with pytest.raises(ValueError, match="store key"):
+                add(bad)
+    s.add(GOOD2, "good2")
+    s.flush()
+    assert [m.key for m in s.query(GOOD)] == ["good"] and [m.key for m in s.query(GOOD2)] == ["good2"]
+    if open_store.kind == "sqlite":
+        s.close()
+        again = open_store(max_distance=3, scheme="A")
+        assert len(again) == 2 and again.query(BAD) == []

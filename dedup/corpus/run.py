@@ -110,6 +110,17 @@ class _Counts:
     file_errors: list = field(default_factory=list)
 
 
+def _storable(rid: str) -> bool:
+    """Whether ``--store`` can hold id ``rid``: not one with a lone surrogate (which UTF-8 cannot hold;
+    a JSON id may escape one). Such a record is kept, and not stored, with a warning."""
+    try:
+        rid.encode("utf-8")
+        return True
+    except UnicodeEncodeError:
+        logger.warning("record id %r has a lone surrogate, which the store cannot hold: kept, not stored", rid)
+        return False
+
+
 class CorpusRun:
     """One run of ``neardup dedup`` over ``options`` (started or resumed by ``run``)."""
 
@@ -287,7 +298,7 @@ class CorpusRun:
         fps = self.kept.fingerprints(self.ext_synced, len(self.kept))
         ids = self.kept.keys(self.ext_synced, len(self.kept))
         todo = [(f, i) for f, i in zip(fps.tolist(), ids)
-                if not any(m.key == i and m.fingerprint == f for m in self.store.query(f))]
+                if _storable(i) and not any(m.key == i and m.fingerprint == f for m in self.store.query(f))]
         if todo:
             self.store.add_many(np.array([f for f, _ in todo], dtype=np.uint64), [i for _, i in todo])
             self.store.flush()

@@ -18,7 +18,7 @@ import fcntl
 import os
 import sqlite3
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -121,6 +121,19 @@ class MemoryBackend(Backend):
 
 
 #: The file in a store's directory whose exclusive lock its one writer holds
+def check_keys(keys: Iterable[object]) -> None:
+    """Raise ``ValueError`` unless each key is a ``str`` that UTF-8 can hold (no lone surrogate, as an
+    ``os.fsdecode`` of a non-UTF-8 file name has): said as the record is added, rather than at the commit,
+    which a file store's whole group of pending records would then fail with (and every later one)."""
+    for key in keys:
+        if not isinstance(key, str):
+            raise ValueError(f"a store key is a str (a URL, a record id), got {type(key).__name__} {key!r}")
+        try:
+            key.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError(f"a store key must be text UTF-8 can hold, got {key!r} (a lone surrogate)") from None
+
+
 WRITER_LOCK = "writer.lock"
 
 _SCHEMA = """

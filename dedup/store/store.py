@@ -30,7 +30,7 @@ from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 
-from .backends import Backend, MemoryBackend, SQLiteBackend, StoreError
+from .backends import Backend, MemoryBackend, SQLiteBackend, StoreError, check_keys
 from .layout import Layout
 from .match import Match
 from .meta import settle_meta
@@ -152,12 +152,15 @@ class SimhashStore:
     # -- writing --------------------------------------------------------------
 
     def _check_writable(self) -> None:
+        if self.backend is None:
+            raise StoreError("the store is closed")
         if self.readonly:
             raise StoreError("store opened read-only")
 
     def add(self, fp: int, key: str) -> None:
         """Store one fingerprint under ``key``. O(T) amortised."""
         fp = _as_u64(fp)
+        check_keys((key,))
         with self._lock:
             self._check_writable()
             self.backend.append_one(len(self.tables), fp, key)
@@ -169,6 +172,7 @@ class SimhashStore:
         arr = np.asarray(fps if isinstance(fps, np.ndarray) else list(fps), dtype=np.uint64)
         if len(arr) != len(keys):
             raise ValueError(f"{len(arr)} fingerprints but {len(keys)} keys")
+        check_keys(keys)
         with self._lock:
             self._check_writable()
             self.backend.append(len(self.tables), arr, keys)
@@ -187,7 +191,10 @@ class SimhashStore:
         """The nearest stored match within ``max_distance`` (ties: the oldest
         record), or None after storing ``fp`` under ``key``: one atomic step."""
         fp = _as_u64(fp)
+        check_keys((key,))
         with self._lock:
+            if self.backend is None:
+                raise StoreError("the store is closed")
             found = self.tables.nearest(fp)
             if found is None:
                 self.add(fp, key)
@@ -203,6 +210,7 @@ class SimhashStore:
         arr = np.asarray(fps if isinstance(fps, np.ndarray) else list(fps), dtype=np.uint64)
         if len(arr) != len(keys):
             raise ValueError(f"{len(arr)} fingerprints but {len(keys)} keys")
+        check_keys(keys)
         with self._lock:
             self._check_writable()
             first = len(self.tables)
@@ -269,6 +277,8 @@ class SimhashStore:
         """Every stored record within ``max_distance`` of ``fp``, nearest first (ties by age)."""
         fp = _as_u64(fp)
         with self._lock:
+            if self.backend is None:
+                raise StoreError("the store is closed")
             return self._matches_for(fp, self.tables.matches(fp))
 
     def query_many(self, fps: Iterable[int] | np.ndarray) -> list[list[Match]]:

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ..backends import StoreError
+from ..backends import StoreError, check_keys
 from ..layout import Layout
 from ..match import Match
 from ..meta import StoreMismatchError, settle_meta
@@ -144,6 +144,7 @@ class RedisSimhashStore:
         arr = self._array(fps)
         if len(arr) != len(keys):
             raise ValueError(f"{len(arr)} fingerprints but {len(keys)} keys")
+        check_keys(keys)
         with self._lock:
             self._check_writable()
             where = self._where(arr, self.layout.prefixes(arr))
@@ -160,6 +161,7 @@ class RedisSimhashStore:
         arr = self._array(fps)
         if len(arr) != len(keys):
             raise ValueError(f"{len(arr)} fingerprints but {len(keys)} keys")
+        check_keys(keys)
         with self._lock:
             self._check_writable()
             out: list[Match | None] = [None] * len(arr)
