@@ -29,6 +29,15 @@ from .simhash import from_hex, hamming, to_hex
 
 
 def _cmd_fingerprint(args: argparse.Namespace) -> int:
+    if args.encoding is not None:
+        import codecs
+
+        try:
+            codecs.lookup(args.encoding)
+        except LookupError:
+            print(f"{args.prog} fingerprint: --encoding {args.encoding!r} is no encoding Python knows "
+                  "(utf-8, cp1252, gb18030, shift_jis...)", file=sys.stderr)
+            return 2
     fper = Fingerprinter(min_tokens=args.min_tokens)
     out = sys.stdout
     failed = 0
@@ -223,14 +232,28 @@ def _cmd_stats(args: argparse.Namespace) -> int:
 
         path = args.duplicates
         by_distance: Counter = Counter()
-        with open(path, "rb") as fh:
-            for line in fh:
-                try:
-                    d = json.loads(line).get("distance")
-                except ValueError:
-                    continue
-                if isinstance(d, int):
-                    by_distance[d] += 1
+        lines = ours = 0
+        try:
+            with open(path, "rb") as fh:
+                for line in fh:
+                    lines += bool(line.strip())
+                    try:
+                        record = json.loads(line)
+                    except ValueError:
+                        continue
+                    if not isinstance(record, dict) or "duplicate_of" not in record:
+                        continue
+                    ours += 1
+                    d = record.get("distance")
+                    if isinstance(d, int):
+                        by_distance[d] += 1
+        except OSError as exc:
+            print(f"{args.prog} stats: cannot read --duplicates {path}: {exc.strerror or exc}", file=sys.stderr)
+            return 2
+        if lines and not ours:  # (an empty file is an empty crawl's; this one is not a duplicates file)
+            print(f"{args.prog} stats: --duplicates {path} is not a duplicates file (no line of it names a "
+                  "duplicate_of)", file=sys.stderr)
+            return 2
         info["drops_by_distance"] = {str(k): v for k, v in sorted(by_distance.items())}
         info["duplicates_file"] = os.path.normpath(path)
     print(json.dumps(info, indent=2))

@@ -67,6 +67,12 @@ def test_fingerprint_refuses_a_min_tokens_below_one(tmp_path):
     assert "argument --min-tokens: must be a whole number >= 1, got '-3'" in r.stderr
 
 
+def test_fingerprint_refuses_an_encoding_python_does_not_know(tmp_path):
+    page = tmp_path / "p.html"
+    page.write_text("<p>" + "near duplicate detection " * 10 + "</p>")
+    one_line_error(neardup("fingerprint", "--encoding", "nosuchcodec", str(page)), 2, "'nosuchcodec'")
+
+
 def test_distance():
     r = run("distance", "00000000000000ff", "000000000000000f")
     assert (r.returncode, r.stdout) == (0, "4\n")

@@ -480,6 +480,10 @@ def test_query_and_stats_of_a_store(tmp_path, capsys):
     assert dedup_main(["stats", store, "--duplicates", str(tmp_path / "out" / "duplicates.jsonl")]) == 0
     info = json.loads(capsys.readouterr().out)
     assert info["records"] > 0 and info["max_distance"] == 3 and info["drops_by_distance"]
+    # a duplicates file that is not there, or is not one: one line, exit 2 (a traceback; exit 0 with nothing)
+    assert dedup_main(["stats", store, "--duplicates", str(tmp_path / "missing.jsonl")]) == 2
+    assert dedup_main(["stats", store, "--duplicates", str(tmp_path / "in.jsonl")]) == 2
+    assert "not a duplicates file" in capsys.readouterr().err
 
 
 def test_text_lands_close_to_its_html():
