@@ -22,6 +22,7 @@ Cost: O(n * f) for n features, done as one (n x f) numpy product, exact (see
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -179,12 +180,20 @@ def hamming_many(fp: int, fps: np.ndarray) -> np.ndarray:
     return np.bitwise_count(np.asarray(fps, dtype=np.uint64) ^ np.uint64(fp & _MASK64))
 
 
+_HEX64 = re.compile(r"[0-9a-fA-F]{1,16}")
+
+
 def to_hex(fp: int) -> str:
     return f"{fp & _MASK64:016x}"
 
 
 def from_hex(text: str) -> int:
-    value = int(text, 16)
-    if not 0 <= value <= _MASK64:
-        raise ValueError(f"not a 64-bit fingerprint: {text!r}")
-    return value
+    """The fingerprint ``to_hex`` wrote: 1-16 hex digits (ASCII only: ``int`` would also take ``_``,
+    signs, white space and other scripts' digits). Raises ``ValueError``.
+
+    >>> from_hex("00000000000000ff"), from_hex("ff")
+    (255, 255)
+    """
+    if not _HEX64.fullmatch(text):
+        raise ValueError(f"not a 64-bit fingerprint (1-16 hex digits): {text!r}")
+    return int(text, 16)

@@ -77,6 +77,9 @@ def test_distance():
     r = run("distance", "00000000000000ff", "000000000000000f")
     assert (r.returncode, r.stdout) == (0, "4\n")
     one_line_error(neardup("distance", "xyz", "0"), 2, "'xyz' is not a fingerprint")
+    # what int() would take but a fingerprint never is: an underscore, other scripts' digits, a sign
+    for odd in ("40f0_60b7e2882128", "\uff11\uff12", "+ff", " ff"):
+        one_line_error(neardup("distance", odd, "0"), 2, "is not a fingerprint")
 
 
 # -- the command itself ----------------------------------------------------------------
