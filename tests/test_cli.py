@@ -249,6 +249,7 @@ def test_rules_on_redis_without_the_redis_package_says_what_to_install():
     (["-a", "max_pages=-1"], ["-a max_pages must be a whole number >= 1, got '-1'"]),
     (["-a", "stay_on_host=maybe"], ["-a stay_on_host must be true or false", "'maybe'"]),
     (["-a", "allow=("], ["-a allow must be a regular expression"]),
+    (["-a", "max_page=1"], ["-a max_page: no such spider argument", "max_pages"]),
     (["-s", "NEARDUP_ENABLED=maybe"], ["-s NEARDUP_ENABLED must be a boolean", "'maybe'"]),
     (["-s", "NEARDUP_URL_RULES=maybe"], ["-s NEARDUP_URL_RULES must be a boolean"]),
     (["-s", "NEARDUP_STORE=http://example.com/"], ["NEARDUP_STORE takes a local path or a redis://", "http://"]),
@@ -294,6 +295,27 @@ def test_a_crawl_whose_start_url_refuses_connections_fails_without_a_report(tmp_
     assert r.returncode == 1, r.stderr[-3000:]
     assert f"neardup crawl: no page could be fetched from {url} (DownloadConnectionRefusedError x1)" in r.stderr
     assert r.stdout == ""  # no "kept 0 pages" report
+
+
+@pytest.mark.parametrize("case", ["robots", "offsite"])
+def test_a_crawl_its_own_rules_leave_without_a_page_says_why(tmp_path, case):
+    """robots.txt forbidding everything, or a start URL redirected to another host (example.com to
+    www.example.com): "0 pages fetched" and exit 0, before."""
+    from tests.fixtures.http import PageServer
+
+    def page(target: str) -> tuple[int, dict[str, str], bytes]:
+        if target == "/robots.txt":
+            return 200, {"Content-Type": "text/plain"}, b"User-agent: *\nDisallow: /\n" if case == "robots" else b""
+        if target == "/moved":
+            return 301, {"Location": server.url.replace("127.0.0.1", "localhost") + "/"}, b""
+        return 200, {"Content-Type": "text/html"}, b"<p>" + b"a page of words to keep " * 10 + b"</p>"
+
+    with PageServer(page) as server:
+        r = neardup("crawl", f"{server.url}/" if case == "robots" else f"{server.url}/moved",
+                    "--out", str(tmp_path / "out"), "-s", "AUTOTHROTTLE_ENABLED=False", cwd=tmp_path)
+    assert r.returncode == 1, r.stderr[-3000:]
+    assert "no page could be fetched" in r.stderr
+    assert ("forbidden by robots.txt" if case == "robots" else "off the site") in r.stderr, r.stderr[-2000:]
 
 
 def test_a_crawl_that_cannot_open_its_store_fails_in_one_line_without_a_report(tmp_path):

@@ -212,6 +212,27 @@ def test_scrapy_shell_runs_the_filter_with_its_url_rules(site, tmp_path):
     assert "URL rules unavailable" not in r.stderr and "Traceback" not in r.stderr, r.stderr[-2000:]
 
 
+def test_the_ready_spider_takes_a_linked_json_or_text_answer_without_an_error(tmp_path):
+    """A LinkExtractor raised on a JSON answer (``AttributeError: 'dict' object has no attribute 'iter'``)."""
+
+    class Site:
+        def page(self, path: str, query: dict) -> tuple[int, str, bytes]:
+            if path == "/":
+                return 200, "text/html", b"<p>" + b"a front page of words " * 10 + b"</p><a href='/d.json'>d</a> " \
+                    b"<a href='/t.txt'>t</a>"
+            if path == "/d.json":
+                return 200, "application/json", b'{"a": [1, 2], "href": "/x"}'
+            if path == "/t.txt":
+                return 200, "text/plain", b"plain text with a /y.html path in it " * 10
+            return 404, "text/plain", b"not found"
+
+    with DemoServer(Site()) as server:  # type: ignore[arg-type]
+        r = scrapy_crawl(server.url, tmp_path)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "spider_exceptions" not in r.stderr and "Traceback" not in r.stderr, r.stderr[-3000:]
+    assert stat(r.stderr, "response_received_count") == 4  # robots.txt, /, /d.json, /t.txt
+
+
 def test_bad_setting_stops_the_crawl_naming_it(tmp_path):
     r = scrapy_crawl("http://127.0.0.1:9/", tmp_path, "NEARDUP_MAX_DISTANCE=nine")
     assert r.returncode != 0

@@ -160,14 +160,20 @@ def crawl(urls: list[str], out: Path, settings: dict[str, str], spider_args: dic
     if reason not in COMPLETE:
         return CrawlOutcome(reason, f"the crawl stopped early ({reason}; see the log above)")
     if fetches.pages == 0:
+        stats = crawler.stats.get_stats()
         prefix = "downloader/exception_type_count/"
-        failed = {name[len(prefix):].rsplit(".", 1)[-1]: n for name, n in crawler.stats.get_stats().items()
+        failed = {name[len(prefix):].rsplit(".", 1)[-1]: n for name, n in stats.items()
                   if name.startswith(prefix) and not name.endswith("IgnoreRequest")}
         failed.update({f"HTTP {status}": n for status, n in sorted(fetches.error_statuses.items())})
-        if failed:
-            why = ", ".join(f"{name} x{n}" for name, n in failed.items())
-            return CrawlOutcome(reason, f"no page could be fetched from {', '.join(urls)} ({why}): "
-                                        "is the URL right and the site up?")
+        # (not failures of the site: the crawl's own rules left the start out)
+        refused = {"forbidden by robots.txt": stats.get("robotstxt/forbidden", 0),
+                   "off the site: a redirect or link to another host (stay_on_host, allow/deny)":
+                       stats.get("offsite/filtered", 0)}
+        refused = {why: n for why, n in refused.items() if n}
+        if failed or refused:
+            why = ", ".join(f"{name} x{n}" for name, n in {**failed, **refused}.items())
+            hint = ": is the URL right and the site up?" if failed else ""
+            return CrawlOutcome(reason, f"no page could be fetched from {', '.join(urls)} ({why}){hint}")
     return CrawlOutcome(reason, counts=counts)
 
 
@@ -188,7 +194,7 @@ def report(out: Path, counts: CrawlCounts | None) -> None:
             pass
     dropped = [d for d in records if not d.get("avoided")]
     print(f"\n{counts.sentence()}")
-    print(f"pages kept and passed through unchecked -> {pages}")
+    print(f"HTML pages kept and passed through unchecked -> {pages}")
     print(f"pages dropped as near-duplicates, and what each duplicates -> {dups}")
     for d in dropped[max(0, len(dropped) - counts.dropped):]:
         print(f"  {d['url']}\n    duplicates {d['duplicate_of']} (distance {d['distance']})")
@@ -227,6 +233,9 @@ def command(argv: list[str]) -> int:
         return fail("crawl", str(exc))
     if "start_url" in spider_args:
         return fail("crawl", "give the start URLs as arguments (neardup crawl URL ...), not as -a start_url")
+    unknown = sorted(set(spider_args) - set(SPIDER_ARGUMENTS))
+    if unknown:  # (a misspelt limit, max_page=1, would otherwise leave the crawl without one)
+        return fail("crawl", f"-a {unknown[0]}: no such spider argument (one of {', '.join(SPIDER_ARGUMENTS)})")
     for url in a.urls:
         if (problem := http_url_problem(url)) is not None:
             return fail("crawl", problem)

@@ -26,7 +26,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import scrapy
-from scrapy.http import Response, TextResponse
+from scrapy.http import HtmlResponse, Response, TextResponse, XmlResponse
 from scrapy.linkextractors import LinkExtractor
 from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
 
@@ -203,6 +203,8 @@ class SiteSpider(scrapy.Spider):
             for url in links:  # (absolute already: response.follow would decode the page for its base URL)
                 yield scrapy.Request(url, callback=self.parse)
             return
+        if not isinstance(response, (HtmlResponse, XmlResponse)):  # (a JSON or plain-text answer has no links
+            return  # a LinkExtractor can read: it raised on JSON)
         if neardup is not None:
             self.crawler.stats.inc_value("neardup/links/in_thread")
         for link in self.link_extractor.extract_links(response):
