@@ -3,7 +3,9 @@
 The filter (``crawler.middleware``) already leaves out a kept page's outlinks
 that an active rule maps onto a page already fetched. Requests queued before
 the rule was learned are still in the frontier; this middleware asks the
-filter's rule book again just before each download and drops those
+filter's rule book again as each enters the downloader (before it waits in its
+host's queue for the download delay: those already waiting when a rule is
+learned are made) and drops those
 (``IgnoreRequest``: the durable frontier acknowledges them as done once the
 rule book has committed them, ``AckTracker.left_out``), with the same
 stat and the same line in the duplicates file. A request a sub-tree rule
