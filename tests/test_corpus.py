@@ -324,6 +324,22 @@ def test_a_store_answers_the_same_whenever_it_is_given_this_runs_kept_records(tm
     assert summary["dropped_against_store"] == 0 and _outputs(out) == _outputs(ref)
 
 
+def test_a_run_refused_at_its_start_leaves_its_output_directory_to_the_command_put_right(tmp_path):
+    """A --store that cannot be opened refused the run after its first checkpoint, and the same command
+    without it was then refused as "other inputs or options"; and the refused run kept OUT's lock."""
+    src = write_jsonl(tmp_path / "in.jsonl", make_corpus(30, 27))
+    (tmp_path / "notastore").write_text("a file")
+    with pytest.raises(CorpusError, match="--store"):
+        run(tmp_path, [src], store=str(tmp_path / "notastore"))
+    with pytest.raises(CorpusError, match="other inputs or options"):
+        run(tmp_path, [src], out="o2")
+        run(tmp_path, [src], out="o2", max_distance=2)  # (refused in _open_outputs, holding the lock)
+    summary, _ = run(tmp_path, [src])  # the command put right, in the same OUT and the same process
+    assert summary["records"] == 30
+    summary, _ = run(tmp_path, [src], out="o2")  # the lock of the refused run was let go
+    assert summary["records"] == 30
+
+
 def test_another_runs_output_directory_or_other_arguments_are_refused(tmp_path):
     src = write_jsonl(tmp_path / "in.jsonl", make_corpus(20, 1))
     run(tmp_path, [src])
@@ -435,6 +451,53 @@ def test_warc_response_records_and_skipped_others(tmp_path):
     unique = read_lines(out / "unique.jsonl")
     assert unique[0]["url"] == "http://example.com/0" and unique[0]["id"].startswith("<urn:uuid:")
     assert all(d["url"].startswith("http://example.com/") for d in read_lines(out / "duplicates.jsonl"))
+
+
+@pytest.mark.parametrize("gz", [False, True])
+def test_a_run_crashing_inside_a_warc_file_resumes_to_the_uninterrupted_output(tmp_path, monkeypatch, gz):
+    """warcio's offsets are the file's own: a resumed run added its start to them again (a record past the
+    file's end), and a plain WARC record's end left out the blank lines after it (an empty record read
+    from there): the rest of the file was lost."""
+    pytest.importorskip("warcio")
+    from io import BytesIO
+
+    from warcio.statusandheaders import StatusAndHeaders
+    from warcio.warcwriter import WARCWriter
+
+    records = make_corpus(60, 26)
+    path = tmp_path / f"in.warc{'.gz' if gz else ''}"
+    with open(path, "wb") as fh:
+        writer = WARCWriter(fh, gzip=gz)
+        for i, r in enumerate(records):
+            headers = StatusAndHeaders("200 OK", [("Content-Type", "text/html")], protocol="HTTP/1.1")
+            writer.write_record(writer.create_warc_record(f"http://example.com/{i}", "response",
+                                                          payload=BytesIO(_page(f"p{i}", r["text"]).encode()),
+                                                          http_headers=headers))
+            if i % 7 == 0:
+                writer.write_record(writer.create_warc_record(f"http://example.com/{i}", "request",
+                                                              payload=BytesIO(b"GET / HTTP/1.1\r\n\r\n")))
+    ref_summary, ref = run(tmp_path, [path], out="ref", fields=FieldOptions(), batch=4)
+    calls = {"n": 0}
+    original = CorpusRun._checkpoint
+
+    def crashing(self, *a, **kw):
+        calls["n"] += 1
+        if calls["n"] in (3, 6, 9):
+            raise Crash
+        return original(self, *a, **kw)
+
+    monkeypatch.setattr(CorpusRun, "_checkpoint", crashing)
+    monkeypatch.setattr("scrapy_neardup.dedup.corpus.run.CHECKPOINT_EVERY", 0.0)
+    for _ in range(4):
+        try:
+            summary, out = run(tmp_path, [path], fields=FieldOptions(), batch=4)
+            break
+        except Crash:
+            continue
+    assert calls["n"] > 9
+    assert _outputs(out) == _outputs(ref)
+    assert {k: summary[k] for k in ("records", "kept", "dropped", "skipped")} == \
+        {k: ref_summary[k] for k in ("records", "kept", "dropped", "skipped")}
 
 
 def test_a_truncated_warc_file_is_named(tmp_path):

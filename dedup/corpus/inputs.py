@@ -256,6 +256,10 @@ class Reader:
         self._raw = raw = open(self.file.path, "rb")  # noqa: SIM115 (closed by records())
         raw.seek(start)
         it = ArchiveIterator(raw)
+        # A record's end is where the next one starts (warcio's offsets are the file's own, and its
+        # lengths leave out the blank lines between records): so it is yielded once the next is met,
+        # and a resumed run starts at a record's first byte.
+        pending: RawRecord | None = None
         for rec in it:
             content_type = (rec.http_headers.get_header("Content-Type") or "") if rec.http_headers else ""
             uri = rec.rec_headers.get_header("WARC-Target-URI")
@@ -263,20 +267,26 @@ class Reader:
             # (the body first: asking the iterator for the offset reads the record to its end)
             body = rec.content_stream().read() if rec.rec_type == "response" else b""
             it.read_to_end()
+            offset = it.get_record_offset()
+            if pending is not None:
+                pending.end = offset
+                yield pending
+                pending = None
             # (a record cut short by the end of the file: its block is shorter than its Content-Length says;
             # warcio reads what there is without a word)
             left = getattr(rec.raw_stream, "limit", 0)
             if left:
-                raise InputError(f"{self.file.path}: ends early (truncated?): the record at offset "
-                                 f"{start + it.get_record_offset()} lacks {left} of its {rec.length} bytes")
-            offset = start + it.get_record_offset()
-            end = start + it.get_record_offset() + it.get_record_length()
+                raise InputError(f"{self.file.path}: ends early (truncated?): the record at offset {offset} "
+                                 f"lacks {left} of its {rec.length} bytes")
             if rec.rec_type != "response":
-                yield RawRecord(None, offset, end, uri, rid, skip=f"warc {rec.rec_type} record")
+                pending = RawRecord(None, offset, 0, uri, rid, skip=f"warc {rec.rec_type} record")
             elif "html" not in content_type.lower() and content_type:
-                yield RawRecord(None, offset, end, uri, rid, skip="warc response not HTML")
+                pending = RawRecord(None, offset, 0, uri, rid, skip="warc response not HTML")
             else:
-                yield RawRecord(body, offset, end, uri, rid)
+                pending = RawRecord(body, offset, 0, uri, rid)
+        if pending is not None:
+            pending.end = self.file.size
+            yield pending
 
 
 def _describe(exc: BaseException) -> str:

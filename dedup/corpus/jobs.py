@@ -61,9 +61,9 @@ class Outcome(NamedTuple):
 
 _STATE: dict[int, Fingerprinter] = {}
 
-#: how many results a process remembers (least recently used out first), and the text they may hold
 #: a lone surrogate (``utf8``)
 SURROGATE = re.compile("[\ud800-\udfff]")
+#: how many results a process remembers (least recently used out first), and the text they may hold
 MEMO_ENTRIES = 1 << 16
 MEMO_TEXT_CHARS = 16 << 20
 

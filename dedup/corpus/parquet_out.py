@@ -80,6 +80,17 @@ def duplicates_schema() -> Any:
                       ("url", pa.string()), ("source", source)])
 
 
+def _first_schema(files: list[InputFile]) -> Any:
+    """The columns of the first of ``files`` that can be read (None: none can)."""
+    _, pq = _pyarrow()
+    for file in files:
+        try:
+            return pq.ParquetFile(file.path).schema_arrow
+        except Exception:  # (unreadable or truncated: named in the run's file_errors)
+            continue
+    return None
+
+
 def check_same_columns(files: list[InputFile]) -> None:
     """Raise ``InputError`` unless every Parquet file of ``files`` has the first's columns and types (what
     ``write_unique`` needs of the inputs whose rows it keeps): said before the run, not after it."""
@@ -109,7 +120,7 @@ def write_unique(part: Path, files: list[InputFile], out: Path, rows_of_inputs: 
     kept: dict[int, list[int]] = {}
     for ref in _lines(part):
         kept.setdefault(int(ref["f"]), []).append(int(ref["r"]))
-    schema = pq.ParquetFile(files[0].path).schema_arrow if files else text_schema()
+    schema = _first_schema(files) or text_schema()
     with pq.ParquetWriter(tmp, schema) as writer:
         for fi, file in enumerate(files):
             rows = kept.get(fi)

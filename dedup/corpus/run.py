@@ -207,10 +207,6 @@ class CorpusRun:
             fh.truncate(offsets.get(key, 0))
             fh.seek(0, os.SEEK_END)
             self._files[key] = fh
-        if not ck:
-            # at once, before any output: a run killed from here on is resumed (from its start), not taken for
-            # the outputs of another run
-            self._checkpoint()
         if ck:
             self.position = _Position(**ck["position"])
             c = ck["counts"]
@@ -234,6 +230,9 @@ class CorpusRun:
             self._lock_fd = None
             raise CorpusError(f"another neardup dedup is running on {self.out} (it holds {self.state_dir / 'lock'}): "
                               "wait for it to end (it resumes where it stops), or give this one another OUT") from None
+        except OSError as exc:  # a file system without flock (some network and FUSE mounts): run unguarded
+            logger.warning("cannot lock %s (%s): a second run on %s would not be refused", self.state_dir / "lock",
+                           exc.strerror or exc, self.out)
 
     def _open_kept(self) -> None:
         """The kept set, from ``kept.fp`` and ``kept.ids`` (as truncated to the checkpoint)."""
@@ -440,8 +439,8 @@ class CorpusRun:
     def run(self) -> dict[str, Any]:
         """Run (or resume) to the end; returns the summary (also ``OUT/summary.json``)."""
         self._started = time.monotonic()
-        ck = self._open_outputs()
         try:
+            ck = self._open_outputs()  # (in the try: a refusal there lets go of the lock too)
             if ck and ck.get("complete"):
                 return json.loads((self.out / "summary.json").read_text())
             if self.rows_of_inputs:
@@ -452,6 +451,11 @@ class CorpusRun:
                 except InputError as exc:
                     raise CorpusError(str(exc)) from None
             self._open_store()
+            if not ck:
+                # before any output, once the run is not refused: a run killed from here on is resumed (from its
+                # start), not taken for the outputs of another run; one refused before leaves no checkpoint, so
+                # that the command put right runs in the same OUT
+                self._checkpoint()
             if self.store is not None:
                 self._open_kept()
                 self._sync_store()

@@ -167,6 +167,8 @@ def main() -> None:
     # (watched before the connection: a parent killed before it connects would leave this blocked in accept)
     _exit_with_parent()
     serve(_connect(authkey))
+    # (not the interpreter's exit: multiprocessing's own would remove the socket's directory again, gone already)
+    os._exit(0)
 
 
 if __name__ == "__main__":

@@ -120,7 +120,8 @@ class MemoryBackend(Backend):
         return allfps[row:]
 
 
-#: The file in a store's directory whose exclusive lock its one writer holds
+
+
 def check_keys(keys: Iterable[object]) -> None:
     """Raise ``ValueError`` unless each key is a ``str`` that UTF-8 can hold (no lone surrogate, as an
     ``os.fsdecode`` of a non-UTF-8 file name has): said as the record is added, rather than at the commit,
@@ -134,6 +135,7 @@ def check_keys(keys: Iterable[object]) -> None:
             raise ValueError(f"a store key must be text UTF-8 can hold, got {key!r} (a lone surrogate)") from None
 
 
+#: The file in a store's directory whose exclusive lock its one writer holds
 WRITER_LOCK = "writer.lock"
 
 _SCHEMA = """

@@ -229,6 +229,8 @@ class SimhashStore:
     def flush(self) -> None:
         """Commit pending records (durable from here on)."""
         with self._lock:
+            if self.backend is None:
+                raise StoreError("the store is closed")
             if not self.readonly:
                 self.backend.commit()
                 self._since_commit = 0
@@ -285,6 +287,8 @@ class SimhashStore:
         """``query`` for each fingerprint of a batch (e.g. a uint64 array)."""
         arr = np.asarray(fps if isinstance(fps, np.ndarray) else list(fps), dtype=np.uint64)
         with self._lock:
+            if self.backend is None:
+                raise StoreError("the store is closed")
             return [self._matches_for(int(q), self.tables.matches(int(q))) for q in arr]
 
     def pair_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
