@@ -259,7 +259,22 @@ class Reader:
         # A record's end is where the next one starts (warcio's offsets are the file's own, and its
         # lengths leave out the blank lines between records): so it is yielded once the next is met,
         # and a resumed run starts at a record's first byte.
-        pending: RawRecord | None = None
+        box: list[RawRecord | None] = [None]
+        try:
+            yield from self._warc_records(it, box)
+        except Exception:
+            # (a fault reading the next record, such as a gzip member cut short: the record before it is
+            # whole, and goes first, ending where warcio says it does)
+            if box[0] is not None:
+                yield box[0]
+            raise
+        if box[0] is not None:
+            box[0].end = self.file.size
+            yield box[0]
+
+    def _warc_records(self, it: Any, box: list[RawRecord | None]) -> Iterator[RawRecord]:
+        """``_warc``'s records but the last, each once the next is met; the last (or the one read
+        before a fault) is left in ``box``, its ``end`` where warcio says it ends."""
         for rec in it:
             content_type = (rec.http_headers.get_header("Content-Type") or "") if rec.http_headers else ""
             uri = rec.rec_headers.get_header("WARC-Target-URI")
@@ -268,25 +283,23 @@ class Reader:
             body = rec.content_stream().read() if rec.rec_type == "response" else b""
             it.read_to_end()
             offset = it.get_record_offset()
+            pending, box[0] = box[0], None
             if pending is not None:
                 pending.end = offset
                 yield pending
-                pending = None
             # (a record cut short by the end of the file: its block is shorter than its Content-Length says;
             # warcio reads what there is without a word)
             left = getattr(rec.raw_stream, "limit", 0)
             if left:
                 raise InputError(f"{self.file.path}: ends early (truncated?): the record at offset {offset} "
                                  f"lacks {left} of its {rec.length} bytes")
+            own_end = offset + it.get_record_length()
             if rec.rec_type != "response":
-                pending = RawRecord(None, offset, 0, uri, rid, skip=f"warc {rec.rec_type} record")
+                box[0] = RawRecord(None, offset, own_end, uri, rid, skip=f"warc {rec.rec_type} record")
             elif "html" not in content_type.lower() and content_type:
-                pending = RawRecord(None, offset, 0, uri, rid, skip="warc response not HTML")
+                box[0] = RawRecord(None, offset, own_end, uri, rid, skip="warc response not HTML")
             else:
-                pending = RawRecord(body, offset, 0, uri, rid)
-        if pending is not None:
-            pending.end = self.file.size
-            yield pending
+                box[0] = RawRecord(body, offset, own_end, uri, rid)
 
 
 def _describe(exc: BaseException) -> str:
