@@ -121,11 +121,18 @@ def _count_matching(pattern: regex.Pattern, non_ascii: np.ndarray) -> int:
     return n
 
 
-def cjk_codec_scores(sample: bytes, codec: str) -> tuple[int, int, int, int] | None:
+def _code_points(sample: bytes, codec: str) -> np.ndarray:
+    """``sample`` read with ``codec`` (U+FFFD for what it cannot read), as a uint32 array of code points."""
+    return np.frombuffer(sample.decode(codec, errors="replace").encode("utf-32-le"), dtype=np.uint32)
+
+
+def cjk_codec_scores(sample: bytes, codec: str, cps: np.ndarray | None = None) -> tuple[int, int, int, int] | None:
     """``(characters beyond ASCII, replacement characters, plausible, signature)``
-    of ``sample`` read with one of ``_CJK_CODECS``; None without any character beyond ASCII."""
+    of ``sample`` read with one of ``_CJK_CODECS`` (``cps``: that reading's code points,
+    if made already); None without any character beyond ASCII."""
     _, plausible, signature, _ = next(c for c in _CJK_CODECS if c[0] == codec)
-    cps = np.frombuffer(sample.decode(codec, errors="replace").encode("utf-32-le"), dtype=np.uint32)
+    if cps is None:
+        cps = _code_points(sample, codec)
     non_ascii = cps[cps >= 0x80]
     if not non_ascii.size:
         return None
@@ -134,9 +141,8 @@ def cjk_codec_scores(sample: bytes, codec: str) -> tuple[int, int, int, int] | N
             _count_matching(signature, non_ascii) if signature is not None else 0)
 
 
-def mean_run(text: str) -> float:
-    """The mean length of the runs of characters beyond ASCII in ``text`` (0.0: none). O(len(text))."""
-    cps = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+def mean_run(cps: np.ndarray) -> float:
+    """The mean length of the runs of characters beyond ASCII among code points ``cps`` (0.0: none). O(len)."""
     beyond = cps >= 0x80
     runs = int(np.count_nonzero(beyond[1:] & ~beyond[:-1])) + int(beyond[:1].sum())
     return float(np.count_nonzero(beyond)) / runs if runs else 0.0
@@ -161,7 +167,8 @@ def _cjk_codec(sample: bytes) -> str | None:
             # at most three bytes, all of them >= 0x80.
             if high[list(_KANA_LEADS[codec])].sum() < least * high[0x80:].sum() / 3:
                 continue
-        scores = cjk_codec_scores(sample, codec)
+        cps = _code_points(sample, codec)  # (one reading for the scores and the runs)
+        scores = cjk_codec_scores(sample, codec, cps)
         if scores is None:
             return None  # nothing beyond ASCII: no codec of these to tell
         n, bad, good, sig = scores
@@ -169,7 +176,7 @@ def _cjk_codec(sample: bytes) -> str | None:
         # tolerate up to 1% of replacement characters.
         if bad > 0.01 * n or good < 0.9 * n:
             continue
-        if mean_run(sample.decode(codec, errors="replace")) < MIN_CJK_RUN:
+        if mean_run(cps) < MIN_CJK_RUN:
             continue
         if signature is None:
             fallback = codec
