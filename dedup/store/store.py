@@ -151,9 +151,12 @@ class SimhashStore:
 
     # -- writing --------------------------------------------------------------
 
-    def _check_writable(self) -> None:
+    def _check_open(self) -> None:
         if self.backend is None:
             raise StoreError("the store is closed")
+
+    def _check_writable(self) -> None:
+        self._check_open()
         if self.readonly:
             raise StoreError("store opened read-only")
 
@@ -162,10 +165,14 @@ class SimhashStore:
         fp = _as_u64(fp)
         check_keys((key,))
         with self._lock:
-            self._check_writable()
-            self.backend.append_one(len(self.tables), fp, key)
-            self.tables.add(fp)
-            self._after_add(1)
+            self._add(fp, key)
+
+    def _add(self, fp: int, key: str) -> None:
+        """``add`` of a checked fingerprint and key, under the lock."""
+        self._check_writable()
+        self.backend.append_one(len(self.tables), fp, key)
+        self.tables.add(fp)
+        self._after_add(1)
 
     def add_many(self, fps: Iterable[int] | np.ndarray, keys: Sequence[str]) -> None:
         """Store many fingerprints at once (sorted in bulk)."""
@@ -193,11 +200,10 @@ class SimhashStore:
         fp = _as_u64(fp)
         check_keys((key,))
         with self._lock:
-            if self.backend is None:
-                raise StoreError("the store is closed")
+            self._check_open()
             found = self.tables.nearest(fp)
             if found is None:
-                self.add(fp, key)
+                self._add(fp, key)
                 return None
             return self._match(*found)
 
@@ -229,8 +235,7 @@ class SimhashStore:
     def flush(self) -> None:
         """Commit pending records (durable from here on)."""
         with self._lock:
-            if self.backend is None:
-                raise StoreError("the store is closed")
+            self._check_open()
             if not self.readonly:
                 self.backend.commit()
                 self._since_commit = 0
@@ -279,16 +284,14 @@ class SimhashStore:
         """Every stored record within ``max_distance`` of ``fp``, nearest first (ties by age)."""
         fp = _as_u64(fp)
         with self._lock:
-            if self.backend is None:
-                raise StoreError("the store is closed")
+            self._check_open()
             return self._matches_for(fp, self.tables.matches(fp))
 
     def query_many(self, fps: Iterable[int] | np.ndarray) -> list[list[Match]]:
         """``query`` for each fingerprint of a batch (e.g. a uint64 array)."""
         arr = np.asarray(fps if isinstance(fps, np.ndarray) else list(fps), dtype=np.uint64)
         with self._lock:
-            if self.backend is None:
-                raise StoreError("the store is closed")
+            self._check_open()
             return [self._matches_for(int(q), self.tables.matches(int(q))) for q in arr]
 
     def pair_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
