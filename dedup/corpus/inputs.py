@@ -319,11 +319,12 @@ def json_line(record: dict[str, Any]) -> bytes:
     try:
         text = json.dumps(record, ensure_ascii=False, default=str, allow_nan=False)
     except ValueError:  # (NaN or an infinity; UnicodeEncodeError is not raised by dumps)
-        text = json.dumps(_finite(record), ensure_ascii=False, default=str)
+        record = _finite(record)
+        text = json.dumps(record, ensure_ascii=False, default=str)
     try:
         return (text + "\n").encode()
     except UnicodeEncodeError:
-        return (json.dumps(json.loads(text), ensure_ascii=True) + "\n").encode()
+        return (json.dumps(record, ensure_ascii=True, default=str) + "\n").encode()
 
 
 def _finite(value: Any) -> Any:

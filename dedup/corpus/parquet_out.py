@@ -80,27 +80,22 @@ def duplicates_schema() -> Any:
                       ("url", pa.string()), ("source", source)])
 
 
-def _first_schema(files: list[InputFile]) -> Any:
-    """The columns of the first of ``files`` that can be read (None: none can)."""
+def _schemas(files: list[InputFile]) -> Iterator[tuple[InputFile, Any]]:
+    """(file, its columns) of each of ``files`` that can be read; the others (unreadable or truncated) are
+    named in the run's file_errors."""
     _, pq = _pyarrow()
     for file in files:
         try:
-            return pq.ParquetFile(file.path).schema_arrow
-        except Exception:  # (unreadable or truncated: named in the run's file_errors)
+            yield file, pq.ParquetFile(file.path).schema_arrow
+        except Exception:
             continue
-    return None
 
 
 def check_same_columns(files: list[InputFile]) -> None:
     """Raise ``InputError`` unless every Parquet file of ``files`` has the first's columns and types (what
     ``write_unique`` needs of the inputs whose rows it keeps): said before the run, not after it."""
-    _, pq = _pyarrow()
     first = None
-    for file in files:
-        try:
-            schema = pq.ParquetFile(file.path).schema_arrow
-        except Exception:  # (unreadable or truncated: the run names it in file_errors when it gets there)
-            continue
+    for file, schema in _schemas(files):
         if first is None:
             first = (file, schema)
         elif not schema.equals(first[1]):
@@ -120,7 +115,7 @@ def write_unique(part: Path, files: list[InputFile], out: Path, rows_of_inputs: 
     kept: dict[int, list[int]] = {}
     for ref in _lines(part):
         kept.setdefault(int(ref["f"]), []).append(int(ref["r"]))
-    schema = _first_schema(files) or text_schema()
+    schema = next((schema for _, schema in _schemas(files)), None) or text_schema()
     with pq.ParquetWriter(tmp, schema) as writer:
         for fi, file in enumerate(files):
             rows = kept.get(fi)

@@ -49,6 +49,7 @@ import numpy as np
 from ..fingerprint import Fingerprinter
 from ..simhash import to_hex
 from ..store import Match, SimhashStore
+from ..store.backends import check_keys
 from .inputs import InputError, InputFile, RawRecord, Reader, default_id, expand_inputs, json_line, source_of
 from .jobs import FieldOptions, Outcome, fingerprint_batch, warm
 from .kept import KeptSet
@@ -111,13 +112,13 @@ class _Counts:
 
 
 def _storable(rid: str) -> bool:
-    """Whether ``--store`` can hold id ``rid``: not one with a lone surrogate (which UTF-8 cannot hold;
-    a JSON id may escape one). Such a record is kept, and not stored, with a warning."""
+    """Whether ``--store`` can hold id ``rid`` (the store's own rule, ``check_keys``: not an id with a lone
+    surrogate, which a JSON id may escape). Such a record is kept, and not stored, with a warning."""
     try:
-        rid.encode("utf-8")
+        check_keys((rid,))
         return True
-    except UnicodeEncodeError:
-        logger.warning("record id %r has a lone surrogate, which the store cannot hold: kept, not stored", rid)
+    except ValueError as exc:
+        logger.warning("record %r is kept, not stored: %s", rid, exc)
         return False
 
 
