@@ -167,6 +167,10 @@ def test_the_command_writes_the_report(crawl, tmp_path):
     assert r.returncode == 0, r.stderr
     assert "wrote" in r.stderr and (tmp_path / "r.html").stat().st_size > 10_000
     assert "report PATH" in neardup("--help").stdout
+    # "-" is standard output, not a file named "-"
+    r = neardup("report", str(crawl), "-o", "-", cwd=tmp_path)
+    assert r.returncode == 0 and r.stdout.startswith("<!DOCTYPE html>") and r.stdout.rstrip().endswith("</html>")
+    assert "wrote standard output" in r.stderr and not (tmp_path / "-").exists()
 
 
 def test_a_damaged_line_is_skipped_and_counted(tmp_path):

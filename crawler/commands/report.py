@@ -25,7 +25,7 @@ def report(path: str, out: str) -> int:
         return fail("report", str(exc))
     except OSError as exc:
         return fail("report", f"cannot write {out}: {exc.strerror or exc}")
-    print(f"neardup report: wrote {out} ({size:,} bytes, {time.monotonic() - started:.1f} s)", file=sys.stderr)
+    print(f"neardup report: wrote {'standard output' if out == '-' else out} ({size:,} bytes, {time.monotonic() - started:.1f} s)", file=sys.stderr)
     return 0
 
 
@@ -37,6 +37,7 @@ def command(argv: list[str]) -> int:
         "Exit status: 0 written, 2 not a crawl or a damaged file."))
     p.add_argument("path", help="a crawl's directory (neardup crawl --out), a store directory, a JOBDIR, a "
                                 "duplicates file, or a neardup dedup output directory")
-    p.add_argument("-o", "--output", default="report.html", help="the HTML file to write (default report.html)")
+    p.add_argument("-o", "--output", default="report.html", help="the HTML file to write (default report.html; - for standard "
+                                                               "output)")
     a = p.parse_args(argv)
     return report(a.path, a.output)

@@ -10,6 +10,7 @@ crawl closes (``NEARDUP_REPORT``). ``build_report`` does it all.
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 from pathlib import Path
 
@@ -21,10 +22,15 @@ __all__ = ["Inputs", "ReportInputError", "build_report", "write_report"]
 def write_report(inputs: Inputs, out: str | Path) -> int:
     """Write the report of ``inputs`` to ``out`` (atomically: a reader never sees
     half a file); returns its size in bytes. Raises ``ReportInputError`` for bad
-    input, ``RuntimeError`` without matplotlib. O(duplicates lines + index rows)."""
+    input, ``RuntimeError`` without matplotlib. O(duplicates lines + index rows).
+    ``out`` "-" is standard output."""
     from .render import render
 
     text = render(read(inputs)).encode("utf-8")
+    if str(out) == "-":
+        sys.stdout.buffer.write(text)
+        sys.stdout.buffer.flush()
+        return len(text)
     target = Path(out)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".report-", suffix=".html", dir=target.parent)
