@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import random
 import shutil
+import signal
 import subprocess
 import threading
 import time
@@ -36,7 +37,21 @@ def tmpfs(tmp_path):
 
 
 def run(cmd: list[str], timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+    """Run ``cmd``; past ``timeout`` fail with the end of its log and every thread's stack
+    (SIGABRT makes the interpreter's faulthandler print them), so a hang says where it stood."""
+    env = {**os.environ, "PYTHONFAULTHANDLER": "1"}
+    with subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGABRT)
+            try:
+                out, err = proc.communicate(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                out, err = proc.communicate()
+            pytest.fail(f"{' '.join(cmd[3:6])} did not end in {timeout} s; the end of its log and its threads:\n{err[-20000:]}")
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
 def fill(directory: Path, leave: int) -> None:
