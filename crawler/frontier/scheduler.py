@@ -260,8 +260,8 @@ class DurableScheduler(BaseScheduler):
     def _unserializable(self, request: Request, exc: Exception) -> None:
         n = self.stats.get_value("neardup/frontier/unserializable", 0)
         if n == 0 or self.crawler.settings.getbool("SCHEDULER_DEBUG"):
-            logger.error("frontier: cannot store %s (%s); kept in memory only, so a crash loses it "
-                         "(reported once; SCHEDULER_DEBUG=True reports every one)", request, exc)
+            logger.warning("frontier: cannot store %s (%s); kept in memory only, so a crash loses it "
+                           "(reported once; SCHEDULER_DEBUG=True reports every one)", request, exc)
         self.stats.inc_value("neardup/frontier/unserializable")
         self._memory.append(request)
         self.stats.inc_value("scheduler/enqueued/memory")
