@@ -3,6 +3,8 @@ against a brute-force oracle; resume after a kill; bad input; every input format
 
 from __future__ import annotations
 
+import base64
+import datetime
 import gzip
 import json
 import os
@@ -424,6 +426,14 @@ def test_parquet_rows(tmp_path):
 
     scores = [json.loads(line, parse_constant=strict)["score"] for line in (o3 / "unique.jsonl").read_text().splitlines()]
     assert None in scores and 1.5 in scores
+    # values JSON has no type for, as Spark's JSON writer gives them: bytes in base64, times in ISO 8601
+    when = datetime.datetime(2024, 5, 6, 7, 8, 9)
+    rows = [{**r, "raw": b"\x00\xffab", "when": when, "day": when.date()} for r in records[:3]]
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "typed.parquet")
+    _, o4 = run(tmp_path, [tmp_path / "typed.parquet"], out="typed")
+    first = read_lines(o4 / "unique.jsonl")[0]
+    assert base64.b64decode(first["raw"]) == b"\x00\xffab"
+    assert (first["when"], first["day"]) == ("2024-05-06T07:08:09", "2024-05-06")
 
 
 def test_warc_response_records_and_skipped_others(tmp_path):

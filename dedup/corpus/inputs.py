@@ -25,6 +25,8 @@ the run names it and goes on with the next file.
 
 from __future__ import annotations
 
+import base64
+import datetime
 import glob
 import gzip
 import io
@@ -317,14 +319,24 @@ def json_line(record: dict[str, Any]) -> bytes:
     so it reads back as the same string. A float that is not finite (a Parquet
     row's NaN), which JSON cannot hold, is written as ``null``."""
     try:
-        text = json.dumps(record, ensure_ascii=False, default=str, allow_nan=False)
+        text = json.dumps(record, ensure_ascii=False, default=_json_value, allow_nan=False)
     except ValueError:  # (NaN or an infinity; UnicodeEncodeError is not raised by dumps)
         record = _finite(record)
-        text = json.dumps(record, ensure_ascii=False, default=str)
+        text = json.dumps(record, ensure_ascii=False, default=_json_value)
     try:
         return (text + "\n").encode()
     except UnicodeEncodeError:
-        return (json.dumps(record, ensure_ascii=True, default=str) + "\n").encode()
+        return (json.dumps(record, ensure_ascii=True, default=_json_value) + "\n").encode()
+
+
+def _json_value(value: Any) -> Any:
+    """A Parquet value JSON has no type for, as Spark's JSON writer gives it: bytes in
+    base64, a date or time in ISO 8601, anything else (a decimal) as its string."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return base64.b64encode(value).decode("ascii")
+    if isinstance(value, (datetime.date, datetime.time)):  # (datetime is a date)
+        return value.isoformat()
+    return str(value)
 
 
 def _finite(value: Any) -> Any:
