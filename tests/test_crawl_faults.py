@@ -4,6 +4,7 @@ store (issue 24), a store made with other settings (issue 14)."""
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import shutil
@@ -94,6 +95,39 @@ def test_a_full_disk_stops_the_crawl_clearly_and_a_resume_loses_nothing(tmpfs, t
         (tmp_path / "resume.log").write_text(r2.stderr)
         assert "'finish_reason': 'finished'" in r2.stderr, r2.stderr[-3000:]
         check(site, moved, feed, server.hits, 1, "after a full disk")
+
+
+def test_a_full_disk_under_the_duplicates_file_stops_the_crawl_and_a_resume_loses_nothing(tmpfs, tmp_path):
+    """The duplicates file (a gate of the durable frontier: a request is acknowledged once its
+    drop line is written) on a disk that fills mid-crawl: the crawl stops with an error naming the
+    file. Its failed flush used to raise in every ``next_request``, so the crawl never ended."""
+    site = DupSite()
+    job, feed = tmp_path / "job", tmp_path / "feed.jsonl"
+    dups = tmpfs / "duplicates.jsonl"
+    lock, filled = threading.Lock(), threading.Event()
+
+    def fill_mid_crawl(path: str) -> float:
+        with lock:
+            if not filled.is_set() and len(server.requests) >= 8:
+                fill(tmpfs, leave=0)
+                filled.set()
+        return random.Random(path).uniform(*site.delay)
+
+    with PageServer(site.page, fill_mid_crawl) as server:
+        r = run([*crawl_cmd(server.url, job, feed), "-s", f"NEARDUP_DUPLICATES_FILE={dups}"], timeout=180)
+        log = r.stderr
+        assert filled.is_set(), log[-3000:]
+        assert f"the duplicates file {dups} cannot be written" in log and "No space left" in log, log[-3000:]
+        assert "'finish_reason': 'duplicates_file_error'" in log, log[-3000:]
+        assert "Traceback" not in log, log[-5000:]
+        moved = tmp_path / "duplicates.jsonl"  # (to a disk with room, as a user would)
+        shutil.copy(dups, moved)
+        r2 = run([*crawl_cmd(server.url, job, feed), "-s", f"NEARDUP_DUPLICATES_FILE={moved}"])
+        assert "'finish_reason': 'finished'" in r2.stderr, r2.stderr[-3000:]
+        check(site, job, feed, server.hits, 1, "after a full disk under the duplicates file")
+    lines = [json.loads(line) for line in moved.read_text().splitlines()]
+    drops = [(d["url"], d["duplicate_of"]) for d in lines if not d.get("avoided") and "duplicate_of" in d]
+    assert drops and len(drops) == len(set(drops)), "a drop written twice"
 
 
 def test_a_read_only_jobdir_is_a_clear_error(tmpfs, tmp_path):

@@ -19,7 +19,8 @@ and its drop written again).
 The file is written in blocks: flushed at least every second, before a
 request whose drop it holds is acknowledged (it is a gate of the durable
 frontier, ``crawler.frontier.acks``) and at the end; a flush per drop would
-be a syscall per page on a mirror.
+be a syscall per page on a mirror. A write that fails (a full disk) stops the
+crawl, as a store that cannot be written does, and shuts the gate.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from scrapy_neardup.dedup.store.backends import private_file
 
 from ..clock import utc_now
 from ..frontier.acks import AckTracker
+from ..frontier.scheduler import stop_crawl
 
 logger = logging.getLogger(__name__)
 
@@ -83,6 +85,8 @@ class DuplicatesLog:
         self._written = self._synced = 0
         self._known = np.zeros(0, dtype=np.uint64)  # the drops the file held when opened
         self._new: set[int] = set()  # and those written since
+        self._crawler, self._path = crawler, path
+        self._failed = False  # (a write failed: nothing is acknowledged any more, and the crawl stops)
         if path:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
             private_file(path)
@@ -135,7 +139,10 @@ class DuplicatesLog:
     def close(self) -> None:
         fh, self._fh = self._fh, None
         if fh is not None:
-            fh.close()
+            try:
+                fh.close()
+            except OSError as exc:  # (what it still held: those requests were not acknowledged)
+                self._fail(exc)
 
     # the duplicates file as a gate of the durable frontier (crawler.frontier.acks)
     def mark(self) -> int:
@@ -144,17 +151,39 @@ class DuplicatesLog:
     def settled(self, token: int) -> bool:
         if self._synced < token:
             self._flush()
-        return True
+        return self._synced >= token and not self._failed
 
     def _write(self, record: dict[str, Any]) -> None:
-        if self._fh:
-            self._fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+        if self._fh and not self._failed:
+            try:
+                self._fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+            except OSError as exc:
+                self._fail(exc)
+                return
             self._written += 1
             if time.monotonic() - self._flushed >= FLUSH_EVERY:
                 self._flush()
 
     def _flush(self) -> None:
-        if self._fh and self._synced < self._written:
-            self._fh.flush()
+        if self._fh and not self._failed and self._synced < self._written:
+            try:
+                self._fh.flush()
+            except OSError as exc:
+                self._fail(exc)
+                return
             self._synced = self._written
         self._flushed = time.monotonic()
+
+    def _fail(self, exc: OSError) -> None:
+        """The file cannot be written (a full or read-only disk): stop the crawl, as a
+        store that cannot be written does. From now on no request is acknowledged (the
+        frontier's gate stays shut), so every drop not yet on disk is decided and
+        written again after a resume; nothing raises into the caller (the frontier's
+        commit, a verdict), where the error would repeat at every step."""
+        if self._failed:
+            return
+        self._failed = True
+        logger.error("near-duplicate filter: the duplicates file %s cannot be written (%s); stopping the crawl. "
+                     "What was committed is kept: fix the cause and resume with the same JOBDIR", self._path, exc)
+        self._crawler.stats.set_value("neardup/duplicates_file_error", f"{type(exc).__name__}: {exc}"[:200])
+        stop_crawl(self._crawler, "duplicates_file_error")

@@ -53,7 +53,9 @@ class Gate(Protocol):
         """A token for "everything handed over so far"."""
 
     def settled(self, token: int) -> bool:
-        """Whether everything up to ``token`` is committed (may flush, must not block)."""
+        """Whether everything up to ``token`` is committed (may flush, must not block, must not
+        raise: it is asked at each frontier commit, so an error would repeat at every request; a gate
+        that cannot commit says False from then on and stops the crawl itself)."""
 
 
 @dataclass
