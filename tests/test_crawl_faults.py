@@ -130,6 +130,35 @@ def test_a_full_disk_under_the_duplicates_file_stops_the_crawl_and_a_resume_lose
     assert drops and len(drops) == len(set(drops)), "a drop written twice"
 
 
+def test_a_full_disk_under_the_feed_stops_the_crawl_and_a_resume_loses_nothing(tmpfs, tmp_path):
+    """The feed files on a disk that fills mid-crawl (JOBDIR elsewhere): the crawl stops with an
+    error naming a feed; once there is room again, the resume cuts each feed to its committed items
+    and fetches the rest again, so each holds every kept page once. The crawl used to go on,
+    acknowledging requests whose items the full disk had lost, and the resume could not bring them back."""
+    site = DupSite()
+    job, feed = tmp_path / "job", tmpfs / "feed.jsonl"
+    lock, filled = threading.Lock(), threading.Event()
+
+    def fill_mid_crawl(path: str) -> float:
+        with lock:
+            if not filled.is_set() and len(server.requests) >= 8:
+                fill(tmpfs, leave=0)
+                filled.set()
+        return random.Random(path).uniform(*site.delay)
+
+    with PageServer(site.page, fill_mid_crawl) as server:
+        r = run(crawl_cmd(server.url, job, feed), timeout=180)
+        log = r.stderr
+        assert filled.is_set(), log[-3000:]
+        assert "frontier: the feed " in log and "cannot be written" in log and "No space left" in log, log[-3000:]
+        assert "'finish_reason': 'feed_error'" in log, log[-3000:]
+        for filler in tmpfs.glob("filler-*"):  # room again, as a user would make it
+            filler.unlink()
+        r2 = run(crawl_cmd(server.url, job, feed))
+        assert "'finish_reason': 'finished'" in r2.stderr, r2.stderr[-3000:]
+        check(site, job, feed, server.hits, 1, "after a full disk under the feed")
+
+
 def test_a_read_only_jobdir_is_a_clear_error(tmpfs, tmp_path):
     (tmpfs / "job").mkdir()
     subprocess.run(["mount", "-o", "remount,ro", str(tmpfs)], check=True)

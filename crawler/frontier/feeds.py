@@ -193,8 +193,10 @@ class FeedLedger:
     commit) moves each file's committed offset."""
 
     def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
         self.db: FrontierDB | None = None
         self.detached = False  # the frontier has closed (the crawl is closing)
+        self.failed = False  # a feed file could not be written: nothing is committed any more
         self._files: dict[str, _Open] = {}
         crawler.signals.connect(self._item_scraped, signal=signals.item_scraped)
 
@@ -318,6 +320,8 @@ class FeedLedger:
         O(items pending x rounds); rounds are few."""
         if not self._files:
             return candidates, set()
+        if self.failed:
+            return [], set(candidates)
         ok = set(candidates)
         while True:  # the largest set whose items all lie in the files' committable prefixes
             held: set[int] = set()
@@ -335,16 +339,29 @@ class FeedLedger:
             ok -= held
         db = self.db
         assert db is not None
+        moves = []
         for f in self._files.values():
-            end = f.committed
-            while f.pending and (f.pending[0][1] is None or f.pending[0][1] in ok):
-                end = f.pending.popleft()[0]
+            end, n = f.committed, 0
+            while n < len(f.pending) and (f.pending[n][1] is None or f.pending[n][1] in ok):
+                end, n = f.pending[n][0], n + 1
             header = f.file.csv_header if not f.csv_header_saved and end > f.committed else None
             if end > f.committed or header is not None:
-                f.file.flush()  # in the file (the page cache) before the offset is committed
-                db.feed_committed(f.file.path, end, header)
-                f.committed = end
-                f.csv_header_saved = f.csv_header_saved or header is not None
+                moves.append((f, end, n, header))
+        # every file flushed (in the page cache) before any offset is committed: a file that
+        # cannot be written commits nothing, for no file may cover items of requests not acknowledged
+        for f, *_ in moves:
+            try:
+                f.file.flush()
+            except OSError as exc:
+                self.failed = True
+                stop_for_feed(self.crawler, f.file.path, exc)
+                return [], set(candidates)
+        for f, end, n, header in moves:
+            for _ in range(n):
+                f.pending.popleft()
+            db.feed_committed(f.file.path, end, header)
+            f.committed = end
+            f.csv_header_saved = f.csv_header_saved or header is not None
         return [r for r in candidates if r in ok], set(candidates) - ok
 
 
@@ -384,26 +401,50 @@ class FlushGate:
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
         self._warned = False
+        self._failed = False
 
     def mark(self) -> int:
         return 0
 
     def settled(self, token: int) -> bool:
+        if self._failed:
+            return False
         try:
             from scrapy.extensions.feedexport import FeedExporter
 
-            for ext in self.crawler.extensions.middlewares:
-                if isinstance(ext, FeedExporter):
-                    for slot in ext.slots:
-                        fh = getattr(slot, "file", None)
-                        if fh is not None and not getattr(fh, "closed", False):
-                            fh.flush()
-        except Exception as exc:  # never stop the crawl over it
+            slots = [slot for ext in self.crawler.extensions.middlewares if isinstance(ext, FeedExporter)
+                     for slot in ext.slots]
+        except Exception as exc:  # (a Scrapy that hides the slots: never stop the crawl over it)
             if not self._warned:
-                logger.warning("frontier: could not flush the feed files before acknowledging (%r); "
+                logger.warning("frontier: could not find the feed files to flush before acknowledging (%r); "
                                "a kill may lose the last items of a feed", exc)
                 self._warned = True
+            return True
+        for slot in slots:
+            fh = getattr(slot, "file", None)
+            if fh is not None and not getattr(fh, "closed", False):
+                try:
+                    fh.flush()
+                except OSError as exc:  # (a full disk: the items it holds are not written)
+                    self._failed = True
+                    stop_for_feed(self.crawler, getattr(slot, "uri", "a feed file"), exc)
+                    return False
         return True
+
+
+def stop_for_feed(crawler: Crawler, feed: str, exc: OSError) -> None:
+    """A feed file cannot be written (a full disk): stop the crawl, as a store that
+    cannot be written does. Its gate stays shut, so no request whose items it may have
+    lost is acknowledged: the resume cuts the file to what was committed and fetches
+    them again."""
+    from .scheduler import stop_crawl  # (the scheduler imports this module)
+
+    if crawler.stats.get_value("neardup/feed_error"):  # (said once; both feed gates may meet it)
+        return
+    logger.error("frontier: the feed %s cannot be written (%s); stopping the crawl. What was committed is kept: "
+                 "fix the cause and resume with the same JOBDIR", feed, exc)
+    crawler.stats.set_value("neardup/feed_error", f"{type(exc).__name__}: {exc}"[:200])
+    stop_crawl(crawler, "feed_error")
 
 
 _BY_CRAWLER: weakref.WeakKeyDictionary[Crawler, FeedLedger] = weakref.WeakKeyDictionary()
