@@ -9,6 +9,7 @@ message naming the setting.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import weakref
@@ -107,10 +108,12 @@ class NearDupConfig:
         def integer(name: str, default: int, lo: int, hi: int | None = None) -> int:
             raw = settings.get(name, default)
             try:
+                if isinstance(raw, bool):  # (an int to Python: True would be k = 1)
+                    raise ValueError
                 value = int(raw)
                 if isinstance(raw, float) and raw != value:
                     raise ValueError
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, OverflowError):
                 raise ConfigError(f"{name} must be an integer, got {raw!r}") from None
             if value < lo or (hi is not None and value > hi):
                 rng = f"{lo}..{hi}" if hi is not None else f">= {lo}"
@@ -120,10 +123,12 @@ class NearDupConfig:
         def number(name: str, default: float, kind: str, bounds: str, ok) -> float:
             raw = settings.get(name, default)
             try:
+                if isinstance(raw, bool):
+                    raise ValueError
                 value = float(raw)
             except (TypeError, ValueError):
                 raise ConfigError(f"{name} must be {kind}, got {raw!r}") from None
-            if not ok(value):
+            if not math.isfinite(value) or not ok(value):  # ("inf" seconds: no timeout the code can wait on)
                 raise ConfigError(f"{name} must be {bounds}, got {raw!r}")
             return value
 

@@ -26,7 +26,12 @@ def setting_bool(settings: BaseSettings, name: str, default: bool) -> bool:
     >>> setting_bool(Settings({"NEARDUP_ENABLED": "false"}), "NEARDUP_ENABLED", True)
     False
     """
-    try:
-        return settings.getbool(name, default)
-    except ValueError:
-        raise ConfigError(f"{name} must be a boolean (True/False/1/0), got {settings.get(name)!r}") from None
+    raw = settings.get(name, default)
+    if isinstance(raw, bool):
+        return raw
+    if isinstance(raw, int) and raw in (0, 1):
+        return bool(raw)
+    if isinstance(raw, str) and raw.strip().lower() in ("true", "false", "1", "0"):
+        return raw.strip().lower() in ("true", "1")
+    # (Scrapy's getbool takes 2 for True and raises TypeError on a list: neither names the setting)
+    raise ConfigError(f"{name} must be a boolean (True/False/1/0), got {raw!r}")

@@ -84,6 +84,16 @@ def test_jobdir_gives_the_store_and_files_beside_it(tmp_path):
     ("NEARDUP_URL_RULES_FILE", "ftp://h/rules", "NEARDUP_URL_RULES_FILE takes a local path or a redis://"),
     ("NEARDUP_INDEX", "https://h/index", "NEARDUP_INDEX takes a local path; https:// is not one of them"),
     ("NEARDUP_DUPLICATES_FILE", "s3://bucket/d.jsonl", "NEARDUP_DUPLICATES_FILE takes a local path; s3://"),
+    # Python's booleans are ints, Scrapy's getbool takes 2 for True and raises TypeError on a list,
+    # and float("inf") is a number: none of them may pass unnamed
+    ("NEARDUP_MAX_DISTANCE", True, "NEARDUP_MAX_DISTANCE must be an integer, got True"),
+    ("NEARDUP_WORKER_TIMEOUT", True, "NEARDUP_WORKER_TIMEOUT must be a number of seconds, got True"),
+    ("NEARDUP_ENABLED", 2, r"NEARDUP_ENABLED must be a boolean \(True/False/1/0\), got 2"),
+    ("NEARDUP_ENABLED", "2", "NEARDUP_ENABLED must be a boolean"),
+    ("NEARDUP_ENABLED", [1], r"NEARDUP_ENABLED must be a boolean \(True/False/1/0\), got \[1\]"),
+    ("NEARDUP_WORKER_TIMEOUT", "inf", "NEARDUP_WORKER_TIMEOUT must be > 0, got 'inf'"),
+    ("NEARDUP_WORKER_TIMEOUT", float("nan"), "NEARDUP_WORKER_TIMEOUT must be > 0"),
+    ("NEARDUP_CAPACITY", float("inf"), "NEARDUP_CAPACITY must be an integer"),
 ])
 def test_errors_name_the_setting(name, value, message):
     with pytest.raises(ConfigError, match=message):
