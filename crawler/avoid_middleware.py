@@ -39,7 +39,9 @@ class AvoidMiddleware:
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> AvoidMiddleware:
         config = NearDupConfig.of(crawler)
-        if not (config.enabled and config.url_rules):
+        if not config.enabled:
+            raise NotConfigured("NEARDUP_ENABLED is off")
+        if not config.url_rules:
             raise NotConfigured("NEARDUP_URL_RULES is off")
         return cls(crawler)
 
