@@ -159,6 +159,10 @@ class NearDupMiddleware:
             # (raised here, the page never reaches the callback; see process_spider_exception)
             counts.count_unchecked(self.stats, "hostile")
             self.stats.inc_value("neardup/withheld_hostile")
+            # (said here: a request with an errback takes the exception there, not through
+            # process_spider_exception)
+            logger.warning("near-duplicate filter: %s withheld from the spider (NEARDUP_WITHHOLD_HOSTILE): %s",
+                           response.url, why)
             raise HostilePageWithheld(response.url, why)
         reason = unchecked_reason(response, self.config)
         if reason:
@@ -221,9 +225,7 @@ class NearDupMiddleware:
         """A page withheld from the callbacks (``NEARDUP_WITHHOLD_HOSTILE``)
         ends here, with no output, as Scrapy's ``HttpErrorMiddleware`` ends
         an error page; any other exception goes on."""
-        if isinstance(exception, HostilePageWithheld):
-            logger.warning("near-duplicate filter: %s withheld from the spider (NEARDUP_WITHHOLD_HOSTILE): %s",
-                           response.url, exception.reason)
+        if isinstance(exception, HostilePageWithheld):  # (the warning is said as it is raised)
             return []
         return None
 

@@ -155,7 +155,9 @@ def test_withheld_hostile_pages_never_reach_a_users_callback(tmp_path):
     assert stat(log, "neardup/withheld_hostile") == 2
     assert stat(log, "neardup/skipped/hostile") == 2
     for path in ("/attributes.html", "/bold.html"):
+        # (said also when the request has an errback, which takes the exception instead of the middleware)
         assert f"{server.url}{path} withheld from the spider (NEARDUP_WITHHOLD_HOSTILE)" in log
+        assert f"errback: {server.url}{path} HostilePageWithheld" in log
     lag = stat(log, "lag_probe/max_ms")
     print(f"crawl's thread at most {lag} ms late")
     assert lag is not None and lag < LAG_BOUND * 1000, (lag, log[-3000:])
