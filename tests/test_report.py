@@ -173,6 +173,23 @@ def test_the_command_writes_the_report(crawl, tmp_path):
     assert "wrote standard output" in r.stderr and not (tmp_path / "-").exists()
 
 
+def test_a_requeued_line_withdraws_an_avoided_one(tmp_path):
+    """A request a rule left out and then made after all is not avoided, as the crawl's
+    neardup/requests_avoided says; the requeued line (no duplicate_of) is not a damaged line."""
+    d = tmp_path / "store"
+    d.mkdir()
+    avoided = '{{"id": "http://h/{0}", "url": "http://h/{0}", "duplicate_of": "http://h/a", "avoided": true, ' \
+              '"rule": "param * sid", "time": "2026-11-26T10:00:0{1}+00:00"}}\n'
+    (d / "duplicates.jsonl").write_text(
+        '{"url": "http://h/b", "duplicate_of": "http://h/a", "distance": 2}\n'
+        + avoided.format("a?sid=1", 1) + avoided.format("a?sid=2", 2)
+        + '{"id": "http://h/a?sid=1", "url": "http://h/a?sid=1", "requeued": true, "rule": "param * sid", '
+          '"time": "2026-11-26T10:00:03+00:00"}\n')
+    data = read(locate(d))
+    assert (data.dropped, data.avoided, data.skipped_lines) == (1, 1, 0)
+    assert data.avoided_by_rule == {"param * sid": 1} and len(data.avoided_times) == 1
+
+
 def test_a_damaged_line_is_skipped_and_counted(tmp_path):
     d = tmp_path / "store"
     d.mkdir()

@@ -132,7 +132,7 @@ class DuplicatesLog:
         """``url``, avoided by ``rule``, is requested after all (the rule was
         retired, or a request for it was on its way already): this line
         withdraws its ``"avoided": true`` line."""
-        self._write({"url": url, "requeued": True, "rule": rule, "time": utc_now()})
+        self._write({"id": url, "url": url, "requeued": True, "rule": rule, "time": utc_now()})
         logger.debug("requested after all: %s (rule %s %s)", url, rule,
                      "retired" if retired else "avoided it while a request for it was on its way")
 

@@ -184,6 +184,7 @@ def _host(key: str, source: Any) -> str:
 def _read_duplicates(path: Path, data: CrawlData) -> None:
     """Aggregate the duplicates file: one pass, memory by distinct twin. O(lines)."""
     members: dict[str, Cluster] = {}
+    avoided: dict[str, tuple[str, float | None]] = {}  # URL -> (rule, time): its last line says avoided
     lines = 0
     with open(path, "rb") as fh:
         for raw in fh:
@@ -195,16 +196,16 @@ def _read_duplicates(path: Path, data: CrawlData) -> None:
                 if not isinstance(record, dict):
                     raise ValueError
                 key = str(record.get("id") or record["url"])
+                if record.get("requeued"):  # (requested after all: it withdraws the URL's avoided line)
+                    avoided.pop(key, None)
+                    continue
                 twin = str(record["duplicate_of"])
             except (ValueError, KeyError, UnicodeDecodeError):
                 data.skipped_lines += 1
                 continue
             when = _seconds(record["time"]) if "time" in record else None
             if record.get("avoided"):
-                data.avoided += 1
-                data.avoided_by_rule[str(record.get("rule"))] += 1
-                if when is not None:
-                    data.avoided_times.append(when)
+                avoided[key] = (str(record.get("rule")), when)
                 continue
             data.dropped += 1
             try:
@@ -221,6 +222,12 @@ def _read_duplicates(path: Path, data: CrawlData) -> None:
             cluster.size += 1
             if len(cluster.pairs) < PAIRS_PER_CLUSTER:
                 cluster.pairs.append((key, int(record.get("distance") or 0)))
+    data.avoided = len(avoided)  # (URLs never downloaded, as the crawl's neardup/requests_avoided counts them)
+    for rule, when in avoided.values():
+        data.avoided_by_rule[rule] += 1
+        if when is not None:
+            data.avoided_times.append(when)
+    data.avoided_times.sort()
     if lines and data.skipped_lines == lines:
         raise ReportInputError(f"{path} is not a duplicates file: none of its {lines} lines is a drop "
                                f"(JSON with url or id, and duplicate_of)")
