@@ -117,6 +117,21 @@ def test_a_store_a_jobdir_or_a_duplicates_file_is_read_too(crawl, where, tmp_pat
         assert len(data.runs) == 3
 
 
+def test_neardup_crawls_jobdir_is_read_as_its_crawl(crawl, tmp_path):
+    """``neardup crawl --out DIR`` keeps its store in DIR/store and its JOBDIR in DIR/job (whose
+    neardup/ has the runs only): the report and the rules of DIR/job are DIR's. A JOBDIR whose store
+    is elsewhere is refused, saying so."""
+    data = read(locate(crawl / "job"))
+    assert data.dropped == 750 and data.inputs.index is not None and len(data.runs) == 3
+    r = neardup("rules", str(crawl / "job"))
+    assert r.returncode == 0 and r.stdout == neardup("rules", str(crawl)).stdout, r.stderr
+    alone = tmp_path / "job"
+    (alone / "neardup").mkdir(parents=True)
+    (alone / "neardup" / "runs.jsonl").write_bytes((crawl / "job" / "neardup" / "runs.jsonl").read_bytes())
+    with pytest.raises(ReportInputError, match="a JOBDIR whose store is elsewhere"):
+        locate(alone)
+
+
 def test_a_dedup_output_is_read_from_its_summary_and_duplicates(tmp_path):
     out = dedup_output(tmp_path / "dedup")
     build_report(out, tmp_path / "r.html")

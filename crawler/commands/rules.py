@@ -7,7 +7,7 @@ import sqlite3
 import sys
 from pathlib import Path
 
-from .common import fail, whole
+from .common import crawl_out_of_jobdir, fail, whole
 
 
 def _rule_book(where: str) -> Path | str | None:
@@ -18,6 +18,7 @@ def _rule_book(where: str) -> Path | str | None:
     if is_redis_url(where):
         return where
     path = Path(where)
+    path = crawl_out_of_jobdir(path) or path  # (neardup crawl's JOBDIR: its book is in the --out's store/)
     for candidate in (path, path / "url_rules.sqlite3", path / "store" / "url_rules.sqlite3",
                       path / "neardup" / "url_rules.sqlite3", path / "job" / "neardup" / "url_rules.sqlite3"):
         if candidate.is_file():

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from ..commands.common import crawl_out_of_jobdir
 from ..counts import RANGED_GET_STATS
 from ..filter.captured_text import FILENAME as CAPTURED_FILENAME
 from ..filter.captured_text import read_texts
@@ -99,6 +100,11 @@ def locate(path: str | Path) -> Inputs:
     if (p / "neardup").is_dir() and ((p / "neardup" / "duplicates.jsonl").is_file()
                                      or (p / "neardup" / "store.sqlite3").is_file()):
         return _store_dir(p / "neardup", where)
+    if (out := crawl_out_of_jobdir(p)) is not None:  # (neardup crawl's JOBDIR: the crawl is its --out)
+        return locate(out)
+    if (p / "neardup" / "runs.jsonl").is_file():
+        raise ReportInputError(f"{p} is a JOBDIR whose store is elsewhere (NEARDUP_STORE): give the store's "
+                               f"directory, or the crawl's --out directory")
     raise ReportInputError(f"{p} is not a crawl: no index.sqlite3, store/, duplicates.jsonl, neardup/ (a JOBDIR) "
                            f"nor summary.json (a neardup dedup output) in it")
 
