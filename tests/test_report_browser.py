@@ -6,6 +6,7 @@ nothing run. Skips, saying why, without chromium, chromium-driver or selenium.""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -67,6 +68,9 @@ def test_a_hostile_crawl_shows_as_text_and_nothing_runs(tmp_path):
     assert report.is_file(), r.stderr[-3000:]  # written by the extension when the crawl closed
     html = report.read_text()
     assert 'id="clusters"' in html and '<span class="ins">' in html, html[-3000:]
+    # the report's kept pages are the crawl's (the index also holds the pages passed through unchecked)
+    kept = re.search(r"(\d+) kept", r.stderr)
+    assert kept and f'<div class="card kept"><b>{kept[1]}</b><span>pages kept</span>' in html, r.stderr[-2000:]
     seen = _look(report, tmp_path / "hostile.png")
     _assert_clean(seen, plots=html.count('<img src="data:image/svg'))
     # the markup of titles and text, as text

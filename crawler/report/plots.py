@@ -69,7 +69,14 @@ def timeline(kept: Sequence[float], dropped: Sequence[float], avoided: Sequence[
     import numpy as np
 
     plt = _pyplot()
+    from matplotlib.dates import DateFormatter
+
     fig, ax = plt.subplots(figsize=(8.5, 3.2))
+    every = [x for times in (kept, dropped, avoided) for x in (min(times, default=None), max(times, default=None))
+             if x is not None]
+    # (matplotlib's own labels for a crawl of seconds read "45:49.000000": the hour, always)
+    ax.xaxis.set_major_formatter(DateFormatter("%H:%M:%S" if every and max(every) - min(every) <= 86_400
+                                               else "%Y-%m-%d %H:%M"))
     for times, label, colour in ((kept, "kept", KEPT_C), (dropped, "dropped as near-duplicates", DROPPED_C),
                                  (avoided, "requests avoided", AVOIDED_C)):
         if not len(times):

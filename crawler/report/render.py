@@ -166,7 +166,9 @@ def _when(seconds: list[float]) -> str:
 def _cards(data: CrawlData) -> str:
     cards = []
     if data.kept is not None:
-        cards.append(("kept", data.kept, "pages in the index"))
+        cards.append(("kept", data.kept, "pages kept"))
+        if data.unchecked:
+            cards.append(("", data.unchecked, "pages passed through unchecked (in the index too)"))
     cards.append(("dropped", data.dropped, "dropped as near-duplicates"))
     if data.inputs.kind == "crawl":
         cards.append(("avoided", data.avoided, "requests avoided by URL rules"))

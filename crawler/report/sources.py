@@ -127,7 +127,8 @@ class CrawlData:
     inputs: Inputs
     dropped: int = 0
     avoided: int = 0
-    kept: int | None = None  # pages in the index (None: no index)
+    kept: int | None = None  # pages kept: in the index with a fingerprint (None: no index)
+    unchecked: int = 0  # pages in the index passed through unchecked (too short, not HTML...): no fingerprint
     fingerprints: int | None = None  # in the store
     distances: Counter[int] = field(default_factory=Counter)
     hosts: Counter[str] = field(default_factory=Counter)
@@ -261,7 +262,10 @@ def _read_index(path: Path, data: CrawlData) -> None:
         columns = columns_of(db, "pages")
         language = "language" if "language" in columns else "NULL"
         data.kept = 0
-        for fetched_at, lang in db.execute(f"SELECT fetched_at, {language} FROM pages"):
+        for fetched_at, lang, fingerprint in db.execute(f"SELECT fetched_at, {language}, fingerprint FROM pages"):
+            if not fingerprint:  # (passed through unchecked: not a page the filter kept, as the crawl counts)
+                data.unchecked += 1
+                continue
             data.kept += 1
             data.languages[lang or "unknown"] += 1
             when = _seconds(fetched_at)
