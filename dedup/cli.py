@@ -206,8 +206,12 @@ def _cmd_query(args: argparse.Namespace) -> int:
         return 2
     with store:
         matches = store.query(fp)
+        k, size = store.max_distance, len(store)
     for m in matches:
         print(f"{m.distance}\t{to_hex(m.fingerprint)}\t{m.key}")
+    if not matches:  # (said, as a search with no match says it: exit 1 alone reads as a failure)
+        print(f"{args.prog} query: no stored record within {k} bits of {to_hex(fp)} ({size:,} in {args.store})",
+              file=sys.stderr)
     return 0 if matches else 1
 
 

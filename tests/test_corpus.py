@@ -548,6 +548,11 @@ def test_query_and_stats_of_a_store(tmp_path, capsys):
     assert dedup_main(["query", store, str(text)]) == 0
     assert "r29-0" in capsys.readouterr().out
     assert dedup_main(["query", store, "--fingerprint", "xyz"]) == 2
+    capsys.readouterr()
+    far = f"{int(fp, 16) ^ 0xFFFFFFFF:016x}"  # (32 bits away: nothing within k)
+    assert dedup_main(["query", store, "--fingerprint", far]) == 1
+    got = capsys.readouterr()
+    assert not got.out and f"no stored record within 3 bits of {far}" in got.err
     _, out = run(tmp_path, [tmp_path / "in.jsonl"], out="o2")
     capsys.readouterr()
     assert dedup_main(["stats", store, "--duplicates", str(tmp_path / "out" / "duplicates.jsonl")]) == 0
