@@ -229,6 +229,49 @@ def test_a_store_outage_mid_crawl(policy, tmp_path):
         redis.close()
 
 
+def test_an_outage_longer_than_the_lease_takes_no_live_processs_requests(tmp_path):
+    """Redis (the frontier and the store) goes away for more than NEARDUP_FRONTIER_LEASE while two
+    processes crawl. Every heartbeat is then stale, but both processes are alive: the first to see
+    Redis back used to take the other's requests, and both emitted those pages. Each outage is said
+    and counted once (the frontier said "Redis is back" every second while it was down)."""
+    from tests.fixtures.redis_servers import RedisServer, available
+
+    if (why := available()) is not None:
+        pytest.skip(why)
+    redis = RedisServer(workdir=tmp_path / "redis")
+    site = DupSite(n=60, delay=(0.1, 0.2))
+    try:
+        gate = SecondProcessGate(site, redis.url)
+        with PageServer(site.page, gate.delay) as server:
+            feeds = [tmp_path / f"f{i}.jsonl" for i in range(2)]
+            cmds = [shared_cmd(server.url, redis.url, tmp_path / f"p{i}", "-o", str(feeds[i]), "-s", "STATS_DUMP=True")
+                    for i in range(2)]
+            logs = [tmp_path / f"p{i}.log" for i in range(2)]
+            procs = run(cmds, logs)
+            deadline = time.monotonic() + 120
+            while not (gate.opened.is_set() and sum(server.hits.values()) >= 15) and time.monotonic() < deadline:
+                time.sleep(0.005)
+            assert gate.opened.is_set(), "the second process never took a request"
+            time.sleep(1.1)  # (appendfsync everysec: what was stored before the outage stays)
+            redis.stop()
+            time.sleep(7)  # (the lease is 3 s)
+            redis.start()
+            for p in procs:
+                p.wait(timeout=300)
+        texts = [log.read_text() for log in logs]
+        for text in texts:
+            assert "'finish_reason': 'finished'" in text, text[-3000:]
+            assert "held by a process that stopped beating" not in text, text[-3000:]
+            assert text.count("shared frontier: Redis is back") <= 1, text[-3000:]
+            assert "'neardup/frontier/redis_outages': 1," in text, text[-3000:]
+        urls = [json.loads(line)["url"] for f in feeds for line in f.read_text().splitlines()]
+        assert len(urls) == len(set(urls)), f"emitted twice: {sorted(u for u in set(urls) if urls.count(u) > 1)}"
+        got = groups_kept(site, kept(tmp_path / "p0") + kept(tmp_path / "p1"))
+        assert all(len(u) == 1 for u in got.values()), {g: u for g, u in got.items() if len(u) != 1}
+    finally:
+        redis.close()
+
+
 #: scrapy-redis's settings for a frontier on a Redis Cluster: its client made as a Cluster client
 CLUSTER_PARAMS = {"redis_cls": "redis.cluster.RedisCluster"}
 

@@ -37,6 +37,7 @@ import hashlib
 import logging
 import os
 import socket
+import time
 import uuid
 from collections import deque
 from typing import Any
@@ -76,9 +77,11 @@ redis.call('HSET', KEYS[2], ARGV[2], score .. '|' .. data)
 return {data, tonumber(redis.call('HGET', KEYS[3], redis.sha1hex(data)) or '0')}
 """
 
-# KEYS: workers, queue, redelivered. ARGV: kind, lease_ms, inflight key prefix, me, reclaim_me ('1'/'0').
-# Heartbeat for me; move every dead process's in-flight requests (and mine when asked:
-# a closing process) back to the front of the queue, counting the redelivery.
+# KEYS: workers, queue, redelivered. ARGV: kind, lease_ms, inflight key prefix, me, reclaim_me ('1'/'0'),
+# reclaim_others ('1'/'0').
+# Heartbeat for me; move every dead process's in-flight requests (when reclaim_others: see
+# ``_may_reclaim``), and mine when asked (a closing process), back to the front of the queue,
+# counting the redelivery.
 # Returns {requests moved, requests in flight at live processes (mine included), requests queued}.
 _BEAT = """
 local kind, lease, prefix, me = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
@@ -90,7 +93,7 @@ local all = redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')
 for i = 1, #all, 2 do
   local w, seen = all[i], tonumber(all[i + 1])
   local inflight = prefix .. w
-  if seen < now - lease then
+  if seen < now - lease and (w == me or ARGV[6] == '1') then
     local held = redis.call('HGETALL', inflight)
     for j = 2, #held, 2 do
       local v = held[j]
@@ -246,6 +249,7 @@ class ReliableRedisScheduler(ScrapyRedisScheduler):
         self._backlog: deque[Request] = deque()
         self.accepted = self.pushed = 0  # requests handed to enqueue_request / that reached Redis
         self._down = False
+        self._up_since: float | None = None  # (after an outage this process saw: see ``_may_reclaim``)
         self._live_inflight = 0
         self.tracker = AckTracker.of(self.crawler)
         self.tracker.add_gate(FlushGate(self.crawler))
@@ -348,7 +352,7 @@ class ReliableRedisScheduler(ScrapyRedisScheduler):
                 return
             self._backlog.popleft()
             self.pushed += 1
-        self._redis_up()
+            self._redis_up()  # (only once Redis answered: an empty backlog says nothing of it)
 
     def _push(self, request: Request) -> bool:
         """Queue ``request`` unless the dupe filter has seen it (unless ``dont_filter``): marked
@@ -496,7 +500,17 @@ class ReliableRedisScheduler(ScrapyRedisScheduler):
         one's): ``_BEAT``'s [requeued, in flight at live processes, queued]."""
         return self._beat(keys=[self.workers_key, self.queue.key, self.redelivered_key],
                           args=[self.kind, int(self.lease * 1000), self.inflight_prefix, self.me,
-                                "1" if hand_back else "0"])
+                                "1" if hand_back else "0", "1" if self._may_reclaim() else "0"])
+
+    def _may_reclaim(self) -> bool:
+        """Whether a silent process may be taken for dead. Not until Redis has answered this
+        process for a whole lease after an outage it saw: an outage silences every process, and
+        one longer than the lease left every heartbeat stale, so the first to see Redis back
+        would take the others' requests while they still work on them (their pages emitted
+        twice). Within the lease each live process beats again."""
+        if self._down:  # (this beat is the first call to reach Redis since: not a lease of it yet)
+            return False
+        return self._up_since is None or time.monotonic() - self._up_since >= self.lease
 
     def _wake_engine(self) -> None:
         """Ask the engine for requests now: an idle engine asks the scheduler only
@@ -519,4 +533,5 @@ class ReliableRedisScheduler(ScrapyRedisScheduler):
     def _redis_up(self) -> None:
         if self._down:
             logger.warning("shared frontier: Redis is back")
+            self._up_since = time.monotonic()
         self._down = False
