@@ -20,8 +20,9 @@ same and is said the same way everywhere:
 * **passed through unchecked** (``neardup/skipped``; by reason,
   ``neardup/skipped/<reason>``): not fingerprinted (too short, not HTML, too
   large, an error page, ``neardup_skip``...) or, its store unreachable, not checked;
-* **kept again after a restart** (``neardup/kept_again``): stored by the run a
-  kill stopped, fetched again and let through again.
+* **kept again after a stop** (``neardup/kept_again``): stored by the run a
+  kill stopped (this process's, or, with the shared frontier, another's whose
+  requests it took), fetched again and let through again.
 
 Each page fetched gets one verdict and is counted under one of these six
 (or, its store's disk failing, under ``neardup/held_for_resume``), unless
@@ -106,7 +107,7 @@ STATS = {
 WORDS = {
     "fetched": "pages fetched", "kept": "kept", "dropped": "dropped as near-duplicates",
     "dropped_again": "dropped again as known near-duplicates", "unchanged": "unchanged",
-    "unchecked": "passed through unchecked", "kept_again": "kept again after a restart",
+    "unchecked": "passed through unchecked", "kept_again": "kept again after a stop",
     "outlinks_not_requested": "outlinks not requested",
     "requests_avoided": "requests avoided by learned URL rules",
     "copies_confirmed": "copies confirmed by ranged GETs (bodies not downloaded)", "bytes_downloaded": "bytes downloaded",

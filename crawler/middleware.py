@@ -88,6 +88,17 @@ def _blind_resume(crawler: Crawler, config: NearDupConfig) -> bool:
     return True
 
 
+def _scheduler_refuses_at_start(crawler: Crawler) -> None:
+    """The project's frontier's own checks before the engine starts (``refuse_at_start``: the shared
+    frontier's), so that a misconfiguration is one error, not a failing engine's cascade."""
+    try:
+        scheduler = load_object(crawler.settings["SCHEDULER"])
+    except (ImportError, ValueError, NameError, AttributeError):
+        return
+    if callable(refuse := getattr(scheduler, "refuse_at_start", None)):
+        refuse(crawler.settings)
+
+
 class NearDupMiddleware:
     """Drops near-duplicate pages and their outlinks. See the module docstring."""
 
@@ -96,6 +107,7 @@ class NearDupMiddleware:
         self.stats = crawler.stats
         self.config = config
         refuse_a_jobdir_in_use(crawler.settings.get("JOBDIR"))  # (before the engine exists: see crawler.in_use)
+        _scheduler_refuses_at_start(crawler)
         self.scheme = Fingerprinter(min_tokens=config.min_text).scheme
         self.workers = FingerprintWorkers(config, self.stats)  # (first: nothing compiles in the crawl's thread)
         self.store = self._open_store()

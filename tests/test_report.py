@@ -175,6 +175,8 @@ def test_bad_input_is_one_line_and_exit_2(crawl, tmp_path, capsys):
     assert not out.exists()
     # and as a command of its own, in a process of its own
     one_line_error(neardup("report", str(tmp_path / "empty"), "-o", str(out)), 2, "is not a crawl")
+    one_line_error(neardup("report", "redis://127.0.0.1:9/0?prefix=neardup", "-o", str(out)), 2,
+                   "redis://127.0.0.1:9/0?prefix=neardup is a URL", "JOBDIR")
 
 
 def test_the_command_writes_the_report(crawl, tmp_path):

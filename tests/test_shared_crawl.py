@@ -313,6 +313,17 @@ def test_two_processes_learn_and_use_one_set_of_url_rules(shared_redis, tmp_path
         assert len({a["url"] for a in avoided}) == len(avoided), "an avoided URL counted by both processes"
 
 
+def test_a_cluster_node_without_a_cluster_client_is_refused_at_start(cluster_frontier, tmp_path):
+    """REDIS_URL at a node of a Redis Cluster without scrapy-redis's REDIS_PARAMS: the plain client
+    meets MOVED for another node's keys (tracebacks mid-crawl, or a crawl on one node by luck):
+    one error at the start, naming the setting."""
+    r = subprocess.run(shared_cmd("http://127.0.0.1:9", cluster_frontier, tmp_path / "job"), cwd=ROOT,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0, r.stderr[-3000:]
+    assert "ConfigError: REDIS_URL points at a node of a Redis Cluster: set REDIS_PARAMS" in r.stderr, r.stderr[-3000:]
+    assert r.stderr.count("Traceback") == 1 and "Spider opened" not in r.stderr, r.stderr[-5000:]
+
+
 def test_a_retired_shared_rules_requests_are_requeued_on_a_redis_cluster(cluster_frontier, tmp_path):
     """The same site and two processes with the frontier, the store and the rule book on a Redis Cluster
     (scrapy-redis's client a ``RedisCluster``, ``REDIS_PARAMS``): a claim and a push cannot be one step

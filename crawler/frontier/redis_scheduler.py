@@ -215,6 +215,33 @@ class ReliableRedisScheduler(ScrapyRedisScheduler):
         instance.max_redeliveries = config.frontier_max_redeliveries
         return instance
 
+    @classmethod
+    def refuse_at_start(cls, settings: Any) -> None:
+        """What this frontier refuses before the engine starts (the scheduler is made only as it
+        opens, too late for one clear error): a plain client (no scrapy-redis ``REDIS_PARAMS``
+        ``redis_cls``) on a node of a Redis Cluster, which gets MOVED for every key of another
+        node's slots, so the crawl would fail later in tracebacks, or run on one node by luck.
+        Redis unreachable: nothing to tell (the frontier waits for it, as at any time)."""
+        from redis.cluster import RedisCluster
+        from scrapy_redis.connection import get_redis_from_settings
+
+        from ..config import ConfigError
+
+        server = get_redis_from_settings(settings)
+        try:
+            if isinstance(server, RedisCluster):
+                return
+            try:
+                enabled = server.info("cluster").get("cluster_enabled")
+            except Exception:  # noqa: S110  (down, or a server without INFO cluster)
+                return
+        finally:
+            server.close()
+        if enabled:
+            raise ConfigError("REDIS_URL points at a node of a Redis Cluster: set REDIS_PARAMS = "
+                              "{'redis_cls': 'redis.cluster.RedisCluster'} (scrapy-redis's setting) so the "
+                              "frontier's client is a cluster client")
+
     # -- opening and closing --------------------------------------------------------
 
     def open(self, spider: Spider) -> Any:
@@ -535,3 +562,4 @@ class ReliableRedisScheduler(ScrapyRedisScheduler):
             logger.warning("shared frontier: Redis is back")
             self._up_since = time.monotonic()
         self._down = False
+

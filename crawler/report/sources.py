@@ -81,6 +81,10 @@ def locate(path: str | Path) -> Inputs:
     """The inputs ``path`` names (see the module docstring), or ``ReportInputError``."""
     p = Path(path)
     where = str(path)
+    if "://" in where:  # (a Path would read "redis://h/0" as the directory "redis:/h/0")
+        raise ReportInputError(f"{where} is a URL: the report reads a crawl's files (its --out directory, store "
+                               f"directory, JOBDIR or duplicates file); a shared store's process keeps its "
+                               f"duplicates file and index in its JOBDIR")
     if not p.exists():
         raise ReportInputError(f"{p}: no such file or directory")
     if p.is_file():
