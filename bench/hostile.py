@@ -92,6 +92,8 @@ def scan_cost() -> None:
         "1,000,000 nested <div> (5 MB)": b"<div>" * 1_000_000 + words,
         "3,000,000 <b> (9 MB)": b"<b>" * 3_000_000,
         "1,000,000 closed <b> (8 MB, not hostile)": b"<b>x</b>" * 1_000_000,
+        "1,000 unclosed <b id=N>, then 14,000 <p>x</p> (125 KB)":
+            b"".join(b"<b id=%d>" % i for i in range(1000)) + b"<p>x</p>" * 14_000,
     }
     hostile = {}
     for name, body in shapes.items():

@@ -9,7 +9,7 @@ grow with the depth of the tree: 3,000,000 unclosed ``<b>`` (9 MB) took
 lexbor 8.5 s and 570 MB, and extracting the text 14 s and 860 MB, and
 1,000,000 nested ``<div>`` 27 s, against 1.7 s for 1,000,000 closed ``<b>``.
 
-``hostile_reason(data)`` says why a page is past one of three bounds, or None:
+``hostile_reason(data)`` says why a page is past one of four bounds, or None:
 
 * ``MAX_ATTRIBUTES`` attributes in one start tag (no real page comes near:
   within it lexbor's parse of that tag stays under 0.03 s);
@@ -17,7 +17,20 @@ lexbor 8.5 s and 570 MB, and extracting the text 14 s and 860 MB, and
   order say it, not counting the elements that never nest (void ones such
   as ``br img meta``, and ``p li dd dt td th tr option``, which the next of
   their kind closes): an estimate from above of what the parser builds;
-* ``MAX_ELEMENTS`` start tags in the page.
+* ``MAX_ELEMENTS`` start tags in the page;
+* ``MAX_REOPENED``: formatting elements the parser would open again. The HTML
+  Standard keeps a list of the formatting elements still open (``b i em
+  font``...): when a block closes around them and text follows, it opens each
+  again (it "reconstructs the active formatting elements"). 1,000 unclosed
+  ``<b id=N>`` then 14,000 ``<p>x</p>``, a page of 125 KB, make 14 million
+  elements: lexbor took 4 s and 5 GB to parse it. The estimate, from the
+  tags: at each tag other than these, the formatting start tags not yet
+  ended (``a`` and ``nobr`` left out: a new one closes the one before, so
+  they never pile up), summed, in numpy; past the bound, again tag by tag
+  with the Standard's "Noah's Ark" clause (of elements alike, 3 stay in the
+  list: an old page's unclosed ``<font face=a>`` on every line). The shared data's 2,762 real pages reach at
+  most 34,051 (a 400 KB chapter of a manual), against 200,000 for a page of
+  1,000 ``<b>`` and 100 ``<p>x</p>``.
 
 Past a bound the page is skipped, not parsed with the offending part cut
 (measured: the bounds are far above any real page, so what is past them is
@@ -28,9 +41,9 @@ keeps deeply nested blocks linear to parse.
 
 The scan reads bytes, for UTF-8 or any ASCII-compatible encoding (a UTF-16
 page is not seen by it). Cost: O(len(data)) in C and numpy, with Python work
-only per run of 2 * ``MAX_ATTRIBUTES`` bytes without a ``>``: 0.025 ms on a
-median article page against 1.8 ms to extract its text (``bench/hostile.py
---scan``). An attribute value holding ``>`` cuts a start tag in two for the
+only per run of 2 * ``MAX_ATTRIBUTES`` bytes without a ``>`` and for a page
+past the numpy estimate of ``MAX_REOPENED``: 0.11 ms on a median article page
+against 1.0 ms to extract its text (``bench/hostile.py --scan``). An attribute value holding ``>`` cuts a start tag in two for the
 count, so a tag can escape it that way, and many elements each just within
 the attribute bound add up: the worker's time budget
 (``NEARDUP_WORKER_TIMEOUT``) is the backstop.
@@ -43,6 +56,8 @@ True
 'elements nested 300000 deep (more than 250000)'
 >>> hostile_reason(b"<br>" * 300_000) is None
 True
+>>> hostile_reason(b"".join(b"<b id=%d>" % i for i in range(1000)) + b"<p>x</p>" * 1000)
+'more than 200000 formatting elements opened again'
 """
 
 from __future__ import annotations
@@ -58,6 +73,10 @@ MAX_ATTRIBUTES = 1000
 MAX_DEPTH = 250_000
 #: Start tags in a page past which it is hostile
 MAX_ELEMENTS = 2_000_000
+#: Formatting elements the parser would open again (estimated: see the module docstring) past which a page is hostile
+MAX_REOPENED = 200_000
+#: Formatting elements that pile up when left open (``a`` and ``nobr`` do not: a new one closes the one before)
+PILING_TAGS = ("b", "big", "code", "em", "font", "i", "s", "small", "strike", "strong", "tt", "u")
 #: Elements that never nest: void ones, and those the next of their kind closes (their tags do not count for depth)
 FLAT_TAGS = ("area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param", "source", "track",
              "wbr", "p", "li", "dd", "dt", "td", "th", "tr", "option")
@@ -67,6 +86,10 @@ _LT = 60  # "<"
 _SLASH = 47  # "/"
 _NAME = 8  # bytes of a tag name compared (FLAT_TAGS are shorter)
 _FLAT_KEYS = np.array([np.frombuffer(n.encode().ljust(_NAME, b"\0"), dtype=np.uint64)[0] for n in FLAT_TAGS])
+_PILING_KEYS = np.array([np.frombuffer(n.encode().ljust(_NAME, b"\0"), dtype=np.uint64)[0] for n in PILING_TAGS])
+_PILING_FIRST = np.zeros(256, dtype=bool)  # (a tag whose first byte is none of these is no piling one)
+_PILING_FIRST[[ord(c) for n in PILING_TAGS for c in (n[0], n[0].upper())]] = True
+_OFFSETS = np.arange(_NAME)
 _LAST_TAG_START = re.compile(rb".*<([A-Za-z][^\t\n\f\r />]*)", re.DOTALL)
 #: one attribute: a name, then maybe "=" and a value (quoted values may hold white space)
 _ATTRIBUTE = re.compile(rb"[^\t\n\f\r />=][^\t\n\f\r />=]*"
@@ -74,16 +97,87 @@ _ATTRIBUTE = re.compile(rb"[^\t\n\f\r />=][^\t\n\f\r />=]*"
 
 
 def hostile_reason(data: bytes, max_attributes: int = MAX_ATTRIBUTES, max_depth: int = MAX_DEPTH,
-                   max_elements: int = MAX_ELEMENTS) -> str | None:
+                   max_elements: int = MAX_ELEMENTS, max_reopened: int = MAX_REOPENED) -> str | None:
     """Why ``data`` should not be parsed (see the module docstring), or None. O(len(data))."""
-    if len(data) <= 2 * max_attributes and len(data) <= min(max_depth, max_elements):
+    if len(data) <= 2 * max_attributes and len(data) <= min(max_depth, max_elements) \
+            and len(data) ** 2 <= 16 * max_reopened:
         return None  # too short to hold any
     arr = np.frombuffer(data, dtype=np.uint8)
-    if np.count_nonzero(arr == _LT) > min(max_depth, max_elements):  # (the common page is done with this count)
+    lt = arr == _LT
+    tags = int(np.count_nonzero(lt))
+    if tags > min(max_depth, max_elements):  # (the common page is done with this count)
         why = _too_many_or_too_deep(arr, max_depth, max_elements)
         if why is not None:
             return why
+    if tags ** 2 > 4 * max_reopened:  # (fewer tags cannot reopen that many: open ones times the rest)
+        why = _reopened(arr, np.flatnonzero(lt), max_reopened)
+        if why is not None:
+            return why
     return _many_attributes(data, arr, max_attributes)
+
+
+def _reopened(arr: np.ndarray, lt: np.ndarray, max_reopened: int) -> str | None:
+    """Past ``max_reopened`` formatting elements the parser would open again (see the module
+    docstring), said; else None. ``lt``: the offsets of the page's "<". O(len(arr)); 0.15 ms
+    on an article page of the shared data, against 2 ms to fingerprint it."""
+    lt = lt[lt < arr.size - _NAME - 2]  # (a tag in the last bytes has nothing after it to open again)
+    end = arr[lt + 1] == _SLASH
+    first = lt + 1 + end  # a tag name's first byte
+    maybe = np.flatnonzero(_PILING_FIRST[arr[first]])
+    if maybe.size == 0:
+        return None
+    window = arr[first[maybe][:, None] + _OFFSETS]
+    low = window | 0x20
+    alnum = ((low >= 97) & (low <= 122)) | ((window >= 48) & (window <= 57))
+    names = np.ascontiguousarray(np.where(np.logical_and.accumulate(alnum, axis=1), low, 0)).view(np.uint64)[:, 0]
+    piling = maybe[(names[:, None] == _PILING_KEYS).any(axis=1)]  # (np.isin sorts: slower on a few hundred)
+    if piling.size * lt.size <= max_reopened:  # (each piling start tag open at every tag: not that many)
+        return None
+    step = np.zeros(lt.size, dtype=np.int64)
+    step[piling] = np.where(end[piling], -1, 1)
+    total = np.cumsum(step)
+    still_open = total - np.minimum(np.minimum.accumulate(total), 0)  # (a stray end tag closes nothing)
+    still_open[piling] = 0
+    if int(still_open.sum()) <= max_reopened:
+        return None
+    reopened = _reopened_with_noahs_ark(arr.tobytes(), max_reopened)  # (rare: no real page of the shared data)
+    if reopened > max_reopened:
+        return f"more than {max_reopened} formatting elements opened again"
+    return None
+
+
+_TAG = re.compile(rb"<(/?)([A-Za-z][^\t\n\f\r />]*)([^>]*)>")
+_PILING = frozenset(n.encode() for n in PILING_TAGS)
+
+
+def _reopened_with_noahs_ark(data: bytes, max_reopened: int) -> int:
+    """The same estimate, tag by tag, with the HTML Standard's "Noah's Ark" clause: of the open
+    formatting elements alike (the same tag and attributes), only the last 3 stay in the list, so
+    an old page's thousand unclosed ``<font face=a>`` reopen 3 each time, not a thousand. Stops
+    past ``max_reopened``. O(tags) in Python: asked only of a page the numpy estimate put past it."""
+    entries: list[tuple[bytes, bytes]] = []  # the open piling elements, oldest first
+    alike: dict[tuple[bytes, bytes], int] = {}
+    total = 0
+    for m in _TAG.finditer(data):
+        name = m.group(2).lower()
+        if name not in _PILING:
+            total += len(entries)
+            if total > max_reopened:
+                break
+        elif m.group(1):  # an end tag: the last open one of that name
+            for i in range(len(entries) - 1, -1, -1):
+                if entries[i][0] == name:
+                    alike[entries[i]] -= 1
+                    del entries[i]
+                    break
+        else:
+            key = (name, b" ".join(sorted(m.group(3).split())))
+            if alike.get(key, 0) >= 3:
+                entries.remove(key)  # (the earliest alike)
+                alike[key] -= 1
+            entries.append(key)
+            alike[key] = alike.get(key, 0) + 1
+    return total
 
 
 def _too_many_or_too_deep(arr: np.ndarray, max_depth: int, max_elements: int) -> str | None:
