@@ -14,6 +14,11 @@ def test_arguments_as_the_command_line_gives_them():
     assert args == SiteArguments(("http://a.test/", "https://b.test/x"), "/docs/", r"\?print=", 3, 500, False)
     assert SiteArguments.parse("http://a.test/") == SiteArguments(("http://a.test/",))
     assert SiteArguments.parse("http://a.test/", max_depth="0").max_depth == 0
+    # a comma separates URLs only before a scheme: one inside a URL is the URL's (it was split there)
+    assert SiteArguments.parse("http://a.test/n/1.html?a=1,2,HTTPS://b.test/?c=3,4").start_urls == \
+        ("http://a.test/n/1.html?a=1,2", "HTTPS://b.test/?c=3,4")
+    assert SiteArguments.parse(["http://a.test/?a=1,2", "http://b.test/"]).start_urls == \
+        ("http://a.test/?a=1,2", "http://b.test/")
 
 
 @pytest.mark.parametrize("word,value", [("true", True), ("YES", True), ("on", True), ("1", True),

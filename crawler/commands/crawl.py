@@ -146,7 +146,7 @@ def crawl(urls: list[str], out: Path, settings: dict[str, str], spider_args: dic
     def could_not_run(failure: Any) -> None:  # (consumed here: said once, below, not as a traceback)
         errors.append(failure.value)
 
-    process.crawl(crawler, start_url=",".join(urls), **spider_args).addErrback(could_not_run)
+    process.crawl(crawler, start_url=list(urls), **spider_args).addErrback(could_not_run)
     process.start()
     reason = crawler.stats.get_value("finish_reason")
     counts = CrawlCounts.from_stats(crawler.stats.get_stats()) if NearDupConfig.of(crawler).enabled else None
@@ -240,7 +240,7 @@ def command(argv: list[str]) -> int:
         if (problem := http_url_problem(url)) is not None:
             return fail("crawl", problem)
     try:
-        SiteArguments.parse(start_url=",".join(a.urls) or "http://127.0.0.1/",
+        SiteArguments.parse(start_url=list(a.urls) or "http://127.0.0.1/",
                             **{k: v for k, v in spider_args.items() if k in SPIDER_ARGUMENTS})
     except SpiderArgumentError as exc:
         return fail("crawl", f"-a {exc}")

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -74,10 +74,13 @@ class SiteArguments:
     stay_on_host: bool = True
 
     @classmethod
-    def parse(cls, start_url: str = "", allow: str = "", deny: str = "", max_depth: str | int = "",
+    def parse(cls, start_url: str | Sequence[str] = "", allow: str = "", deny: str = "", max_depth: str | int = "",
               max_pages: str | int = "", stay_on_host: str | bool = "true") -> SiteArguments:
-        """From the ``-a`` strings (or Python values); ``SpiderArgumentError`` names a bad one."""
-        urls = tuple(u.strip() for u in str(start_url).split(",") if u.strip())
+        """From the ``-a`` strings (or Python values: ``start_url`` a list of URLs too);
+        ``SpiderArgumentError`` names a bad one. Several URLs in one string are separated by
+        commas before ``http://`` or ``https://``: a comma inside a URL (``?a=1,2``) is its own."""
+        parts = [start_url] if isinstance(start_url, str) else list(start_url)
+        urls = tuple(u.strip() for part in parts for u in _URL_SEPARATOR.split(str(part)) if u.strip())
         if not urls:
             raise SpiderArgumentError(
                 "start_url: give at least one start URL: scrapy crawl site -a start_url=https://example.com/")
@@ -91,6 +94,10 @@ class SiteArguments:
                 raise SpiderArgumentError(f"{name} must be a regular expression, got {pattern!r} ({exc})") from None
         return cls(urls, allow, deny, _whole("max_depth", max_depth, 0), _whole("max_pages", max_pages, 1),
                    _flag("stay_on_host", stay_on_host))
+
+
+#: A comma that starts another URL (one a URL holds, ``?a=1,2``, does not)
+_URL_SEPARATOR = re.compile(r",(?=\s*https?://)", re.IGNORECASE)
 
 
 def _whole(name: str, value: str | int, lo: int) -> int | None:
@@ -117,7 +124,7 @@ def _flag(name: str, value: str | bool) -> bool:
 class SiteSpider(scrapy.Spider):
     name = "site"
 
-    def __init__(self, start_url: str = "", allow: str = "", deny: str = "", max_depth: str = "",
+    def __init__(self, start_url: str | Sequence[str] = "", allow: str = "", deny: str = "", max_depth: str = "",
                  max_pages: str = "", stay_on_host: str = "true", **kwargs: Any) -> None:
         super().__init__(**kwargs)
         args = SiteArguments.parse(start_url, allow, deny, max_depth, max_pages, stay_on_host)
