@@ -86,7 +86,8 @@ SCRIPT = textwrap.dedent('''
         print("held:", asyncio.run(mw._fingerprint(held)))
         if not workers.stopped:
             pid = live_worker(not_pid=pid)
-            print("after:", *outcome(page(f"after-{i}")))   # the replacement serves the next page
+            if __AFTER__:
+                print("after:", *outcome(page(f"after-{i}")))   # the replacement serves the next page
     print("later:", *outcome(page("later")))
     print("in the crawl's thread:", crawler.stats.get_value("neardup/fingerprinted_while_workers_start", 0))
     mw.spider_closed("finished")
@@ -95,22 +96,24 @@ SCRIPT = textwrap.dedent('''
 ''')
 
 
-def _run(rounds: int, kill: bool, timeout: float) -> subprocess.CompletedProcess:
+def _run(rounds: int, kill: bool, timeout: float, after: bool = True) -> subprocess.CompletedProcess:
     script = (SCRIPT.replace("__TIMEOUT__", repr(timeout)).replace("__ROUNDS__", str(rounds))
-              .replace("__KILL__", str(kill)))
+              .replace("__KILL__", str(kill)).replace("__AFTER__", str(after)))
     r = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
     return r
 
 
-def test_a_dead_worker_is_replaced_and_past_the_limit_the_filter_stops_checking():
-    r = _run(MAX_WORKER_RESTARTS + 1, kill=True, timeout=60)
+def test_a_dead_worker_is_replaced_and_past_the_limit_in_a_row_the_filter_stops_checking():
+    """Deaths in a row, no page answered between them (the machine kills the workers): past
+    MAX_WORKER_RESTARTS the filter stops checking, loudly."""
+    r = _run(MAX_WORKER_RESTARTS + 1, kill=True, timeout=60, after=False)
     lines = r.stdout.splitlines()
     assert lines[0] == "first: Future JobResult"
-    # each death: the page it held passes unchecked; a new worker serves the next page
-    assert lines[1 : 1 + 2 * MAX_WORKER_RESTARTS] == ["held: worker_died", "after: Future JobResult"] * MAX_WORKER_RESTARTS
+    # each death: the page it held passes unchecked; a new worker takes the next page
+    assert lines[1 : 1 + MAX_WORKER_RESTARTS] == ["held: worker_died"] * MAX_WORKER_RESTARTS
     # one death too many: the filter stops checking, and fingerprints nothing in the crawl's thread
-    rest = lines[1 + 2 * MAX_WORKER_RESTARTS :]
+    rest = lines[1 + MAX_WORKER_RESTARTS :]
     assert rest[:2] == ["held: worker_died", "later: Future no_worker"]
     assert rest[2:] == ["in the crawl's thread: 0", f"worker_restarts: {MAX_WORKER_RESTARTS}", "workers_stopped: 1",
                         f"skipped/worker_died: {MAX_WORKER_RESTARTS + 1}", "skipped/timeout: 0", "skipped/no_worker: 1"]
@@ -118,6 +121,19 @@ def test_a_dead_worker_is_replaced_and_past_the_limit_the_filter_stops_checking(
     assert log.count("the worker process died with http://127.0.0.1/held-") == MAX_WORKER_RESTARTS + 1
     assert "the filter STOPS CHECKING" in log
     assert "fingerprinting in the crawl's thread" not in log
+
+
+def test_deaths_among_answered_pages_never_stop_the_filter():
+    """A site's hostile pages, each killing its worker, among pages that are answered: each
+    costs one restart, and the filter goes on checking (six of them used to switch it off)."""
+    rounds = MAX_WORKER_RESTARTS + 2
+    r = _run(rounds, kill=True, timeout=60)
+    lines = r.stdout.splitlines()
+    assert lines[1 : 1 + 2 * rounds] == ["held: worker_died", "after: Future JobResult"] * rounds
+    assert lines[1 + 2 * rounds :] == [
+        "later: Future JobResult", "in the crawl's thread: 0", f"worker_restarts: {rounds}", "workers_stopped: 0",
+        f"skipped/worker_died: {rounds}", "skipped/timeout: 0", "skipped/no_worker: 0"]
+    assert "the filter STOPS CHECKING" not in r.stderr
 
 
 def test_a_page_past_the_time_budget_passes_unchecked_and_the_worker_is_replaced():

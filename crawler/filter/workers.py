@@ -40,10 +40,14 @@ Once a worker is up the crawl's thread never fingerprints:
   and is never tried again here: it may be what killed the worker;
 * while a worker restarts (a second or two), pages wait in the queue for it (or
   go to another worker, with several);
-* past ``MAX_WORKER_RESTARTS`` restarts in a crawl the filter stops checking:
-  an error in the log, ``neardup/workers_stopped``, and every later page passes
-  unchecked (``neardup/skipped/no_worker``). ``neardup/worker_restarts``
-  counts the restarts.
+* past ``MAX_WORKER_RESTARTS`` restarts in a row, with no page answered
+  between them (workers that cannot start, or that die whatever the page:
+  the machine, not the pages), the filter stops checking: an error in the
+  log, ``neardup/workers_stopped``, and every later page passes unchecked
+  (``neardup/skipped/no_worker``). A page a worker answers starts the count
+  again, so a site's hostile pages, each costing one restart among pages
+  that are answered, never switch the filter off. ``neardup/worker_restarts``
+  counts all the restarts.
 
 Warm-up: nothing compiles in the crawl's thread. ``FingerprintWorkers()``
 marks the compiled kernels not ready (``dedup.jit``) before the store is
@@ -95,7 +99,8 @@ STORE_CACHE_WAIT = 600.0
 STORE_KERNELS_FROM = 15_000
 #: Seconds between two looks at the store's size while it is smaller (the crawl's close ends the wait at once)
 STORE_SIZE_POLL = 1.0
-#: Worker restarts (after a death, a timeout or a failed start) in a crawl past which the filter stops checking
+#: Worker restarts (after a death, a timeout or a failed start) in a row, with no page answered between them, past
+#: which the filter stops checking
 MAX_WORKER_RESTARTS = 5
 #: Body bytes past which a page that arrives before the first worker is up waits for it rather than
 #: being fingerprinted in the crawl's thread (measured: see the module docstring)
@@ -145,6 +150,7 @@ class FingerprintWorkers:
         self._store_cached = threading.Event()
         self._threads: list[threading.Thread] = []
         self.restarts = 0
+        self._restarts_in_a_row = 0  # (since a worker last answered a page)
         self._started = time.monotonic()  # (start()'s time, for the log)
         self.stopped = False  # past MAX_WORKER_RESTARTS: no more checking
         #: set at the crawl's close (an Event: the warm-up's wait for the store wakes at once, rather
@@ -296,39 +302,41 @@ class FingerprintWorkers:
                 self._retire(worker, kill=False)
                 return
             try:
-                pending.set_result(worker.run(body, encoding, self.min_text, self.timeout, links))
-                continue
+                result = worker.run(body, encoding, self.min_text, self.timeout, links)
             except JobFailed as exc:
+                self._restarts_in_a_row = 0  # (the worker answered: the page was bad, not the worker)
                 pending.set_exception(exc)
                 continue
-            except WorkerTimeout:
-                outcome = TIMEOUT
-            except WorkerOutOfMemory:
-                outcome = OUT_OF_MEMORY
-            except WorkerDied:
-                outcome = WORKER_DIED
+            except (WorkerTimeout, WorkerOutOfMemory, WorkerDied) as exc:
+                outcome = TIMEOUT if isinstance(exc, WorkerTimeout) else \
+                    OUT_OF_MEMORY if isinstance(exc, WorkerOutOfMemory) else WORKER_DIED
+            else:
+                self._restarts_in_a_row = 0
+                pending.set_result(result)
+                continue
             # (killed before the page's answer, so that its replacement is counted first,
             # and the filter stopped first when it may not be replaced: whoever has the
             # answer sees ``stopped`` already set)
             self._retire(worker, kill=True)
             worker = None
             with self._lock:
-                if self.restarts >= MAX_WORKER_RESTARTS and not self.stopped and not self._closing.is_set():
+                if self._restarts_in_a_row >= MAX_WORKER_RESTARTS and not self.stopped and not self._closing.is_set():
                     self._stop()
             pending.set_result(outcome)
 
     def _start_worker(self, first: bool) -> WorkerProcess | None:
         """A new worker, this thread's first or a replacement; None once the
-        workers have stopped (past ``MAX_WORKER_RESTARTS``) or are closing."""
+        workers have stopped (past ``MAX_WORKER_RESTARTS`` in a row) or are closing."""
         while True:
             with self._lock:
                 if self.stopped or self._closing.is_set():
                     return None
                 if not first:
-                    if self.restarts >= MAX_WORKER_RESTARTS:
+                    if self._restarts_in_a_row >= MAX_WORKER_RESTARTS:
                         self._stop()
                         return None
                     self.restarts += 1
+                    self._restarts_in_a_row += 1
             first = False
             try:
                 worker = WorkerProcess(on_store_cached=self._store_cached.set, memory_mib=self.memory_mib)
@@ -351,10 +359,10 @@ class FingerprintWorkers:
     def _stop(self) -> None:
         """Stop checking (with ``self._lock`` held): every page waiting or to come passes unchecked."""
         self.stopped = True
-        logger.error("near-duplicate filter: the worker process was replaced %d times, the most a crawl allows "
-                     "(MAX_WORKER_RESTARTS); the filter STOPS CHECKING: every page from now on passes unchecked "
-                     "(neardup/skipped/no_worker), none is fingerprinted in the crawl's thread",
-                     MAX_WORKER_RESTARTS)
+        logger.error("near-duplicate filter: the worker process was replaced %d times in a row with no page "
+                     "answered between (MAX_WORKER_RESTARTS): the machine, not a page, stops it; the filter STOPS "
+                     "CHECKING: every page from now on passes unchecked (neardup/skipped/no_worker), none is "
+                     "fingerprinted in the crawl's thread", MAX_WORKER_RESTARTS)
         self._answer_the_queued()
         for _ in self._threads:  # (the other threads retire their workers)
             self._jobs.put(None)
