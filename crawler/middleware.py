@@ -57,7 +57,7 @@ from .filter.runs_log import RunsLog
 from .filter.store_faults import FILE_ERRORS, StoreOutage, stop_the_crawl
 from .filter.unchecked import HostilePageWithheld, declared_encoding, hostile_to_withhold, unchecked_reason
 from .filter.verdict import DROPPED, KEPT, Verdicts
-from .filter.workers import FingerprintWorkers, answer
+from .filter.workers import OUT_OF_MEMORY, TIMEOUT, WORKER_DIED, FingerprintWorkers, answer
 from .frontier.acks import AckTracker, response_id
 from .in_use import CrawlInUse, refuse_a_jobdir_in_use, store_in_use, store_is_in_use
 from .pipelines import index_page
@@ -65,6 +65,9 @@ from .pipelines import index_page
 __all__ = ["NearDupMiddleware", "declared_encoding"]  # (the ready spider decodes as the filter does)
 
 logger = logging.getLogger(__name__)
+
+#: The reasons a page passed unchecked that make it too costly for the crawl's thread to parse
+TOO_COSTLY = frozenset({TIMEOUT, OUT_OF_MEMORY, WORKER_DIED, "too_large"})
 
 _FILTERS: weakref.WeakKeyDictionary[Crawler, NearDupMiddleware] = weakref.WeakKeyDictionary()
 
@@ -268,6 +271,19 @@ class NearDupMiddleware:
             except Exception:  # (a failed page: counted and logged where the verdict takes it)
                 return None
         return pending.links if isinstance(pending, JobResult) else None
+
+    async def too_costly_to_parse(self, response: Response) -> str | None:
+        """Why the crawl's thread should not parse this page either (the ready spider's text
+        and links), or None: a worker ran out of time or memory over it or died with it, or it
+        is past ``NEARDUP_MAX_PAGE_BYTES``. Parsed in the crawl's thread instead, such a page
+        stalled the crawl for minutes. Awaited in the callback, like ``worker_links``."""
+        pending = self._pending.get(response)
+        if isinstance(pending, Future):
+            try:
+                pending = await answer(pending)
+            except Exception:  # (a page the worker could not read: JobFailed)
+                return None
+        return pending if pending in TOO_COSTLY else None
 
     async def _fingerprint(self, response: Response) -> JobResult | str:
         """The page's fingerprint, once it is there, or why it passes unchecked."""

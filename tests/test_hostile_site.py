@@ -73,6 +73,8 @@ def _hostile_pages() -> dict[str, tuple[dict[str, str], bytes]]:
         "/attributes.html": (html, attributes + b"</div></body></html>"),  # 2.3 MB, one <div>
         "/deep.html": (html, b"<html><body>" + b"<div>" * 1_000_000 + words),  # 1,000,000 deep
         "/bold.html": (html, b"<b>" * 3_000_000),  # 9 MB
+        # 125 KB that the parser makes into 14 million elements (each <b> opened again in each paragraph)
+        "/reopen.html": (html, b"".join(b"<b id=%d>" % i for i in range(1000)) + b"<p>x</p>" * 14_000),
         "/bomb.html": ({**html, "Content-Encoding": "gzip"}, _gzip_bomb(200 << 20)),  # 200 MB inflated
         # 58 MB of text in one paragraph: more than the worker's 1,500 MiB of address space can take
         "/memory.html": (html, b"<html><body><p>" + b"lorem ipsum dolor sit amet consectetur adipiscing elit sed"
@@ -105,10 +107,10 @@ def test_hostile_pages_do_not_stall_the_crawl(tmp_path):
     got = {i["url"][len(server.url):] for i in read_jsonl(tmp_path / "pages.jsonl")}
     assert set(normal) | {"/index.html"} <= got  # every other page was crawled and kept
     assert (stat(log, "neardup/kept") or 0) >= len(normal) + 1
-    # the three pages past the pre-parse scan's bounds: skipped, named, never parsed
-    assert stat(log, "neardup/skipped/hostile") == 3, log[-4000:]
+    # the four pages past the pre-parse scan's bounds: skipped, named, never parsed
+    assert stat(log, "neardup/skipped/hostile") == 4, log[-4000:]
     for path, why in (("/attributes.html", "more than 1000 attributes in one <div>"), ("/deep.html", "elements"),
-                      ("/bold.html", "3000000 elements")):
+                      ("/bold.html", "3000000 elements"), ("/reopen.html", "formatting elements opened again")):
         named = [line for line in log.splitlines() if f"{server.url}{path} not parsed" in line]
         assert named and why in named[0], (path, log[-4000:])
         # the ready spider did not parse it for links either (its item still came)
@@ -118,6 +120,8 @@ def test_hostile_pages_do_not_stall_the_crawl(tmp_path):
     # the page that ran the worker out of memory passed unchecked, named; the worker was replaced
     assert (stat(log, "neardup/skipped/out_of_memory") or stat(log, "neardup/skipped/worker_died")) == 1, log[-4000:]
     assert any(f"{server.url}/memory.html" in line and "worker process" in line for line in log.splitlines())
+    # and the ready spider did not parse it in the crawl's thread instead
+    assert f"{server.url}/memory.html is not parsed for its links or text: the filter's worker" in log, log[-4000:]
     assert stat(log, "neardup/worker_restarts") == 1
     assert stat(log, "neardup/fingerprinted_while_workers_start") is None or "/memory.html" in got
     lag = stat(log, "lag_probe/max_ms")
