@@ -90,8 +90,9 @@ def _spark_refusal(args: argparse.Namespace) -> str | None:
     for dest, option in _NOT_ON_SPARK.items():
         if getattr(args, dest) not in (None, False):
             return f"{option} does not apply with --engine spark"
-    out = args.out.removeprefix("file://")
-    if "://" not in out and os.path.isdir(out) and os.listdir(out):
+    from .spark.job import out_refusal
+
+    if out_refusal(args.out) is not None:
         return f"-o {args.out}: --engine spark writes into an empty or new directory (no resume)"
     return None
 
@@ -133,6 +134,10 @@ def _cmd_dedup(args: argparse.Namespace) -> int:
 
     logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    if args.html_field and (args.title_field or args.language_field):  # (they were left unread, silently)
+        print(f"{args.prog} dedup: --title-field and --language-field apply to --text-field records; with "
+              "--html-field the page gives its title and its language is read from its text", file=sys.stderr)
+        return 2
     if args.engine == "spark":
         return _cmd_dedup_spark(args)
     if args.spark_master is not None:

@@ -242,6 +242,34 @@ def test_command_with_engine_spark_refuses_what_does_not_apply(tmp_path, capsys,
     assert named in err and len(err.strip().splitlines()) == 1
 
 
+def test_a_file_given_twice_or_an_out_that_holds_a_run_is_refused(spark, tmp_path):
+    """As the one-machine command refuses them: a file given twice (each record was dropped as a
+    duplicate of itself), and, from the library too, an OUT that holds anything (a one-machine
+    run's outputs were mixed with the job's, its summary overwritten)."""
+    from scrapy_neardup.dedup.corpus import InputError
+    from scrapy_neardup.dedup.spark.job import run
+
+    path = tmp_path / "a.jsonl"
+    path.write_text('{"text": "near duplicate detection for web crawling with simhash"}\n')
+    with pytest.raises(InputError, match="given twice"):
+        run([str(path), str(tmp_path / "." / "a.jsonl")], str(tmp_path / "out"), spark=spark)
+    (tmp_path / "held").mkdir()
+    (tmp_path / "held" / "summary.json").write_text("{}")
+    with pytest.raises(ValueError, match="writes into an empty or new directory"):
+        run([str(path)], str(tmp_path / "held"), spark=spark)
+    assert (tmp_path / "held" / "summary.json").read_text() == "{}"
+
+
+@pytest.mark.parametrize("engine", ["local", "spark"])
+def test_title_and_language_fields_are_refused_with_an_html_field(tmp_path, capsys, engine):
+    from scrapy_neardup.dedup.cli import main
+
+    (tmp_path / "a.jsonl").write_text('{"html": "<p>x</p>", "lang": "de"}\n')
+    assert main(["dedup", str(tmp_path / "a.jsonl"), "-o", str(tmp_path / "out"), "--html-field", "html",
+                 "--language-field", "lang", "--engine", engine]) == 2
+    assert "apply to --text-field records" in capsys.readouterr().err
+
+
 def test_spark_options_are_refused_without_engine_spark(tmp_path, capsys):
     from scrapy_neardup.dedup.cli import main
 

@@ -34,6 +34,7 @@ import argparse
 import json
 import logging
 import os
+import re
 import sys
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -212,6 +213,17 @@ def _write_lines(spark: Any, lines: Any, path: str, fmt: str) -> None:
         spark.read.json(lines).write.parquet(path)
 
 
+def out_refusal(out: str) -> str | None:
+    """Why the job cannot write into ``out``, or None: a local directory that holds anything (a
+    one-machine run's outputs and state among them, which this would mix with its own and leave
+    answering another run's summary). The job has no resume: it writes into an empty or new one."""
+    local = out.removeprefix("file://").removeprefix("file:") if not re.match(r"[A-Za-z][\w+.-]*://", out) \
+        or out.startswith("file:") else None
+    if local is not None and os.path.isdir(local) and os.listdir(local):
+        return f"{out}: the Spark job writes into an empty or new directory (no resume)"
+    return None
+
+
 def run(inputs: Sequence[str], out: str, *, spark: Any = None, master: str | None = None, k: int = 3,
         text_field: str = "text", id_field: str | None = None, fields: FieldOptions | None = None,
         output_format: str = "jsonl", max_group: int | None = None, blocks: int | None = None,
@@ -237,6 +249,8 @@ def run(inputs: Sequence[str], out: str, *, spark: Any = None, master: str | Non
 
     if output_format not in FORMATS:
         raise ValueError(f"output_format must be one of {FORMATS}, got {output_format!r}")
+    if (why := out_refusal(out)) is not None:
+        raise ValueError(why)
     if fields is None:
         fields = FieldOptions(text_field=text_field, id_field=id_field)
         if min_tokens is not None:
