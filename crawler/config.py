@@ -128,7 +128,9 @@ class NearDupConfig:
                 value = float(raw)
             except (TypeError, ValueError):
                 raise ConfigError(f"{name} must be {kind}, got {raw!r}") from None
-            if not math.isfinite(value) or not ok(value):  # ("inf" seconds: no timeout the code can wait on)
+            if not math.isfinite(value):  # ("inf" seconds: no timeout the code can wait on)
+                raise ConfigError(f"{name} must be a finite number, got {raw!r}")
+            if not ok(value):
                 raise ConfigError(f"{name} must be {bounds}, got {raw!r}")
             return value
 

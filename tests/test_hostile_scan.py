@@ -78,6 +78,18 @@ def test_formatting_elements_reopened_past_the_bound():
     assert hostile_reason(_reopening(2, 40_000)) is None
     assert hostile_reason(b"<p><b>x</b> <i>y</i> <a href=z>w</a></p>" * 50_000) is None
     assert hostile_reason(b"<p>" + b"<a href=x>" * 5000 + b"</p>" + b"<p>x</p>" * 5000) is None
+    # end tags of another name close nothing, nor do those in a table cell (they are the cell's):
+    # the same 14 million elements (a reviewer's pages)
+    bs = b"".join(b"<b id=%d>" % i for i in range(1000))
+    assert hostile_reason(b"<p>" + bs + b"</i>" * 1000 + b"<p>x</p>" * 14_000) is not None
+    assert hostile_reason(b"<p>" + bs + b"<table><tr><td>" + b"</b>" * 1000 + b"</td></tr></table>"
+                          + b"<p>x</p>" * 14_000) is not None
+    # "<" that opens no tag does not count (it sent such pages to the tag-by-tag count, then quadratic)
+    assert hostile_reason(b"".join(b"<b id=%d>" % i for i in range(10_000)) + b"<0" * 25 + b"</i>" * 20_000) is None
+    # an old table of unclosed <font> in every cell: a cell drops what it opened (the Standard's markers)
+    cells = b"".join(b"<td><font face=Arial size=2 color=c%d>v</td>" % (i % 10) for i in range(6))
+    assert hostile_reason(b"<table>" + b"<tr>" + cells * 1 + b"</tr>" + (b"<tr>" + cells + b"</tr>") * 1500
+                          + b"</table>") is None
     # an old page's unclosed <font> on every line: alike, only 3 stay open (the Standard's Noah's Ark)
     assert hostile_reason(b"<FONT face=a><P>x</P>" * 20_000) is None
     assert hostile_reason(b"".join(b"<FONT face=a%d><P>x</P>" % i for i in range(1000))) is not None

@@ -17,8 +17,8 @@ def test_arguments_as_the_command_line_gives_them():
     # a comma separates URLs only before a scheme: one inside a URL is the URL's (it was split there)
     assert SiteArguments.parse("http://a.test/n/1.html?a=1,2,HTTPS://b.test/?c=3,4").start_urls == \
         ("http://a.test/n/1.html?a=1,2", "HTTPS://b.test/?c=3,4")
-    assert SiteArguments.parse(["http://a.test/?a=1,2", "http://b.test/"]).start_urls == \
-        ("http://a.test/?a=1,2", "http://b.test/")
+    assert SiteArguments.parse(["http://a.test/?a=1,2", "http://b.test/?u=a,https://c.test/"]).start_urls == \
+        ("http://a.test/?a=1,2", "http://b.test/?u=a,https://c.test/")  # (a list is not split again)
 
 
 @pytest.mark.parametrize("word,value", [("true", True), ("YES", True), ("on", True), ("1", True),

@@ -40,9 +40,10 @@ Once a worker is up the crawl's thread never fingerprints:
   and is never tried again here: it may be what killed the worker;
 * while a worker restarts (a second or two), pages wait in the queue for it (or
   go to another worker, with several);
-* past ``MAX_WORKER_RESTARTS`` restarts in a row, with no page answered
-  between them (workers that cannot start, or that die whatever the page:
-  the machine, not the pages), the filter stops checking: an error in the
+* past ``MAX_WORKER_RESTARTS`` restarts of one worker in a row, with no page
+  answered between them (workers that die whatever the page: the machine,
+  not the pages), or as many workers that did not start in the crawl, the
+  filter stops checking: an error in the
   log, ``neardup/workers_stopped``, and every later page passes unchecked
   (``neardup/skipped/no_worker``). A page a worker answers starts the count
   again, so a site's hostile pages, each costing one restart among pages
@@ -150,7 +151,8 @@ class FingerprintWorkers:
         self._store_cached = threading.Event()
         self._threads: list[threading.Thread] = []
         self.restarts = 0
-        self._restarts_in_a_row = 0  # (since a worker last answered a page)
+        self._failed_starts = 0  # (a worker that did not start: the machine's doing, whatever the pages)
+        self._thread = threading.local()  # each serving thread's ``in_a_row``: restarts since its worker answered
         self._started = time.monotonic()  # (start()'s time, for the log)
         self.stopped = False  # past MAX_WORKER_RESTARTS: no more checking
         #: set at the crawl's close (an Event: the warm-up's wait for the store wakes at once, rather
@@ -282,6 +284,7 @@ class FingerprintWorkers:
         """Hand pages from the queue to one worker, replacing it as needed."""
         worker: WorkerProcess | None = None
         first = True
+        self._thread.in_a_row = 0
         while True:
             if worker is None:
                 worker = self._start_worker(first)
@@ -304,14 +307,14 @@ class FingerprintWorkers:
             try:
                 result = worker.run(body, encoding, self.min_text, self.timeout, links)
             except JobFailed as exc:
-                self._restarts_in_a_row = 0  # (the worker answered: the page was bad, not the worker)
+                self._thread.in_a_row = 0  # (the worker answered: the page was bad, not the worker)
                 pending.set_exception(exc)
                 continue
             except (WorkerTimeout, WorkerOutOfMemory, WorkerDied) as exc:
                 outcome = TIMEOUT if isinstance(exc, WorkerTimeout) else \
                     OUT_OF_MEMORY if isinstance(exc, WorkerOutOfMemory) else WORKER_DIED
             else:
-                self._restarts_in_a_row = 0
+                self._thread.in_a_row = 0
                 pending.set_result(result)
                 continue
             # (killed before the page's answer, so that its replacement is counted first,
@@ -320,7 +323,7 @@ class FingerprintWorkers:
             self._retire(worker, kill=True)
             worker = None
             with self._lock:
-                if self._restarts_in_a_row >= MAX_WORKER_RESTARTS and not self.stopped and not self._closing.is_set():
+                if self._thread.in_a_row >= MAX_WORKER_RESTARTS and not self.stopped and not self._closing.is_set():
                     self._stop()
             pending.set_result(outcome)
 
@@ -332,16 +335,18 @@ class FingerprintWorkers:
                 if self.stopped or self._closing.is_set():
                     return None
                 if not first:
-                    if self._restarts_in_a_row >= MAX_WORKER_RESTARTS:
+                    if self._thread.in_a_row >= MAX_WORKER_RESTARTS or self._failed_starts > MAX_WORKER_RESTARTS:
                         self._stop()
                         return None
                     self.restarts += 1
-                    self._restarts_in_a_row += 1
+                    self._thread.in_a_row += 1
             first = False
             try:
                 worker = WorkerProcess(on_store_cached=self._store_cached.set, memory_mib=self.memory_mib)
             except (WorkerDied, OSError) as exc:
                 logger.warning("near-duplicate filter: a worker process did not start: %s", exc)
+                with self._lock:
+                    self._failed_starts += 1  # (counted for the whole crawl: no answered page makes up for it)
                 continue
             with self._lock:
                 self._live.add(worker)
@@ -360,7 +365,8 @@ class FingerprintWorkers:
         """Stop checking (with ``self._lock`` held): every page waiting or to come passes unchecked."""
         self.stopped = True
         logger.error("near-duplicate filter: the worker process was replaced %d times in a row with no page "
-                     "answered between (MAX_WORKER_RESTARTS): the machine, not a page, stops it; the filter STOPS "
+                     "answered between, or failed to start as often (MAX_WORKER_RESTARTS): the machine, not a page, "
+                     "stops it; the filter STOPS "
                      "CHECKING: every page from now on passes unchecked (neardup/skipped/no_worker), none is "
                      "fingerprinted in the crawl's thread", MAX_WORKER_RESTARTS)
         self._answer_the_queued()

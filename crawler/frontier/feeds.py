@@ -127,6 +127,7 @@ class FeedFile(io.RawIOBase):
         self._skip_row = skip_row  # the CSV header row the document already has
         self._capture_row = capture_row
         self.csv_header: bytes | None = None  # a new CSV document's header row, once written
+        self.failed = False  # a write raised: nothing past ``committed`` may be trusted
 
     def writable(self) -> bool:
         return True
@@ -159,7 +160,13 @@ class FeedFile(io.RawIOBase):
             if data[:1] in (b"{", b"["):
                 data = self._separator + data
             self._separator = b""
-        self._fh.write(data)
+        try:
+            self._fh.write(data)
+        except OSError:
+            # (a full disk: how much of the item reached the file is unknown, and Scrapy's signal
+            # dispatcher only logs the error; the ledger stops the crawl at its next commit)
+            self.failed = True
+            raise
         self.pos += len(data)
         return n
 
@@ -320,6 +327,9 @@ class FeedLedger:
         O(items pending x rounds); rounds are few."""
         if not self._files:
             return candidates, set()
+        if not self.failed and (broken := next((f for f in self._files.values() if f.file.failed), None)):
+            self.failed = True
+            stop_for_feed(self.crawler, broken.file.path, OSError("an item could not be written"))
         if self.failed:
             return [], set(candidates)
         ok = set(candidates)
@@ -415,10 +425,7 @@ class FlushGate:
             slots = [slot for ext in self.crawler.extensions.middlewares if isinstance(ext, FeedExporter)
                      for slot in ext.slots]
         except Exception as exc:  # (a Scrapy that hides the slots: never stop the crawl over it)
-            if not self._warned:
-                logger.warning("frontier: could not find the feed files to flush before acknowledging (%r); "
-                               "a kill may lose the last items of a feed", exc)
-                self._warned = True
+            self._warn(exc)
             return True
         for slot in slots:
             fh = getattr(slot, "file", None)
@@ -429,7 +436,15 @@ class FlushGate:
                     self._failed = True
                     stop_for_feed(self.crawler, getattr(slot, "uri", "a feed file"), exc)
                     return False
+                except Exception as exc:  # (a file closed meanwhile by its storage, say: not worth a stop)
+                    self._warn(exc)
         return True
+
+    def _warn(self, exc: Exception) -> None:
+        if not self._warned:
+            logger.warning("frontier: could not flush the feed files before acknowledging (%r); "
+                           "a kill may lose the last items of a feed", exc)
+            self._warned = True
 
 
 def stop_for_feed(crawler: Crawler, feed: str, exc: OSError) -> None:

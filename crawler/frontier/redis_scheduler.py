@@ -276,7 +276,9 @@ class ReliableRedisScheduler(ScrapyRedisScheduler):
         self._backlog: deque[Request] = deque()
         self.accepted = self.pushed = 0  # requests handed to enqueue_request / that reached Redis
         self._down = False
-        self._up_since: float | None = None  # (after an outage this process saw: see ``_may_reclaim``)
+        # (since Redis answered this process without a break: a lease from its start too, as an outage just
+        # before it left every heartbeat stale: see ``_may_reclaim``)
+        self._up_since = time.monotonic()
         self._live_inflight = 0
         self.tracker = AckTracker.of(self.crawler)
         self.tracker.add_gate(FlushGate(self.crawler))
@@ -534,10 +536,11 @@ class ReliableRedisScheduler(ScrapyRedisScheduler):
         process for a whole lease after an outage it saw: an outage silences every process, and
         one longer than the lease left every heartbeat stale, so the first to see Redis back
         would take the others' requests while they still work on them (their pages emitted
-        twice). Within the lease each live process beats again."""
+        twice). Within the lease each live process beats again. So too after this process's start
+        (it may start just after an outage): a dead process's requests wait a lease more at most."""
         if self._down:  # (this beat is the first call to reach Redis since: not a lease of it yet)
             return False
-        return self._up_since is None or time.monotonic() - self._up_since >= self.lease
+        return time.monotonic() - self._up_since >= self.lease
 
     def _wake_engine(self) -> None:
         """Ask the engine for requests now: an idle engine asks the scheduler only

@@ -79,8 +79,8 @@ class SiteArguments:
         """From the ``-a`` strings (or Python values: ``start_url`` a list of URLs too);
         ``SpiderArgumentError`` names a bad one. Several URLs in one string are separated by
         commas before ``http://`` or ``https://``: a comma inside a URL (``?a=1,2``) is its own."""
-        parts = [start_url] if isinstance(start_url, str) else list(start_url)
-        urls = tuple(u.strip() for part in parts for u in _URL_SEPARATOR.split(str(part)) if u.strip())
+        parts = _URL_SEPARATOR.split(start_url) if isinstance(start_url, str) else [str(u) for u in start_url]
+        urls = tuple(u.strip() for u in parts if u.strip())
         if not urls:
             raise SpiderArgumentError(
                 "start_url: give at least one start URL: scrapy crawl site -a start_url=https://example.com/")

@@ -101,6 +101,7 @@ def list_inputs(sc: Any, inputs: Sequence[str]) -> list[SparkInput]:
     """The input files in input order (see the module). Raises ``InputError``
     for an argument that names no file this reads."""
     files: list[SparkInput] = []
+    uris: set[str] = set()
     local = [arg for arg in inputs if not _is_uri(arg)]
     # the local files, as the one-machine command takes them (a file given twice refused: its records
     # would all be named duplicates of themselves), then in the arguments' order among the URIs
@@ -133,8 +134,9 @@ def list_inputs(sc: Any, inputs: Sequence[str]) -> list[SparkInput]:
         if not found:
             raise InputError(f"{arg}: matches no file this reads")
         for uri, size in sorted(found):
-            if any(f.uri == uri for f in files):
+            if uri in uris:
                 raise InputError(f"{uri}: given twice")
+            uris.add(uri)
             kind = kind_of(uri)
             assert kind is not None
             files.append(SparkInput(display_path(uri), kind, uri, False, size))
