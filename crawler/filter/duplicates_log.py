@@ -41,7 +41,7 @@ from scrapy_neardup.dedup.store.backends import private_file
 
 from ..clock import utc_now
 from ..frontier.acks import AckTracker
-from ..frontier.scheduler import stop_crawl
+from ..frontier.stop import stop_crawl
 
 logger = logging.getLogger(__name__)
 

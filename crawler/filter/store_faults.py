@@ -30,7 +30,7 @@ from scrapy_neardup.dedup.store.backends import StoreError
 
 from ..config import NearDupConfig
 from ..counts import count_unchecked
-from ..frontier.scheduler import stop_crawl
+from ..frontier.stop import stop_crawl
 from .verdict import SKIPPED
 
 logger = logging.getLogger(__name__)

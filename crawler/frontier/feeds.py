@@ -56,6 +56,7 @@ from scrapy.utils.misc import build_from_crawler, load_object
 
 from .acks import response_id
 from .db import FeedRow, FrontierDB
+from .stop import stop_crawl
 
 logger = logging.getLogger(__name__)
 
@@ -452,8 +453,6 @@ def stop_for_feed(crawler: Crawler, feed: str, exc: OSError) -> None:
     cannot be written does. Its gate stays shut, so no request whose items it may have
     lost is acknowledged: the resume cuts the file to what was committed and fetches
     them again."""
-    from .scheduler import stop_crawl  # (the scheduler imports this module)
-
     if crawler.stats.get_value("neardup/feed_error"):  # (said once; both feed gates may meet it)
         return
     logger.error("frontier: the feed %s cannot be written (%s); stopping the crawl. What was committed is kept: "

@@ -38,6 +38,7 @@ from .codec import CorruptRequest, UnserializableRequest, decode_request, encode
 from .db import FrontierDB, FrontierError
 from .dupefilter import DurableDupeFilter
 from .feeds import FeedLedger, FlushGate
+from .stop import stop_crawl
 
 logger = logging.getLogger(__name__)
 
@@ -276,16 +277,4 @@ class DurableScheduler(BaseScheduler):
         logger.error("%s; stopping the crawl (what was committed is kept: resume with the same JOBDIR)", exc)
         self.stats.set_value("neardup/frontier/error", str(exc)[:200])
         stop_crawl(self.crawler, "frontier_error")
-
-
-def stop_crawl(crawler: Crawler, reason: str) -> None:
-    """Close the spider soon (from the reactor), with ``reason`` as its finish reason."""
-    try:
-        engine = crawler.engine
-    except RuntimeError:  # not crawling
-        return
-    from scrapy.utils.asyncio import call_later
-    from scrapy.utils.defer import deferred_from_coro
-
-    call_later(0, lambda: deferred_from_coro(engine.close_spider_async(reason=reason)))
 

@@ -29,7 +29,7 @@ from scrapy.http import Request, Response
 from scrapy.http.request import NO_CALLBACK
 
 from ..frontier.acks import AckTracker, request_id
-from ..frontier.scheduler import stop_crawl
+from ..frontier.stop import stop_crawl
 
 logger = logging.getLogger(__name__)
 
