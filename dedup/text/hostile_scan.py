@@ -43,7 +43,7 @@ keeps deeply nested blocks linear to parse.
 The scan reads bytes, for UTF-8 or any ASCII-compatible encoding (a UTF-16
 page is not seen by it). Cost: O(len(data)) in C and numpy, with Python work
 only per run of 2 * ``MAX_ATTRIBUTES`` bytes without a ``>`` and for a page
-past the numpy estimate of ``MAX_REOPENED``: 0.11 ms on a median article page
+past the numpy estimate of ``MAX_REOPENED``: 0.12 ms on a median article page
 against 1.0 ms to extract its text (``bench/hostile.py --scan``). An attribute value holding ``>`` cuts a start tag in two for the
 count, so a tag can escape it that way, and many elements each just within
 the attribute bound add up: the worker's time budget
@@ -121,7 +121,7 @@ def hostile_reason(data: bytes, max_attributes: int = MAX_ATTRIBUTES, max_depth:
 
 def _reopened(arr: np.ndarray, lt: np.ndarray, max_reopened: int) -> str | None:
     """Past ``max_reopened`` formatting elements the parser would open again (see the module
-    docstring), said; else None. ``lt``: the offsets of the page's "<". O(len(arr)); 0.11 ms
+    docstring), said; else None. ``lt``: the offsets of the page's "<". O(len(arr)); 0.12 ms
     on an article page of the shared data, against 1 ms to extract its text."""
     lt = lt[lt < arr.size - _NAME - 2]  # (a tag in the last bytes has nothing after it to open again)
     end = arr[lt + 1] == _SLASH
