@@ -63,6 +63,24 @@ def fill(directory: Path, leave: int) -> None:
         fh.write(b"\0" * max(0, free - leave))
 
 
+class DiskFiller:
+    """A site's ``delay`` that fills ``tmpfs`` once ``at`` requests have reached ``server`` (set
+    once it serves), leaving ``leave`` bytes free: the disk fills while the crawl is under way."""
+
+    def __init__(self, site: DupSite, tmpfs: Path, at: int, leave: int) -> None:
+        self.site, self.tmpfs, self.at, self.leave = site, tmpfs, at, leave
+        self.server: PageServer | None = None
+        self.filled = threading.Event()
+        self._lock = threading.Lock()
+
+    def delay(self, path: str) -> float:
+        with self._lock:
+            if not self.filled.is_set() and self.server is not None and len(self.server.requests) >= self.at:
+                fill(self.tmpfs, leave=self.leave)
+                self.filled.set()
+        return random.Random(path).uniform(*self.site.delay)
+
+
 def test_a_full_disk_stops_the_crawl_clearly_and_a_resume_loses_nothing(tmpfs, tmp_path):
     """The disk fills once the crawl is under way (at its 5th request), leaving room for a page
     or two: what its start writes (350-400 KB, which a fixed room left at the start had to guess:
@@ -71,20 +89,13 @@ def test_a_full_disk_stops_the_crawl_clearly_and_a_resume_loses_nothing(tmpfs, t
     site = DupSite()
     job = tmpfs / "job"
     feed = tmp_path / "feed.jsonl"
-    lock, filled = threading.Lock(), threading.Event()
-
-    def fill_mid_crawl(path: str) -> float:
-        with lock:
-            if not filled.is_set() and len(server.requests) >= 5:
-                fill(tmpfs, leave=64 * 1024)
-                filled.set()
-        return random.Random(path).uniform(*site.delay)
-
-    with PageServer(site.page, fill_mid_crawl) as server:
+    filler = DiskFiller(site, tmpfs, at=5, leave=64 * 1024)
+    with PageServer(site.page, filler.delay) as server:
+        filler.server = server
         r = run(crawl_cmd(server.url, job, feed))
         log = r.stderr
         (tmp_path / "first.log").write_text(log)
-        assert filled.is_set(), log[-3000:]
+        assert filler.filled.is_set(), log[-3000:]
         assert "'finish_reason': 'finished'" not in log, "the crawl should have run out of disk"
         assert "disk is full" in log.lower() or "no space left" in log.lower(), log[-3000:]
         assert "Traceback" not in log.split("Dumping Scrapy stats")[0] or "stopping the crawl" in log, log[-3000:]
@@ -104,19 +115,12 @@ def test_a_full_disk_under_the_duplicates_file_stops_the_crawl_and_a_resume_lose
     site = DupSite()
     job, feed = tmp_path / "job", tmp_path / "feed.jsonl"
     dups = tmpfs / "duplicates.jsonl"
-    lock, filled = threading.Lock(), threading.Event()
-
-    def fill_mid_crawl(path: str) -> float:
-        with lock:
-            if not filled.is_set() and len(server.requests) >= 8:
-                fill(tmpfs, leave=0)
-                filled.set()
-        return random.Random(path).uniform(*site.delay)
-
-    with PageServer(site.page, fill_mid_crawl) as server:
+    filler = DiskFiller(site, tmpfs, at=8, leave=0)
+    with PageServer(site.page, filler.delay) as server:
+        filler.server = server
         r = run([*crawl_cmd(server.url, job, feed), "-s", f"NEARDUP_DUPLICATES_FILE={dups}"], timeout=180)
         log = r.stderr
-        assert filled.is_set(), log[-3000:]
+        assert filler.filled.is_set(), log[-3000:]
         assert f"the duplicates file {dups} cannot be written" in log and "No space left" in log, log[-3000:]
         assert "'finish_reason': 'duplicates_file_error'" in log, log[-3000:]
         assert "Traceback" not in log, log[-5000:]
@@ -137,19 +141,12 @@ def test_a_full_disk_under_the_feed_stops_the_crawl_and_a_resume_loses_nothing(t
     acknowledging requests whose items the full disk had lost, and the resume could not bring them back."""
     site = DupSite()
     job, feed = tmp_path / "job", tmpfs / "feed.jsonl"
-    lock, filled = threading.Lock(), threading.Event()
-
-    def fill_mid_crawl(path: str) -> float:
-        with lock:
-            if not filled.is_set() and len(server.requests) >= 8:
-                fill(tmpfs, leave=0)
-                filled.set()
-        return random.Random(path).uniform(*site.delay)
-
-    with PageServer(site.page, fill_mid_crawl) as server:
+    filler = DiskFiller(site, tmpfs, at=8, leave=0)
+    with PageServer(site.page, filler.delay) as server:
+        filler.server = server
         r = run(crawl_cmd(server.url, job, feed), timeout=180)
         log = r.stderr
-        assert filled.is_set(), log[-3000:]
+        assert filler.filled.is_set(), log[-3000:]
         assert "frontier: the feed " in log and "cannot be written" in log and "No space left" in log, log[-3000:]
         assert "'finish_reason': 'feed_error'" in log, log[-3000:]
         for filler in tmpfs.glob("filler-*"):  # room again, as a user would make it
