@@ -41,7 +41,7 @@ from scrapy_neardup.dedup.store.backends import private_file
 
 from ..clock import utc_now
 from ..frontier.acks import AckTracker
-from ..frontier.stop import stop_crawl
+from ..frontier.stop import stop_for_failed_write
 
 logger = logging.getLogger(__name__)
 
@@ -180,10 +180,6 @@ class DuplicatesLog:
         frontier's gate stays shut), so every drop not yet on disk is decided and
         written again after a resume; nothing raises into the caller (the frontier's
         commit, a verdict), where the error would repeat at every step."""
-        if self._failed:
-            return
         self._failed = True
-        logger.error("near-duplicate filter: the duplicates file %s cannot be written (%s); stopping the crawl. "
-                     "What was committed is kept: fix the cause and resume with the same JOBDIR", self._path, exc)
-        self._crawler.stats.set_value("neardup/duplicates_file_error", f"{type(exc).__name__}: {exc}"[:200])
-        stop_crawl(self._crawler, "duplicates_file_error")
+        stop_for_failed_write(self._crawler, "near-duplicate filter", f"the duplicates file {self._path}", exc,
+                              "duplicates_file_error")

@@ -30,7 +30,7 @@ from scrapy_neardup.dedup.store.backends import StoreError
 
 from ..config import NearDupConfig
 from ..counts import count_unchecked
-from ..frontier.stop import stop_crawl
+from ..frontier.stop import stop_for_failed_write
 from .verdict import SKIPPED
 
 logger = logging.getLogger(__name__)
@@ -101,8 +101,5 @@ class StoreOutage:
 def stop_the_crawl(crawler: Crawler, config: NearDupConfig, exc: BaseException) -> None:
     """The store cannot be written (disk full, read-only, removed): stop the
     crawl; every record committed so far stays, and a resume goes on from there."""
-    logger.error("near-duplicate filter: its files (store %s) cannot be written (%s: %s); stopping the "
-                 "crawl. What was committed is kept: fix the cause and resume with the same JOBDIR",
-                 config.store_shown, type(exc).__name__, exc)
-    crawler.stats.set_value("neardup/store_error", f"{type(exc).__name__}: {exc}"[:200])
-    stop_crawl(crawler, "store_error")
+    stop_for_failed_write(crawler, "near-duplicate filter", f"its files (store {config.store_shown})", exc,
+                          "store_error", shown=f"{type(exc).__name__}: {exc}")

@@ -56,7 +56,7 @@ from scrapy.utils.misc import build_from_crawler, load_object
 
 from .acks import response_id
 from .db import FeedRow, FrontierDB
-from .stop import stop_crawl
+from .stop import stop_for_failed_write
 
 logger = logging.getLogger(__name__)
 
@@ -453,12 +453,7 @@ def stop_for_feed(crawler: Crawler, feed: str, exc: OSError) -> None:
     cannot be written does. Its gate stays shut, so no request whose items it may have
     lost is acknowledged: the resume cuts the file to what was committed and fetches
     them again."""
-    if crawler.stats.get_value("neardup/feed_error"):  # (said once; both feed gates may meet it)
-        return
-    logger.error("frontier: the feed %s cannot be written (%s); stopping the crawl. What was committed is kept: "
-                 "fix the cause and resume with the same JOBDIR", feed, exc)
-    crawler.stats.set_value("neardup/feed_error", f"{type(exc).__name__}: {exc}"[:200])
-    stop_crawl(crawler, "feed_error")
+    stop_for_failed_write(crawler, "frontier", f"the feed {feed}", exc, "feed_error")
 
 
 _BY_CRAWLER: weakref.WeakKeyDictionary[Crawler, FeedLedger] = weakref.WeakKeyDictionary()
