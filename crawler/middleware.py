@@ -264,26 +264,27 @@ class NearDupMiddleware:
         did not read them (a page fingerprinted while the workers start, one
         passed unchecked, hostile or failed): the spider extracts them itself.
         Awaited in the callback; the verdict waits for the same answer."""
+        pending = await self._answered(response)
+        return pending.links if isinstance(pending, JobResult) else None
+
+    async def _answered(self, response: Response) -> JobResult | str | None:
+        """The page's fingerprint, or why it passes unchecked, once there; None for a page the
+        worker could not read (counted and logged where the verdict takes it) or not seen."""
         pending = self._pending.get(response)
         if isinstance(pending, Future):
             try:
-                pending = await answer(pending)
-            except Exception:  # (a failed page: counted and logged where the verdict takes it)
+                return await answer(pending)
+            except Exception:
                 return None
-        return pending.links if isinstance(pending, JobResult) else None
+        return pending
 
     async def too_costly_to_parse(self, response: Response) -> str | None:
         """Why the crawl's thread should not parse this page either (the ready spider's text
         and links), or None: a worker ran out of time or memory over it or died with it, or it
         is past ``NEARDUP_MAX_PAGE_BYTES``. Parsed in the crawl's thread instead, such a page
         stalled the crawl for minutes. Awaited in the callback, like ``worker_links``."""
-        pending = self._pending.get(response)
-        if isinstance(pending, Future):
-            try:
-                pending = await answer(pending)
-            except Exception:  # (a page the worker could not read: JobFailed)
-                return None
-        return pending if pending in TOO_COSTLY else None
+        pending = await self._answered(response)
+        return pending if isinstance(pending, str) and pending in TOO_COSTLY else None
 
     async def _fingerprint(self, response: Response) -> JobResult | str:
         """The page's fingerprint, once it is there, or why it passes unchecked."""
