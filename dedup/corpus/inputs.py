@@ -104,14 +104,17 @@ def default_id(file: InputFile, rec: RawRecord) -> str:
     return file.path
 
 
-def expand_inputs(args: list[str], out: str | os.PathLike[str] | None = None) -> list[InputFile]:
+def expand_inputs(args: list[str], out: str | os.PathLike[str] | None = None,
+                  seen: dict[str, str] | None = None) -> list[InputFile]:
     """The files the arguments name, in order: a file as given, a directory's
     files of a known kind sorted by path (recursively), a glob's matches sorted.
     Files under ``out`` (the run's own outputs and state) are never inputs: a
     directory or a glob leaves them out, and a file named there is refused.
+    ``seen``: the files named so far (real path -> as given), for a caller that expands its
+    arguments one at a time; a file named twice is refused either way.
     Raises ``InputError`` for an argument that names nothing, or a file of no known kind."""
     inside = _under(out)
-    seen: dict[str, str] = {}  # real path -> as given
+    seen = {} if seen is None else seen  # real path -> as given (a caller's, across its calls)
     found: list[str]
     files: list[InputFile] = []
     for arg in args:

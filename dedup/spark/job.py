@@ -34,7 +34,6 @@ import argparse
 import json
 import logging
 import os
-import re
 import sys
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -42,7 +41,7 @@ from typing import Any
 
 from scrapy_neardup.dedup.corpus.inputs import RawRecord
 from scrapy_neardup.dedup.corpus.jobs import FieldOptions
-from scrapy_neardup.dedup.spark.reader import OFFSET_BITS, SparkInput, split_position
+from scrapy_neardup.dedup.spark.reader import OFFSET_BITS, SparkInput, display_path, split_position
 
 logger = logging.getLogger(__name__)
 
@@ -217,9 +216,8 @@ def out_refusal(out: str) -> str | None:
     """Why the job cannot write into ``out``, or None: a local directory that holds anything (a
     one-machine run's outputs and state among them, which this would mix with its own and leave
     answering another run's summary). The job has no resume: it writes into an empty or new one."""
-    local = out.removeprefix("file://").removeprefix("file:") if not re.match(r"[A-Za-z][\w+.-]*://", out) \
-        or out.startswith("file:") else None
-    if local is not None and os.path.isdir(local) and os.listdir(local):
+    local = display_path(out)  # (a local path, or another file system's URI as it is)
+    if "://" not in local and os.path.isdir(local) and os.listdir(local):
         return f"{out}: the Spark job writes into an empty or new directory (no resume)"
     return None
 

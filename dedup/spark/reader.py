@@ -102,14 +102,10 @@ def list_inputs(sc: Any, inputs: Sequence[str]) -> list[SparkInput]:
     for an argument that names no file this reads."""
     files: list[SparkInput] = []
     uris: set[str] = set()
-    local = [arg for arg in inputs if not _is_uri(arg)]
-    # the local files, as the one-machine command takes them (a file given twice refused: its records
-    # would all be named duplicates of themselves), then in the arguments' order among the URIs
-    if local:
-        expand_inputs(local)
+    seen: dict[str, str] = {}  # (local files as the one-machine command takes them: one given twice is refused)
     for arg in inputs:
         if not _is_uri(arg):
-            for f in expand_inputs([arg]):
+            for f in expand_inputs([arg], seen=seen):
                 files.append(SparkInput(f.path, f.kind, "file://" + os.path.abspath(f.path), True, f.size))
             continue
         jvm = sc._jvm
