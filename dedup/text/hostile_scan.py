@@ -87,12 +87,19 @@ _GT = 62  # ">"
 _LT = 60  # "<"
 _SLASH = 47  # "/"
 _NAME = 8  # bytes of a tag name compared (FLAT_TAGS are shorter)
-_FLAT_KEYS = np.array([np.frombuffer(n.encode().ljust(_NAME, b"\0"), dtype=np.uint64)[0] for n in FLAT_TAGS])
-_PILING_KEYS = np.array([np.frombuffer(n.encode().ljust(_NAME, b"\0"), dtype=np.uint64)[0] for n in PILING_TAGS])
+
+
+def _keys(*names: str) -> np.ndarray:
+    """Tag names as ``_names`` gives them: their bytes, zero-padded to ``_NAME``, as one uint64 each."""
+    return np.array([np.frombuffer(n.encode().ljust(_NAME, b"\0"), dtype=np.uint64)[0] for n in names])
+
+
+_FLAT_KEYS = _keys(*FLAT_TAGS)
+_PILING_KEYS = _keys(*PILING_TAGS)
 _PILING_FIRST = np.zeros(256, dtype=bool)  # (a tag whose first byte is none of these is no piling one)
 _PILING_FIRST[[ord(c) for n in PILING_TAGS for c in (n[0], n[0].upper())]] = True
 _OFFSETS = np.arange(_NAME)
-_TABLE_KEY = np.frombuffer(b"table".ljust(_NAME, b"\0"), dtype=np.uint64)[0]
+_TABLE_KEY = _keys("table")[0]
 _LAST_TAG_START = re.compile(rb".*<([A-Za-z][^\t\n\f\r />]*)", re.DOTALL)
 #: one attribute: a name, then maybe "=" and a value (quoted values may hold white space)
 _ATTRIBUTE = re.compile(rb"[^\t\n\f\r />=][^\t\n\f\r />=]*"
@@ -131,10 +138,7 @@ def _reopened(arr: np.ndarray, lt: np.ndarray, max_reopened: int) -> str | None:
     maybe = np.flatnonzero(_PILING_FIRST[arr[first]])
     if maybe.size == 0:
         return None
-    window = arr[first[maybe][:, None] + _OFFSETS]
-    low = window | 0x20
-    alnum = ((low >= 97) & (low <= 122)) | ((window >= 48) & (window <= 57))
-    names = np.ascontiguousarray(np.where(np.logical_and.accumulate(alnum, axis=1), low, 0)).view(np.uint64)[:, 0]
+    names = _names(arr, first[maybe])
     which = names[:, None] == _PILING_KEYS  # (np.isin sorts: slower on a few hundred)
     hit = which.any(axis=1)
     piling, kind = maybe[hit], which[hit].argmax(axis=1)
@@ -147,8 +151,7 @@ def _reopened(arr: np.ndarray, lt: np.ndarray, max_reopened: int) -> str | None:
     if tables.size:
         step = np.zeros(lt.size, dtype=np.int64)
         step[tables] = np.where(end[tables], -1, 1)
-        total = np.cumsum(step)
-        in_table = (total - np.minimum(np.minimum.accumulate(total), 0)) > 0
+        in_table = _open(step) > 0
         in_table[tables] |= end[tables]  # (a </table> closes the table after its cells)
     closing = end & ~in_table
     still_open = np.zeros(lt.size, dtype=np.int64)
@@ -156,8 +159,7 @@ def _reopened(arr: np.ndarray, lt: np.ndarray, max_reopened: int) -> str | None:
         mine = piling[kind == k]
         step = np.zeros(lt.size, dtype=np.int64)
         step[mine] = np.where(end[mine], np.where(closing[mine], -1, 0), 1)
-        total = np.cumsum(step)
-        still_open += total - np.minimum(np.minimum.accumulate(total), 0)  # (a stray end tag closes nothing)
+        still_open += _open(step)
     still_open[piling] = 0
     if int(still_open.sum()) <= max_reopened:
         return None
@@ -260,24 +262,33 @@ def _too_many_or_too_deep(arr: np.ndarray, max_depth: int, max_elements: int) ->
         return None
     # each tag's name, lower-cased, its first _NAME bytes up to where it ends, as one uint64
     # (only for a page already past the bound counting every tag: 0.5 s per million tags)
-    window = pad[first[:, None] + np.arange(_NAME)]
-    low = window | 0x20
-    alnum = ((low >= 97) & (low <= 122)) | ((window >= 48) & (window <= 57))
-    names = np.ascontiguousarray(np.where(np.logical_and.accumulate(alnum, axis=1), low, 0)).view(np.uint64)[:, 0]
-    depth = _depth(step[~np.isin(names, _FLAT_KEYS)])
+    depth = _depth(step[~np.isin(_names(pad, first), _FLAT_KEYS)])
     if depth > max_depth:
         return f"elements nested {depth} deep (more than {max_depth})"
     return None
 
 
-def _depth(step: np.ndarray) -> int:
-    """The deepest a walk of +1 (start tag) and -1 (end tag) steps goes, never
-    below 0 (a stray end tag closes nothing): its running sum less the running
-    minimum of that sum."""
-    if step.size == 0:
-        return 0
+def _names(arr: np.ndarray, first: np.ndarray) -> np.ndarray:
+    """Each tag's name from its first byte (``first``: offsets at least ``_NAME`` bytes before
+    ``arr``'s end), lower-cased, its first ``_NAME`` bytes up to where it ends, as one uint64
+    (``_keys``)."""
+    window = arr[first[:, None] + _OFFSETS]
+    low = window | 0x20
+    alnum = ((low >= 97) & (low <= 122)) | ((window >= 48) & (window <= 57))
+    return np.ascontiguousarray(np.where(np.logical_and.accumulate(alnum, axis=1), low, 0)).view(np.uint64)[:, 0]
+
+
+def _open(step: np.ndarray) -> np.ndarray:
+    """A walk of +1 (start tag), -1 (end tag) and 0 steps that never goes below 0 (a stray
+    end tag closes nothing): how many are open after each step, its running sum less the
+    running minimum of that sum."""
     total = np.cumsum(step)
-    return int((total - np.minimum(np.minimum.accumulate(total), 0)).max())
+    return total - np.minimum(np.minimum.accumulate(total), 0)
+
+
+def _depth(step: np.ndarray) -> int:
+    """The deepest a walk of +1 (start tag) and -1 (end tag) steps goes (``_open``)."""
+    return int(_open(step).max()) if step.size else 0
 
 
 def _many_attributes(data: bytes, arr: np.ndarray, max_attributes: int) -> str | None:
