@@ -675,3 +675,25 @@ def test_exact_copies_are_fingerprinted_once_per_process(monkeypatch):
     assert len(jobs._MEMO._items) == 4
     jobs.fingerprint_batch("jsonl", options, lines[:1])
     assert calls["text"] == 3 + 6 + 1  # the first text was pushed out, so fingerprinted again
+
+
+def test_html_given_as_a_json_string_is_read_as_the_text_it_is_whatever_charset_its_meta_names(tmp_path):
+    """A corpus that stores decoded HTML keeps its ``<meta charset>``: the string is text already, so
+    the meta says nothing of it. It used to be encoded to UTF-8 and decoded again in the charset the
+    meta named (GB2312, windows-1251), which garbled the title and text and kept exact copies apart."""
+    body = "<p>" + "北京时间今天上午，国家统计局发布了最新的经济数据，显示全国居民消费价格同比上涨，工业生产保持稳定增长。" * 3 + "</p>"
+    decls = ["", '<meta charset="gb2312">', '<meta http-equiv="Content-Type" content="text/html; charset=windows-1251">']
+    records = [{"id": f"p{i}", "html": f"<html><head>{d}<title>经济数据发布</title></head><body>{body}</body></html>"}
+               for i, d in enumerate(decls)]
+    src = write_jsonl(tmp_path / "in.jsonl", records)
+    fields = FieldOptions(id_field="id", html_field="html", text_field=None)
+    summary, out = run(tmp_path, [src], fields=fields)
+    assert (summary["kept"], summary["dropped"]) == (1, 2)
+    assert {d["duplicate_of"] for d in read_lines(out / "duplicates.jsonl")} == {"p0"}
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:  # (--format parquet needs the corpus extra)
+        return
+    run(tmp_path, [src], out="pq", fields=fields, format="parquet")
+    row = pq.read_table(tmp_path / "pq" / "unique.parquet").to_pylist()[0]
+    assert row["title"] == "经济数据发布" and "国家统计局" in row["text"]

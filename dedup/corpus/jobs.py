@@ -120,12 +120,14 @@ class _Memo:
 _MEMO = _Memo()
 
 
-def _fingerprint_html(fper: Fingerprinter, min_tokens: int, html: bytes) -> tuple[int | None, str | None, str, str]:
-    """(value, reason, title, visible text) of HTML bytes; an exact copy seen before is not parsed again."""
-    key = _Memo.key("html", min_tokens, html)
+def _fingerprint_html(fper: Fingerprinter, min_tokens: int, html: bytes,
+                      encoding: str | None = None) -> tuple[int | None, str | None, str, str]:
+    """(value, reason, title, visible text) of HTML bytes (in ``encoding``, else the one they declare
+    or are detected in); an exact copy seen before is not parsed again."""
+    key = _Memo.key("html", min_tokens, html, encoding)
     got = _MEMO.get(key)
     if got is None:
-        r = fper.fingerprint_html(html)
+        r = fper.fingerprint_html(html, encoding)
         got = (r.value, r.reason, r.title, r.text)
         _MEMO.put(key, got)
     return got
@@ -194,8 +196,10 @@ def fingerprint_record(record: Any, options: FieldOptions, want_text: bool = Fal
         html = record.get(options.html_field)
         if not isinstance(html, (str, bytes)):
             return Outcome(None, None, f"no text in field {options.html_field!r}", _str(rid), _str(url))
+        # a JSON string is text already: its bytes are our UTF-8, whatever charset its <meta> names
+        # (the page's bytes were decoded once, before they were stored as a string)
         value, reason, page_title, page_text = _fingerprint_html(
-            fper, options.min_tokens, utf8(html) if isinstance(html, str) else html)
+            fper, options.min_tokens, *((utf8(html), "utf-8") if isinstance(html, str) else (html, None)))
         if want_text:
             return Outcome(value, reason, None, _str(rid), _str(url), page_title, page_text)
     else:
