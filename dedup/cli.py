@@ -125,6 +125,10 @@ def _cmd_dedup_spark(args: argparse.Namespace) -> int:
         return 2
     if not args.quiet:
         print(json.dumps({k: summary[k] for k in ("records", "kept", "dropped", "bad", "seconds", "docs_per_s")}))
+    if summary["file_errors"]:  # (the run went on with the other files; the summary names each)
+        print(f"{args.prog} dedup: {len(summary['file_errors'])} input file(s) could not be read to their end "
+              f"(summary.json, file_errors): {summary['file_errors'][0]['error']}", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -144,7 +148,7 @@ def _cmd_dedup(args: argparse.Namespace) -> int:
         print(f"{args.prog} dedup: --spark-master applies only with --engine spark", file=sys.stderr)
         return 2
 
-    from .corpus import CorpusError, CorpusRun, DedupOptions, FieldOptions, StrictStop
+    from .corpus import CorpusError, CorpusRun, DedupOptions, FieldOptions, RunStopped, StrictStop
 
     fields = FieldOptions(text_field=None if args.html_field else args.text_field, html_field=args.html_field,
                           id_field=args.id_field, title_field=args.title_field, url_field=args.url_field,
@@ -155,6 +159,9 @@ def _cmd_dedup(args: argparse.Namespace) -> int:
                            progress=not args.quiet, format=args.format)
     try:
         summary = CorpusRun(options).run()
+    except RunStopped as exc:
+        print(f"{args.prog} dedup: {exc}", file=sys.stderr)
+        return 1
     except CorpusError as exc:
         print(f"{args.prog} dedup: {exc}", file=sys.stderr)
         return 2
@@ -166,6 +173,10 @@ def _cmd_dedup(args: argparse.Namespace) -> int:
         return 130
     if not args.quiet:
         print(json.dumps({k: summary[k] for k in ("records", "kept", "dropped", "bad", "seconds", "docs_per_s")}))
+    if summary["file_errors"]:  # (the run went on with the other files; the summary names each)
+        print(f"{args.prog} dedup: {len(summary['file_errors'])} input file(s) could not be read to their end "
+              f"(summary.json, file_errors): {summary['file_errors'][0]['error']}", file=sys.stderr)
+        return 1
     return 0
 
 

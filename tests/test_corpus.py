@@ -195,12 +195,88 @@ def test_a_run_killed_with_sigkill_resumes_to_the_uninterrupted_output(tmp_path)
                 break
             time.sleep(0.02)
         if proc.poll() is None:
+            workers = _children(proc.pid)
             os.kill(proc.pid, signal.SIGKILL)
             kills += 1
+            proc.wait()
+            # its workers end with it: left waiting for batches, they held the run's lock, and the
+            # resume below was refused as "another neardup dedup is running"
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and any(_alive(w) for w in workers):
+                time.sleep(0.05)
+            assert not [w for w in workers if _alive(w)], "workers outlived their run"
         proc.wait()
     assert subprocess.run(cmd, timeout=300).returncode == 0
     assert kills >= 1
     assert _outputs(out) == _outputs(ref)
+
+
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (Linux /proc)."""
+    kids = []
+    for entry in Path("/proc").iterdir():
+        try:
+            stat = (entry / "stat").read_text()
+        except (OSError, ValueError):
+            continue
+        if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+            kids.append(int(entry.name))
+    return kids
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, which its parent has yet to reap, has ended)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_a_worker_that_dies_stops_the_run_with_a_clear_error_and_a_resume_finishes_it(tmp_path):
+    """A fingerprinting worker killed (as the kernel kills one when memory runs out) used to leave the run
+    waiting for ever for the batch it held, silent. Now the run stops: exit 1, a line that says why and
+    names where, and the same command resumes it to the output of an uninterrupted run."""
+    records = make_corpus(40000, 8)
+    srcs = [write_jsonl(tmp_path / f"in{i}.jsonl", records[i::4]) for i in range(4)]
+    _, ref = run(tmp_path, srcs, out="ref")
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "scrapy_neardup.dedup", "dedup", *map(str, srcs), "-o", str(out),
+           "--id-field", "id", "--workers", "2", "--quiet"]
+    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None and len(_children(proc.pid)) < 2:
+        time.sleep(0.01)
+    killed = proc.poll() is None
+    if killed:
+        os.kill(_children(proc.pid)[0], signal.SIGKILL)
+    _, err = proc.communicate(timeout=120)
+    if killed and proc.returncode == 0:  # (the run was in its last batch: nothing left to wait for)
+        pytest.skip("the run ended before its worker was killed")
+    assert proc.returncode == 1, err[-2000:]
+    assert "a fingerprinting worker died" in err and "the same command again to resume" in err, err[-2000:]
+    assert "Traceback" not in err, err[-2000:]
+    assert subprocess.run(cmd, timeout=300).returncode == 0
+    assert _outputs(out) == _outputs(ref)
+
+
+def test_a_truncated_zst_is_named_as_one_and_the_command_exits_1(tmp_path):
+    """zstandard's stream reader ends quietly where a truncated file ends: the run read a shorter file
+    and exited 0. Now a .zst that ends inside a frame is named in file_errors, as a .gz is, and a run
+    that could not read an input to its end exits 1."""
+    zstandard = pytest.importorskip("zstandard")
+    data = b"".join(json.dumps(r).encode() + b"\n" for r in make_corpus(3000, 9))
+    whole = zstandard.ZstdCompressor().compress(data[: len(data) // 2]) + zstandard.ZstdCompressor().compress(
+        data[len(data) // 2:])  # two frames: a complete file reads across them
+    (tmp_path / "whole.jsonl.zst").write_bytes(whole)
+    (tmp_path / "cut.jsonl.zst").write_bytes(whole[: len(whole) * 3 // 4])
+    summary, _ = run(tmp_path, [tmp_path / "whole.jsonl.zst"], out="whole")
+    assert summary["records"] == 3000 and not summary["file_errors"] and not summary["bad"]
+    summary, _ = run(tmp_path, [tmp_path / "cut.jsonl.zst"], out="cut")
+    assert [e["file"] for e in summary["file_errors"]] == [str(tmp_path / "cut.jsonl.zst")]
+    assert "ends early" in summary["file_errors"][0]["error"] and not summary["bad"]
+    assert 1500 < summary["records"] < 3000
+    assert dedup_main(["dedup", str(tmp_path / "cut.jsonl.zst"), "-o", str(tmp_path / "cli"), "--quiet",
+                       "--workers", "1"]) == 1
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/smaps_rollup"), reason="needs Linux /proc/PID/smaps_rollup")

@@ -11,6 +11,6 @@ the whole of it.
 
 from .inputs import InputError, expand_inputs
 from .jobs import FieldOptions
-from .run import CorpusError, CorpusRun, DedupOptions, StrictStop
+from .run import CorpusError, CorpusRun, DedupOptions, RunStopped, StrictStop
 
-__all__ = ["CorpusError", "CorpusRun", "DedupOptions", "FieldOptions", "InputError", "StrictStop", "expand_inputs"]
+__all__ = ["CorpusError", "CorpusRun", "DedupOptions", "FieldOptions", "InputError", "RunStopped", "StrictStop", "expand_inputs"]

@@ -169,8 +169,44 @@ def open_text_stream(path: str, raw: IO[bytes]) -> IO[bytes]:
         return gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]
     if low.endswith(".zst"):
         zstd = _need("zstandard", f"{path} (zstd)")
-        return zstd.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
+        return _ZstdFrames(zstd.ZstdDecompressor(), raw)  # type: ignore[return-value]
     return raw
+
+
+class _ZstdFrames(io.RawIOBase):
+    """The frames of a zstd stream one after another, and ``EOFError`` when the file ends inside a
+    frame (zstandard's ``stream_reader`` ends there quietly, so a truncated ``.zst`` read as a
+    shorter file, where a truncated ``.gz`` is named as one)."""
+
+    CHUNK = 1 << 16
+
+    def __init__(self, dctx: Any, raw: IO[bytes]) -> None:
+        self._dctx, self._raw = dctx, raw
+        self._obj = dctx.decompressobj()
+        self._started = False  # the current frame has had input
+        self._out, self._at = b"", 0  # decompressed, and how much of it was read
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        while self._at == len(self._out):
+            self._out, self._at = b"", 0
+            data = self._raw.read(self.CHUNK)
+            if not data:
+                if self._started and not self._obj.eof:
+                    raise EOFError("the zstd stream ends inside a frame")
+                return 0
+            while data:
+                if self._obj.eof:  # the next frame
+                    self._obj, self._started = self._dctx.decompressobj(), False
+                self._started = True
+                self._out += self._obj.decompress(data)
+                data = self._obj.unused_data if self._obj.eof else b""
+        n = min(len(buffer), len(self._out) - self._at)
+        buffer[:n] = memoryview(self._out)[self._at:self._at + n]
+        self._at += n
+        return n
 
 
 class Reader:

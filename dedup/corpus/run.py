@@ -36,10 +36,13 @@ import json
 import logging
 import multiprocessing
 import os
+import signal
 import sys
 import time
 from collections import Counter, deque
 from collections.abc import Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -66,6 +69,11 @@ CHECKPOINT_EVERY = 1.0
 
 class CorpusError(Exception):
     """The run cannot start or go on (its message says why); the command exits 2."""
+
+
+class RunStopped(CorpusError):
+    """The run started and could not go on (a fingerprinting worker died); what its last checkpoint holds
+    is kept, and the same command resumes it. The command exits 1."""
 
 
 class StrictStop(Exception):
@@ -120,6 +128,26 @@ def _storable(rid: str) -> bool:
     except ValueError as exc:
         logger.warning("record %r is kept, not stored: %s", rid, exc)
         return False
+
+
+def _worker_start(lock_fd: int | None, run_pid: int) -> None:
+    """In each fingerprinting worker, first: die with the run (a run killed with SIGKILL left its workers
+    waiting for batches under PID 1, holding the run's lock, so a resume was refused as "another run"),
+    and let go of the lock's descriptor, which the fork copied (the lock is the run's alone)."""
+    if lock_fd is not None:
+        try:
+            os.close(lock_fd)
+        except OSError:
+            pass
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the run's to handle: it stops its workers
+    try:  # Linux: SIGKILL this process when the run's process ends
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() != run_pid:  # the run ended before the line above took effect
+        os._exit(1)
 
 
 class CorpusRun:
@@ -497,7 +525,11 @@ class CorpusRun:
             # (and the collector leaves the objects loaded so far alone: its passes would write to their
             # pages, and each worker would get its own copy of them)
             gc.freeze()
-            pool = multiprocessing.get_context("fork").Pool(workers)
+            # an executor, not multiprocessing.Pool: a worker that dies (the kernel's OOM killer, a kill) breaks
+            # it, and every batch waited for then raises; Pool forks a new worker and the batch the dead one
+            # held is never answered, so the run waited for ever
+            pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"),
+                                       initializer=_worker_start, initargs=(self._lock_fd, os.getpid()))
         bar = self._progress_bar()
         # (file, records, error, job, its outcomes lo:hi): a job can serve several batches in a row
         pending: deque[tuple[int, list[RawRecord], str | None, Any, int, int]] = deque()
@@ -507,7 +539,10 @@ class CorpusRun:
 
         def submit(kind: str, payloads: list[Any]) -> Any:
             if pool is not None and payloads:
-                return pool.apply_async(fingerprint_batch, (kind, fields, payloads, self.parquet))
+                try:
+                    return pool.submit(fingerprint_batch, kind, fields, payloads, self.parquet)
+                except BrokenProcessPool:  # (a worker died between two batches)
+                    raise self._worker_died(None) from None
             return fingerprint_batch(kind, fields, payloads, self.parquet) if payloads else []
 
         def drain() -> None:
@@ -550,11 +585,10 @@ class CorpusRun:
             failed = False
         finally:
             if pool is not None:
-                if failed:
-                    pool.terminate()
-                else:
-                    pool.close()
-                pool.join()
+                if failed:  # (nothing more is decided: the batches in flight are not waited for)
+                    for proc in list(getattr(pool, "_processes", {}).values()):
+                        proc.kill()
+                pool.shutdown(wait=True, cancel_futures=failed)
             if bar is not None:
                 bar.close()
 
@@ -565,7 +599,11 @@ class CorpusRun:
             # store's kernels it loads, which only this process uses) is loaded while the workers
             # fingerprint the first batches (at start-up they waited for it, ~1 s)
             self._open_kept()
-        got: list[Outcome] = job.get() if hasattr(job, "get") else job
+        try:
+            got: list[Outcome] = job.result() if isinstance(job, Future) else job
+        except BrokenProcessPool:
+            raise self._worker_died(source_of(self.files[fi], records[0]) if records else
+                                    {"file": self.files[fi].path}) from None
         outcomes = iter(got[lo:hi])
         filled = [next(outcomes) if r.skip is None else Outcome(None, None, None, None, None) for r in records]
         self._decide(fi, records, filled)
@@ -591,6 +629,13 @@ class CorpusRun:
             rate = self.counts.records / max(1e-9, time.monotonic() - self._started)
             bar.set_postfix_str(f"{self.counts.records} docs, {rate:,.0f} docs/s, {self.counts.dropped} dropped",
                                 refresh=False)
+
+    @staticmethod
+    def _worker_died(where: dict[str, Any] | None) -> RunStopped:
+        batch = f" with a batch from {', '.join(f'{k} {v}' for k, v in where.items())}" if where else ""
+        return RunStopped(f"a fingerprinting worker died (killed, or out of memory: see the system log){batch}; "
+                          "run the same command again to resume from the last checkpoint (with fewer --workers "
+                          "if memory ran out)")
 
     def _progress_bar(self) -> Any:
         if not self.options.progress or not sys.stderr.isatty():
