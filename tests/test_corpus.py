@@ -448,6 +448,33 @@ def test_against_a_store_and_adds_idempotent_by_id(tmp_path):
     assert all(d["duplicate_of"] in kept1 for d in read_lines(out3 / "duplicates.jsonl"))
 
 
+def test_a_default_file_line_id_is_a_position_and_never_the_stored_record_itself(tmp_path):
+    """Without --id-field a record is named FILE:LINE. Yesterday's export and today's, each written as
+    dump.jsonl, hold other records on the same lines: today's copy of yesterday's line 1 was taken for
+    that record itself and kept (81 of 100 such copies in a user's trial), and two lines that traded places
+    were each dropped naming the other's position. A position is never taken for a record's identity."""
+    texts = [r["text"] for r in make_corpus(60, 31, copies=0)]
+    day1, day2 = tmp_path / "day1", tmp_path / "day2"
+    day1.mkdir(), day2.mkdir()
+    (day1 / "dump.jsonl").write_text("".join(json.dumps({"text": t}) + "\n" for t in texts[:30]))
+    # today: yesterday's first 10 on the same lines, then 20 new ones
+    (day2 / "dump.jsonl").write_text("".join(json.dumps({"text": t}) + "\n" for t in texts[:10] + texts[30:50]))
+    store = str(tmp_path / "store")
+    fields = FieldOptions(id_field=None)
+    cwd = os.getcwd()
+    try:
+        os.chdir(day1)
+        s1, _ = run(tmp_path, ["dump.jsonl"], out="o1", store=store, fields=fields)
+        os.chdir(day2)
+        s2, out2 = run(tmp_path, ["dump.jsonl"], out="o2", store=store, fields=fields)
+    finally:
+        os.chdir(cwd)
+    assert s1["kept"] == 30
+    assert (s2["kept"], s2["dropped_against_store"]) == (20, 10)
+    assert {d["id"]: d["duplicate_of"] for d in read_lines(out2 / "duplicates.jsonl")} == \
+        {f"dump.jsonl:{i}": f"dump.jsonl:{i}" for i in range(1, 11)}
+
+
 def test_compressed_json_lines_read_as_plain_ones(tmp_path):
     records = make_corpus(200, 13)
     plain = write_jsonl(tmp_path / "in.jsonl", records)

@@ -104,6 +104,14 @@ def default_id(file: InputFile, rec: RawRecord) -> str:
     return file.path
 
 
+def positional_id(file: InputFile, rec: RawRecord) -> bool:
+    """Whether ``default_id`` names the record by where it is (``FILE:LINE``, ``FILE:ROW``,
+    ``FILE@OFFSET``), not by what it is (a WARC record's id, an HTML file's path): another
+    run's file of that name may hold another record there, so ``--store`` never takes a
+    stored record of that id for the record itself."""
+    return file.kind in ("jsonl", "parquet") or (file.kind == "warc" and not rec.record_id)
+
+
 def expand_inputs(args: list[str], out: str | os.PathLike[str] | None = None,
                   seen: dict[str, str] | None = None) -> list[InputFile]:
     """The files the arguments name, in order: a file as given, a directory's

@@ -53,7 +53,8 @@ from ..fingerprint import Fingerprinter
 from ..simhash import to_hex
 from ..store import Match, SimhashStore
 from ..store.backends import check_keys
-from .inputs import InputError, InputFile, RawRecord, Reader, default_id, expand_inputs, json_line, source_of
+from .inputs import (InputError, InputFile, RawRecord, Reader, default_id, expand_inputs, json_line, positional_id,
+                     source_of)
 from .jobs import FieldOptions, Outcome, fingerprint_batch, warm
 from .kept import KeptSet
 
@@ -303,10 +304,15 @@ class CorpusRun:
                                            scheme=self.fingerprinter.scheme)
         except (StoreError, StoreMismatchError, OSError) as exc:
             raise CorpusError(f"--store {self.options.store}: {exc}") from None
+        if self.options.fields.id_field is None and any(f.kind in ("jsonl", "parquet") for f in self.files):
+            logger.warning("records without --id-field are named FILE:LINE (FILE:ROW) in --store: a position, not an "
+                           "identity; a later run over a file of the same name finds these records there as "
+                           "duplicates, never as themselves")
 
-    def _store_match(self, fp: int, rid: str) -> Match | None:
+    def _store_match(self, fp: int, rid: str | None) -> Match | None:
         """The nearest record of ``--store`` within k (the oldest of equally near ones), not the record
-        itself (same id and fingerprint) nor one of this run's kept records: the store is given those
+        itself (same id and fingerprint; ``rid`` None: an id that is a position, ``FILE:LINE``, which names
+        another record in another run's file of that name) nor one of this run's kept records: the store is given those
         once a checkpoint has passed them (``_sync_store``), and whether it holds one yet must not change
         an answer (a resumed run gives an uninterrupted one's); the kept set answers for them."""
         assert self.store is not None and self.kept is not None
@@ -387,7 +393,7 @@ class CorpusRun:
                 continue
             rid = oc.record_id or default_id(file, rec)
             if self.store is not None:
-                found = self._store_match(oc.value, rid)
+                found = self._store_match(oc.value, rid if oc.record_id or not positional_id(file, rec) else None)
                 if found is not None:
                     in_store[i] = found  # (dropped: which twin it names is decided below)
                     continue
