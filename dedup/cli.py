@@ -97,9 +97,22 @@ def _spark_refusal(args: argparse.Namespace) -> str | None:
     return None
 
 
+def _dedup_done(args: argparse.Namespace, summary: dict) -> int:
+    """A finished run's last words, either engine's: its counts (unless ``--quiet``), and exit 1 with a line
+    when an input could not be read to its end (the run went on with the others; the summary names each)."""
+    import json
+
+    if not args.quiet:
+        print(json.dumps({k: summary[k] for k in ("records", "kept", "dropped", "bad", "seconds", "docs_per_s")}))
+    if summary["file_errors"]:
+        print(f"{args.prog} dedup: {len(summary['file_errors'])} input file(s) could not be read to their end "
+              f"(summary.json, file_errors): {summary['file_errors'][0]['error']}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def _cmd_dedup_spark(args: argparse.Namespace) -> int:
     """``dedup --engine spark``: the Spark job (``spark.job.run``, docs/spark.md)."""
-    import json
     import os
 
     refusal = _spark_refusal(args)
@@ -123,17 +136,10 @@ def _cmd_dedup_spark(args: argparse.Namespace) -> int:
     except InputError as exc:  # an input that names nothing this reads
         print(f"{args.prog} dedup: {exc}", file=sys.stderr)
         return 2
-    if not args.quiet:
-        print(json.dumps({k: summary[k] for k in ("records", "kept", "dropped", "bad", "seconds", "docs_per_s")}))
-    if summary["file_errors"]:  # (the run went on with the other files; the summary names each)
-        print(f"{args.prog} dedup: {len(summary['file_errors'])} input file(s) could not be read to their end "
-              f"(summary.json, file_errors): {summary['file_errors'][0]['error']}", file=sys.stderr)
-        return 1
-    return 0
+    return _dedup_done(args, summary)
 
 
 def _cmd_dedup(args: argparse.Namespace) -> int:
-    import json
     import logging
 
     logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO,
@@ -171,13 +177,7 @@ def _cmd_dedup(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:  # (its workers stop with it; what its last checkpoint holds is kept)
         print(f"\n{args.prog} dedup: interrupted; the same command resumes it", file=sys.stderr)
         return 130
-    if not args.quiet:
-        print(json.dumps({k: summary[k] for k in ("records", "kept", "dropped", "bad", "seconds", "docs_per_s")}))
-    if summary["file_errors"]:  # (the run went on with the other files; the summary names each)
-        print(f"{args.prog} dedup: {len(summary['file_errors'])} input file(s) could not be read to their end "
-              f"(summary.json, file_errors): {summary['file_errors'][0]['error']}", file=sys.stderr)
-        return 1
-    return 0
+    return _dedup_done(args, summary)
 
 
 def _open_store_readonly(location: str, prog: str):
