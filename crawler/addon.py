@@ -20,8 +20,13 @@ wins over both (they write at "addon" priority, below "project").
 
 from __future__ import annotations
 
+import logging
+import sys
+
 from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
 from scrapy.utils.misc import load_object
+
+logger = logging.getLogger(__name__)
 
 MIDDLEWARE = "scrapy_neardup.crawler.middleware.NearDupMiddleware"
 AVOID_MIDDLEWARE = "scrapy_neardup.crawler.avoid_middleware.AvoidMiddleware"
@@ -55,6 +60,30 @@ POLITE_SETTINGS = {
 }
 
 
+#: Scrapy's commands that fetch a page or two to look at, not a crawl: the filter stays out of them, so
+#: that they never write into a crawl's store, index or frontier (a project's JOBDIR): a page looked at
+#: with ``scrapy fetch`` was then "unchanged" to the crawl, which emitted no item for it
+NOT_A_CRAWL = frozenset({"fetch", "shell", "view", "parse", "check", "bench"})
+
+
+def scrapy_command() -> str | None:
+    """The command of Scrapy's command line this crawl runs under (``scrapy fetch URL``: ``"fetch"``);
+    None in any other program (a script with ``CrawlerProcess``, ``neardup crawl``). Read from the frame
+    of ``scrapy.cmdline.execute`` up the stack (Scrapy takes the command's name out of ``sys.argv``
+    before it runs it). O(stack depth).
+
+    >>> scrapy_command() is None  # (a doctest is no Scrapy command)
+    True
+    """
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_name == "execute" and frame.f_globals.get("__name__") == "scrapy.cmdline":
+            name = frame.f_locals.get("cmdname")
+            return name if isinstance(name, str) else None
+        frame = frame.f_back  # type: ignore[assignment]
+    return None
+
+
 def _setdefault(settings: BaseSettings, name: str, component: str, order: int) -> None:
     """Add ``component`` to the component dict ``name`` at ``order`` unless the
     project lists it already (by class or by any import path): its order wins.
@@ -69,6 +98,11 @@ class NearDupAddon:
         from .switches import setting_bool  # (a bad value: an error that names the setting; imports no library)
 
         if not setting_bool(settings, "NEARDUP_ENABLED", True):
+            return
+        command = scrapy_command()
+        if command in NOT_A_CRAWL:
+            logger.info("neardup: off for `scrapy %s`, which looks at pages rather than crawls (a crawl's "
+                        "store, index and frontier are left as they are)", command)
             return
         # setdefault: an order the project gave a component wins over ours
         _setdefault(settings, "SPIDER_MIDDLEWARES", MIDDLEWARE, MIDDLEWARE_ORDER)

@@ -200,16 +200,30 @@ def test_a_jobdir_without_the_durable_frontier_emits_a_page_fetched_again(site, 
     assert stat(r2.stderr, "neardup/unchanged") is None
 
 
-def test_scrapy_shell_runs_the_filter_with_its_url_rules(site, tmp_path):
-    """``scrapy shell`` builds the crawl in its main thread and runs it in the reactor's: the rule book's
-    SQLite connection, made in the one and used in the other, was refused ("URL rules unavailable")."""
+@pytest.mark.parametrize("command", ["shell", "fetch"])
+def test_commands_that_look_at_a_page_leave_the_crawls_files_alone(site, tmp_path, command):
+    """With JOBDIR in a project's settings, ``scrapy fetch`` and ``scrapy shell`` wrote the page they
+    looked at into the crawl's store, index and frontier: the next crawl counted it "unchanged" and
+    emitted no item for it. The filter stays out of such commands; they run as without it. (``scrapy
+    shell`` is run without JOBDIR: with one, Scrapy's own disk queue cannot take the shell's request,
+    and the shell waits for ever, with or without the add-on.)"""
     s, server = site
-    r = subprocess.run([sys.executable, "-W", "error::DeprecationWarning", "-m", "scrapy", "shell",
-                        f"{server.url}about.html", "-c", "response.status"],
-                       cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0 and r.stdout.strip().endswith("200"), r.stderr[-2000:]
-    assert "near-duplicate filter on" in r.stderr
-    assert "URL rules unavailable" not in r.stderr and "Traceback" not in r.stderr, r.stderr[-2000:]
+    jobdir = tmp_path / "job"
+    args = ["-c", "response.status"] if command == "shell" else ["-s", f"JOBDIR={jobdir}"]
+    r = subprocess.run([sys.executable, "-W", "error::DeprecationWarning", "-m", "scrapy", command,
+                        f"{server.url}about.html", *args], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert f"neardup: off for `scrapy {command}`" in r.stderr, r.stderr[-2000:]
+    assert "near-duplicate filter on" not in r.stderr and "Traceback" not in r.stderr, r.stderr[-2000:]
+    if command == "shell":
+        assert r.stdout.strip().endswith("200")
+        return
+    ours = [p.name for p in jobdir.iterdir()] if jobdir.exists() else []
+    assert not [n for n in ours if n.startswith(("frontier", "neardup"))], ours
+    # the crawl then keeps that page as any other
+    r = scrapy_crawl(server.url, tmp_path / "crawl", f"JOBDIR={jobdir}")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert f"{server.url}about.html" in [i["url"] for i in read_jsonl(tmp_path / "crawl" / "pages.jsonl")]
 
 
 def test_the_ready_spider_takes_a_linked_json_or_text_answer_without_an_error(tmp_path):

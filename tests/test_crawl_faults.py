@@ -276,3 +276,31 @@ def test_a_full_disk_at_the_start_is_named_with_the_file(tmpfs):
             make(tmpfs / name)
         message = str(got.value)
         assert f"cannot open {kind} {tmpfs / name}: " in message and "(the disk is full: " in message, message
+
+
+def test_requests_waiting_out_download_delay_at_every_kill_are_never_given_up(tmp_path):
+    """A crawl killed again and again while its requests wait out DOWNLOAD_DELAY (a polite crawl that is
+    stopped often): the server never saw them, so the kills are not theirs. They were counted as in flight
+    at each kill, and after NEARDUP_FRONTIER_MAX_REDELIVERIES + 1 kills given up, never fetched: a
+    user's crawl ended "finished" with no page. Now the whole site is kept once the crawl runs freely."""
+    site = DupSite()
+    job, feed = tmp_path / "job", tmp_path / "feed.jsonl"
+    slow = ["-s", "DOWNLOAD_DELAY=60", "-s", "RANDOMIZE_DOWNLOAD_DELAY=False"]
+    kills = 0
+    with site.serve() as server:
+        for attempt in range(5):  # (the default limit gives up at the 4th)
+            before = sum(server.hits.values())
+            proc = subprocess.Popen(crawl_cmd(server.url, job, feed, run=attempt) + slow, cwd=ROOT,
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline and sum(server.hits.values()) == before and proc.poll() is None:
+                time.sleep(0.05)  # the first request of the run (the slot's first goes at once) ...
+            time.sleep(1.5)  # ... and its outlinks queued behind the delay
+            assert proc.poll() is None
+            proc.kill()
+            proc.wait()
+            kills += 1
+        r = run(crawl_cmd(server.url, job, feed, run=5))
+        assert "'finish_reason': 'finished'" in r.stderr, r.stderr[-3000:]
+        assert "giving up a request" not in r.stderr, r.stderr[-3000:]
+        check(site, job, feed, server.hits, kills, "after kills while requests waited out DOWNLOAD_DELAY")

@@ -13,7 +13,7 @@ from scrapy.http import FormRequest
 from scrapy.utils.test import get_crawler
 
 from scrapy_neardup.crawler.frontier.codec import CorruptRequest, UnserializableRequest, decode_request, encode_request
-from scrapy_neardup.crawler.frontier.db import FrontierDB, FrontierError
+from scrapy_neardup.crawler.frontier.db import FrontierDB, FrontierError, refuse_a_damaged_frontier
 from scrapy_neardup.crawler.frontier.scheduler import DurableScheduler
 from tests.conftest import ROOT
 
@@ -77,14 +77,32 @@ def test_in_flight_requests_are_queued_again_after_a_crash(tmp_path):
         db.push("h", 0, f"r{i}")
     db.commit()
     taken = db.pop("h")
-    db.commit()
+    waiting = db.pop("h")  # (handed out, still waiting in the downloader: no response yet)
+    db.reached(taken.id)  # (its response arrived: committed at once)
     # the process dies here: no close
     db.db.close()
     os.close(db._lock_fd)
     db2 = FrontierDB(tmp_path)
-    assert db2.redelivered == 1 and len(db2) == 3
+    assert db2.redelivered == 2 and len(db2) == 3  # both are queued again; only the one answered counts a kill
     rows = [db2.pop("h") for _ in range(3)]
-    assert [r.redelivered for r in rows if r.data == taken.data] == [1]
+    assert {r.data: r.redelivered for r in rows} == {taken.data: 1, waiting.data: 0, "r0": 0}
+    db2.close()
+
+
+def test_a_format_1_frontier_is_read_and_marked_2(tmp_path):
+    """A JOBDIR from before state 2 (a response arrived) resumes as it is; the file is then format 2, which a
+    version that reads only format 1 refuses (it would leave state-2 rows stuck, neither queued nor done)."""
+    db = FrontierDB(tmp_path)
+    db.push("h", 0, "r")
+    db.db.execute("UPDATE meta SET value = '1' WHERE name = 'format'")
+    db.pop("h")
+    db.commit()
+    db.db.close()
+    os.close(db._lock_fd)
+    refuse_a_damaged_frontier(tmp_path)  # (a format-1 file is not refused)
+    db2 = FrontierDB(tmp_path)
+    assert len(db2) == 1 and db2.pop("h").redelivered == 0
+    assert db2.db.execute("SELECT value FROM meta WHERE name = 'format'").fetchone()[0] == "2"
     db2.close()
 
 
@@ -271,7 +289,7 @@ def test_every_request_is_acknowledged_exactly_when_done(tmp_path):
                            timeout=300)
     assert "'finish_reason': 'closespider_pagecount'" in r.stderr, r.stderr[-2000:]
     db = sqlite3.connect(tmp_path / "job" / FrontierDB.FILE)
-    assert db.execute("SELECT COUNT(*) FROM requests WHERE state = 1").fetchone()[0] == 0
+    assert db.execute("SELECT COUNT(*) FROM requests WHERE state != 0").fetchone()[0] == 0
     assert db.execute("SELECT COUNT(*) FROM requests WHERE state = 0").fetchone()[0] > 0  # work left to resume
     assert "response_status_count/301" in r.stderr and "response_status_count/404" in r.stderr  # (it met both)
 
@@ -291,7 +309,33 @@ def test_a_request_in_flight_at_every_kill_is_given_up_after_max_redeliveries(tm
             sched.enqueue_request(Request("http://a.test/poison"))
         r = sched.next_request()
         handed.append(r.meta.get("neardup_redelivered", 0) if r else None)
+        if r is not None:
+            sched.tracker.responded(r.meta["neardup_frontier_id"])  # its response arrived (response_received)
         sched.close("shutdown")  # (as a kill leaves it: in flight, never acknowledged)
     assert handed == [0, 1, 2, None]
     assert crawler.stats.get_value("neardup/frontier/given_up") == 1
     assert "giving up a request" in caplog.text
+
+
+def test_a_request_killed_before_its_response_is_never_given_up(tmp_path):
+    """A request waiting out DOWNLOAD_DELAY (or AutoThrottle's) in the downloader is in flight, but its server
+    never saw it: kills then are not its doing. They were counted, and after NEARDUP_FRONTIER_MAX_REDELIVERIES
+    + 1 kills such a request was given up, never fetched (a user's crawl lost its start page that way)."""
+    settings = {"JOBDIR": str(tmp_path), "SCHEDULER": "scrapy_neardup.crawler.frontier.scheduler.DurableScheduler",
+                "DUPEFILTER_CLASS": "scrapy_neardup.crawler.frontier.dupefilter.DurableDupeFilter",
+                "NEARDUP_FRONTIER_MAX_REDELIVERIES": 1}
+    handed = []
+    for attempt in range(6):
+        crawler = get_crawler(S, settings)
+        crawler.spider = S()
+        sched = DurableScheduler.from_crawler(crawler)
+        sched.open(crawler.spider)
+        if attempt == 0:
+            sched.enqueue_request(Request("http://a.test/slow"))
+        r = sched.next_request()
+        handed.append(None if r is None else r.meta.get("neardup_redelivered", 0))
+        if attempt == 4:  # this time its response came before the kill: that one counts
+            sched.tracker.responded(r.meta["neardup_frontier_id"])
+        sched.close("shutdown")
+    assert handed == [0, 0, 0, 0, 0, 1]
+    assert not crawler.stats.get_value("neardup/frontier/given_up")

@@ -35,6 +35,7 @@ from __future__ import annotations
 import logging
 import weakref
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -76,6 +77,9 @@ class AckTracker:
         self._failed: list[int] = []
         self._failed_waiting: list[int] = []
         self._taken: list[tuple[int, list[int]]] = []  # what the last ``acknowledgeable`` took
+        #: called with a request's id when its response arrives (the durable frontier records it, so that
+        #: only kills after a response count against a request); None: nothing to record
+        self.on_reached: Callable[[int], None] | None = None
 
     @classmethod
     def of(cls, crawler: Crawler) -> AckTracker:
@@ -97,8 +101,11 @@ class AckTracker:
         return None if rid is None else self._inflight.get(rid)
 
     def responded(self, rid: int | None) -> None:
-        if (e := self._entry(rid)) is not None:
+        if (e := self._entry(rid)) is not None and not e.responded:
             e.responded = True
+            if self.on_reached is not None:
+                assert rid is not None
+                self.on_reached(rid)
 
     def item_out(self, rid: int | None) -> None:
         if (e := self._entry(rid)) is not None:

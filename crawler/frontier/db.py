@@ -2,11 +2,17 @@
 
 ``JOBDIR/frontier.sqlite3`` (WAL), written only by the crawl's thread. Rows of
 ``requests`` are queued (state 0) or in flight (state 1: handed to the
-engine, not yet acknowledged); ``seen`` holds the request fingerprints of
-every URL ever queued. One transaction is always open; ``commit()`` makes
-everything so far durable at once, so the queue, the seen set and the
-acknowledgements never disagree after a crash. On open, requests that were
-in flight go back to the queue with their ``redelivered`` count raised.
+engine, not yet acknowledged; state 2: and its response has arrived);
+``seen`` holds the request fingerprints of every URL ever queued. One
+transaction is always open; ``commit()`` makes everything so far durable at
+once, so the queue, the seen set and the acknowledgements never disagree
+after a crash. On open, requests that were in flight go back to the queue;
+those whose response had arrived have their ``redelivered`` count raised
+(kills in a row that a page's response may have caused: past a limit it is
+given up). A request still waiting for its turn in the downloader
+(``DOWNLOAD_DELAY``, AutoThrottle) when the crawl was killed is not counted:
+its server never saw it, and counting it gave such requests up after a few
+kills, never fetched.
 
 Costs: ``push`` and ``seen_add`` one B-tree insert each, ``pop`` one indexed
 lookup and update, ``commit`` one WAL append (no fsync unless asked).
@@ -28,7 +34,8 @@ from scrapy_neardup.dedup.store.backends import private_file
 from ..in_use import FRONTIER_LOCK, jobdir_in_use
 from ..sqlite_files import FRONTIER, WrongFileError, open_readonly
 
-FORMAT = "1"
+FORMAT = "2"  # (2: state 2, a response arrived; a version that reads only 1 would leave such rows stuck)
+READS = ("1", "2")  # a format-1 file is read as it is (it has no state 2) and marked 2 when opened
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -85,9 +92,9 @@ def _explain(path: Path, exc: BaseException) -> FrontierError:
 
 
 def _check_format(path: Path, found: str | None) -> None:
-    """``FrontierError`` unless ``found`` (the file's recorded format; None: none yet) is ``FORMAT``."""
-    if found is not None and found != FORMAT:
-        raise FrontierError(f"frontier {path} has format {found}, this version reads {FORMAT}")
+    """``FrontierError`` unless ``found`` (the file's recorded format; None: none yet) is one of ``READS``."""
+    if found is not None and found not in READS:
+        raise FrontierError(f"frontier {path} has format {found}, this version reads {', '.join(READS)}")
 
 
 def refuse_a_damaged_frontier(jobdir: str | os.PathLike[str]) -> None:
@@ -148,10 +155,10 @@ class FrontierDB:
             self.db.executescript(_SCHEMA)
             meta = dict(self.db.execute("SELECT name, value FROM meta").fetchall())
             _check_format(self.path, meta.get("format"))
-            self.db.execute("INSERT OR IGNORE INTO meta VALUES ('format', ?)", (FORMAT,))
             self.db.execute("BEGIN IMMEDIATE")
+            self.db.execute("INSERT OR REPLACE INTO meta VALUES ('format', ?)", (FORMAT,))
             self.redelivered = self.db.execute(
-                "UPDATE requests SET state = 0, redelivered = redelivered + 1 WHERE state = 1").rowcount
+                "UPDATE requests SET redelivered = redelivered + (state = 2), state = 0 WHERE state != 0").rowcount
             self.db.execute("COMMIT")
             self._seq = self.db.execute("SELECT COALESCE(MAX(ABS(ord)), 0) FROM requests").fetchone()[0]
             self.queued: Counter[str] = Counter(dict(self.db.execute(
@@ -219,6 +226,13 @@ class FrontierDB:
         if self.queued[slot] <= 0:
             del self.queued[slot]
         return Row(*row)
+
+    def reached(self, rid: int) -> None:
+        """Request ``rid``'s response has arrived: a kill from now on counts against it. Committed at
+        once (one WAL append), before the response goes on, so a page that kills the crawl as it is
+        processed is counted at every kill, however soon it kills."""
+        self._run("UPDATE requests SET state = 2 WHERE id = ? AND state = 1", (rid,))
+        self.commit()
 
     def ack(self, ids: list[int]) -> None:
         """Forget requests that are done."""
@@ -288,7 +302,7 @@ class FrontierDB:
             raise self._fault(exc) from exc
 
     def in_flight(self) -> int:
-        return self.db.execute("SELECT COUNT(*) FROM requests WHERE state = 1").fetchone()[0]
+        return self.db.execute("SELECT COUNT(*) FROM requests WHERE state != 0").fetchone()[0]
 
     def close(self) -> None:
         """Commit and let go of the file (and the JOBDIR's lock)."""

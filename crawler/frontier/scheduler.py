@@ -97,6 +97,7 @@ class DurableScheduler(BaseScheduler):
             logger.warning("frontier: DUPEFILTER_CLASS is %s, whose seen set is not in the frontier; "
                            "after a crash it may disagree with the queue", type(self.df).__name__)
         self.tracker.active = True
+        self.tracker.on_reached = self._reached
         try:
             self.feeds.attach(self.db)  # the last run's feed files: cut to what is committed, closed
         except OSError as exc:
@@ -127,6 +128,7 @@ class DurableScheduler(BaseScheduler):
                         f" ({len(self._memory)} unserializable ones lost)" if self._memory else "")
         finally:
             self.tracker.active = False
+            self.tracker.on_reached = None
             self.feeds.detach()
             self.db.close()
             self._db = None
@@ -219,6 +221,15 @@ class DurableScheduler(BaseScheduler):
             self.db.ack([row.id])
             return None
         return self.tracker.hand_out(request, row.id, row.redelivered)
+
+    def _reached(self, rid: int) -> None:
+        """A response arrived for frontier row ``rid``: from now on a kill counts against it."""
+        if self._db is None or self._failed:
+            return
+        try:
+            self.db.reached(rid)
+        except FrontierError as exc:
+            self._fail(exc)
 
     def _downloader(self) -> Any:
         try:
