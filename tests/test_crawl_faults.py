@@ -11,6 +11,7 @@ import random
 import shutil
 import signal
 import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -304,3 +305,55 @@ def test_requests_waiting_out_download_delay_at_every_kill_are_never_given_up(tm
         assert "'finish_reason': 'finished'" in r.stderr, r.stderr[-3000:]
         assert "giving up a request" not in r.stderr, r.stderr[-3000:]
         check(site, job, feed, server.hits, kills, "after kills while requests waited out DOWNLOAD_DELAY")
+
+
+START_URLS_SPIDER = '''
+import scrapy
+
+
+class StartUrls(scrapy.Spider):
+    name = "start_urls"
+
+    def __init__(self, base="", **kw):
+        super().__init__(**kw)
+        self.start_urls = [f"{base}/p{i}" for i in range(4)]
+
+    def parse(self, response):
+        yield {"url": response.url}
+'''
+
+
+def test_start_requests_in_flight_at_a_kill_are_emitted_once_after_the_resume(tmp_path):
+    """A spider's start requests are made again at every start, and are dont_filter: one in flight at a
+    kill was fetched twice after the resume, new and as a redelivery, and its item was in the feed twice
+    (6 items for 4 URLs in a user's trial). The one made again is now taken for the row in flight."""
+    texts = [" ".join(f"word{i}x{j} theme{i}" for j in range(60)) for i in range(4)]
+
+    def page(path: str) -> tuple[int, dict[str, str], bytes]:
+        i = int(path.removeprefix("/p")) if path[:2] == "/p" and path[2:].isdigit() else -1
+        if i < 0:
+            return 404, {"Content-Type": "text/plain"}, b"no"
+        return 200, {"Content-Type": "text/html"}, f"<html><body><p>{texts[i]}</p></body></html>".encode()
+
+    def delay(path: str) -> float:  # the first run's answers come too late: it is killed with all four in flight
+        return 30.0 if server.hits[path] == 1 else 0.0
+
+    spider = tmp_path / "start_urls.py"
+    spider.write_text(START_URLS_SPIDER)
+    job, feed = tmp_path / "job", tmp_path / "items.jsonl"
+    with PageServer(page, delay) as server:
+        cmd = [sys.executable, "-m", "scrapy", "runspider", str(spider), "-a", f"base={server.url}",
+               "-o", str(feed), "-s", f"JOBDIR={job}", "-s", "ROBOTSTXT_OBEY=False",
+               "-s", "AUTOTHROTTLE_ENABLED=False", "-s", "CONCURRENT_REQUESTS_PER_DOMAIN=8", "-s", "LOG_LEVEL=INFO"]
+        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and sum(server.hits[f"/p{i}"] for i in range(4)) < 4:
+            time.sleep(0.05)
+        time.sleep(0.5)  # (their responses reached: the server answered none yet)
+        proc.kill()
+        proc.wait()
+        r = run(cmd)
+        assert r.returncode == 0 and "'finish_reason': 'finished'" in r.stderr, r.stderr[-3000:]
+    urls = [json.loads(line)["url"] for line in feed.read_text().splitlines()]
+    assert sorted(urls) == [f"{server.url}/p{i}" for i in range(4)], urls
+    assert all(server.hits[f"/p{i}"] == 2 for i in range(4)), server.hits

@@ -23,6 +23,7 @@ download slot; nothing per request.
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import os
 import sqlite3
 from collections import Counter
@@ -91,6 +92,10 @@ def _explain(path: Path, exc: BaseException) -> FrontierError:
     return FrontierError(f"frontier {path}: {why} ({type(exc).__name__}: {text})")
 
 
+def _digest(data: str) -> bytes:
+    return hashlib.blake2b(data.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
 def _check_format(path: Path, found: str | None) -> None:
     """``FrontierError`` unless ``found`` (the file's recorded format; None: none yet) is one of ``READS``."""
     if found is not None and found not in READS:
@@ -157,6 +162,10 @@ class FrontierDB:
             _check_format(self.path, meta.get("format"))
             self.db.execute("BEGIN IMMEDIATE")
             self.db.execute("INSERT OR REPLACE INTO meta VALUES ('format', ?)", (FORMAT,))
+            #: the requests in flight at the last stop, by their stored form's digest (a few: at most the
+            #: requests the crawl had under way), for ``taken_back``
+            self.in_flight_at_stop: Counter[bytes] = Counter(
+                _digest(data) for (data,) in self.db.execute("SELECT data FROM requests WHERE state != 0"))
             self.redelivered = self.db.execute(
                 "UPDATE requests SET redelivered = redelivered + (state = 2), state = 0 WHERE state != 0").rowcount
             self.db.execute("COMMIT")
@@ -226,6 +235,19 @@ class FrontierDB:
         if self.queued[slot] <= 0:
             del self.queued[slot]
         return Row(*row)
+
+    def taken_back(self, data: str) -> bool:
+        """Whether ``data`` (a request's stored form) is one of the requests in flight at the last stop,
+        queued again from the file: a spider's start requests are made again at every start, and are
+        ``dont_filter``, so one that was in flight at a kill would be fetched twice, and emitted twice,
+        once new and once as a redelivery. Each such row answers once."""
+        if not self.in_flight_at_stop:
+            return False
+        key = _digest(data)
+        if self.in_flight_at_stop[key] <= 0:
+            return False
+        self.in_flight_at_stop[key] -= 1
+        return True
 
     def reached(self, rid: int) -> None:
         """Request ``rid``'s response has arrived: a kill from now on counts against it. Committed at

@@ -153,6 +153,10 @@ class DurableScheduler(BaseScheduler):
             except UnserializableRequest as exc:
                 self._unserializable(request, exc)
                 return True
+            if request.dont_filter and self.db.taken_back(data):  # (a start request made again at a resume)
+                self.stats.inc_value("neardup/frontier/already_queued")
+                logger.debug("frontier: %s is queued already (in flight at the last stop)", request)
+                return False
             self.db.push(self._slot(request), request.priority, data)
             self._pushed += 1
             if self._pushed >= COMMIT_EVERY_PUSHES:  # a spider yielding a million start URLs: bound the transaction
