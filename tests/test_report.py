@@ -357,3 +357,21 @@ def test_the_ranged_gets_are_in_the_url_rules_part_summed_over_the_runs_or_from_
     own = read(Inputs("crawl", "here", stats={key: value for key, value in values.items()}))
     assert own.ranged["ranged_gets"] == 100 and "Copies confirmed by content" in render(own)
     assert "Copies confirmed by content" not in render(read(Inputs("crawl", "here", stats={"neardup/fetched": 3})))
+
+
+def test_a_crawl_with_no_duplicates_file_reports_its_stats_and_says_so(tmp_path):
+    """NEARDUP_REPORT on a crawl with no JOBDIR, store or duplicates file: it read no file of its drops
+    and said "Nothing was dropped as a near-duplicate" of a crawl that dropped 45. Its stats say how many."""
+    from scrapy_neardup.crawler.report.render import render
+    from scrapy_neardup.crawler.report.sources import Inputs
+
+    data = read(Inputs("crawl", "here", stats={"neardup/kept": 70, "neardup/dropped": 45,
+                                               "neardup/requests_avoided": 4}))
+    assert (data.kept, data.dropped, data.avoided) == (70, 45, 4)
+    html = render(data)
+    assert "Nothing was dropped" not in html and "kept no duplicates file" in html and "<b>45</b>" in html
+    # a crawl that did keep one reads it, not its stats
+    dups = tmp_path / "duplicates.jsonl"
+    dups.write_text(json.dumps({"url": "http://h/b", "duplicate_of": "http://h/a", "distance": 1}) + "\n")
+    data = read(Inputs("crawl", "here", duplicates=dups, stats={"neardup/dropped": 45}))
+    assert data.dropped == 1 and not data.counts_from_stats

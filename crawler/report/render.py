@@ -375,6 +375,9 @@ def render(data: CrawlData) -> str:
         body.insert(1, '<section><h2>No near-duplicates</h2><p class="note">Nothing was dropped as a '
                        "near-duplicate.</p></section>")
     notes = []
+    if data.counts_from_stats:
+        notes.append("This crawl kept no duplicates file (it had no JOBDIR, NEARDUP_STORE or NEARDUP_DUPLICATES_FILE): "
+                     "the counts above are its stats, and which page each drop duplicated is not known.")
     if data.skipped_lines:
         notes.append(f"{data.skipped_lines:,} line{'s' if data.skipped_lines != 1 else ''} of the input could not be "
                      f"read and {'were' if data.skipped_lines != 1 else 'was'} skipped.")

@@ -27,7 +27,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..commands.common import crawl_out_of_jobdir
-from ..counts import RANGED_GET_STATS
+from ..counts import DROPPED, KEPT, RANGED_GET_STATS, REQUESTS_AVOIDED
 from ..filter.captured_text import FILENAME as CAPTURED_FILENAME
 from ..filter.captured_text import read_texts
 from ..filter.runs_log import FILENAME as RUNS_FILENAME
@@ -134,6 +134,8 @@ class CrawlData:
     kept: int | None = None  # pages kept: in the index with a fingerprint (None: no index)
     unchecked: int = 0  # pages in the index passed through unchecked (too short, not HTML...): no fingerprint
     fingerprints: int | None = None  # in the store
+    #: the counts are the crawl's stats: it kept no duplicates file (nothing says which page each duplicated)
+    counts_from_stats: bool = False
     distances: Counter[int] = field(default_factory=Counter)
     hosts: Counter[str] = field(default_factory=Counter)
     prefixes: Counter[str] = field(default_factory=Counter)
@@ -329,6 +331,14 @@ def read(inputs: Inputs) -> CrawlData:
         data.runs, bad = read_runs(inputs.runs)
         data.skipped_lines += bad
     _read_ranged(inputs, data)
+    if inputs.duplicates is None and inputs.stats:
+        # a crawl with no file of its drops (no JOBDIR, NEARDUP_STORE nor NEARDUP_DUPLICATES_FILE) writing its
+        # own report: its stats say how many it dropped and avoided (it reported "nothing was dropped")
+        data.counts_from_stats = True
+        data.dropped = int(inputs.stats.get(DROPPED, 0))
+        data.avoided = int(inputs.stats.get(REQUESTS_AVOIDED, 0))
+        if data.kept is None:
+            data.kept = int(inputs.stats.get(KEPT, 0))
     if inputs.captured is not None:
         data.captured = True
         wanted = {url for c in data.clusters for url, _ in c.pairs} | {c.twin for c in data.clusters}
