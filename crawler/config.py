@@ -44,6 +44,11 @@ def url_scheme(value: str) -> str | None:
     return match.group(1).lower() if match else None
 
 
+#: The least ``NEARDUP_WORKER_MEMORY`` a worker can start under (its warm-up compiles kernels: ~800 MiB of
+#: address space at the peak, below which it never starts); the documentation advises 1,200.
+MIN_WORKER_MEMORY = 800
+
+
 @dataclass(frozen=True)
 class NearDupConfig:
     enabled: bool = True
@@ -119,6 +124,12 @@ class NearDupConfig:
                 rng = f"{lo}..{hi}" if hi is not None else f">= {lo}"
                 raise ConfigError(f"{name} must be {rng}, got {value}")
             return value
+
+        def worker_memory(mib: int) -> int:
+            if 0 < mib < MIN_WORKER_MEMORY:  # (a worker could not even start: a traceback, then a warning)
+                raise ConfigError(f"NEARDUP_WORKER_MEMORY must be 0 (no cap) or at least {MIN_WORKER_MEMORY} MiB "
+                                  f"(a worker's start peaks near 800 MiB of address space), got {mib}")
+            return mib
 
         def number(name: str, default: float, kind: str, bounds: str, ok) -> float:
             raw = settings.get(name, default)
@@ -217,7 +228,7 @@ class NearDupConfig:
             # one worker process by default where there is a second core for it
             workers=integer("NEARDUP_WORKERS", 1 if (os.cpu_count() or 1) >= 2 else 0, 0, 64),
             worker_timeout=seconds("NEARDUP_WORKER_TIMEOUT", 10.0),
-            worker_memory=integer("NEARDUP_WORKER_MEMORY", 0, 0),
+            worker_memory=worker_memory(integer("NEARDUP_WORKER_MEMORY", 0, 0)),
             withhold_hostile=boolean("NEARDUP_WITHHOLD_HOSTILE", False),
             check_error_pages=boolean("NEARDUP_CHECK_ERROR_PAGES", False),
             frontier=boolean("NEARDUP_FRONTIER", True),

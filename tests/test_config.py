@@ -55,6 +55,7 @@ def test_jobdir_gives_the_store_and_files_beside_it(tmp_path):
 
 @pytest.mark.parametrize("name,value,message", [
     ("NEARDUP_MAX_DISTANCE", "x", "NEARDUP_MAX_DISTANCE must be an integer"),
+    ("NEARDUP_WORKER_MEMORY", 100, "NEARDUP_WORKER_MEMORY must be 0 .no cap. or at least 800 MiB"),
     ("NEARDUP_MAX_DISTANCE", 9, "NEARDUP_MAX_DISTANCE must be 0..8"),
     ("NEARDUP_MIN_TEXT", 0, "NEARDUP_MIN_TEXT must be >= 1"),
     ("NEARDUP_ENABLED", "maybe", "NEARDUP_ENABLED must be a boolean"),
