@@ -800,3 +800,16 @@ def test_html_given_as_a_json_string_is_read_as_the_text_it_is_whatever_charset_
     run(tmp_path, [src], out="pq", fields=fields, format="parquet")
     row = pq.read_table(tmp_path / "pq" / "unique.parquet").to_pylist()[0]
     assert row["title"] == "经济数据发布" and "国家统计局" in row["text"]
+
+
+def test_spellings_of_one_language_in_the_language_field_give_one_fingerprint(tmp_path, caplog):
+    """Five copies of one text labelled en, EN, en_US, english and ENGLISH were five fingerprints, all kept;
+    an unknown value (xx) was taken silently. Spellings of one language now give CLD2's code, and a value
+    that names none is said and read from the text."""
+    text = make_corpus(1, 41)[0]["text"]
+    labels = ["en", "EN", "en_US", "english", "ENGLISH", "xx", ""]
+    src = write_jsonl(tmp_path / "in.jsonl", [{"id": f"r{i}", "text": text, "lang": v} for i, v in enumerate(labels)])
+    summary, out = run(tmp_path, [src], fields=FieldOptions(id_field="id", language_field="lang"))
+    assert (summary["kept"], summary["dropped"]) == (1, 6)
+    assert {d["distance"] for d in read_lines(out / "duplicates.jsonl")} == {0}
+    assert "'xx' names no language CLD2 knows" in caplog.text

@@ -22,12 +22,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import re
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from ..features.language import cld2_code_of
 from ..fingerprint import Fingerprinter
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,12 +212,29 @@ def fingerprint_record(record: Any, options: FieldOptions, want_text: bool = Fal
         if not isinstance(text, str):
             return Outcome(None, None, f"no text in field {options.text_field!r}", _str(rid), _str(url))
         title = _field(record, options.title_field)
-        language = _field(record, options.language_field)
         value, reason = _fingerprint_text(fper, options.min_tokens, text, title if isinstance(title, str) else None,
-                                          language if isinstance(language, str) and language else None)
+                                          _language(_field(record, options.language_field), options.language_field))
         if want_text:
             return Outcome(value, reason, None, _str(rid), _str(url), title if isinstance(title, str) else "", text)
     return Outcome(value, reason, None, _str(rid), _str(url))
+
+
+def _language(value: Any, field_name: str | None) -> str | None:
+    """The CLD2 code a record's ``--language-field`` names (``features.language.cld2_code_of``: ``EN``,
+    ``en_US`` and ``English`` are ``en``, so two spellings of one language give one fingerprint), or None:
+    the language is then read from the text, as without the field. A value that names no language CLD2
+    knows is said once per process (each spelling had given its own fingerprint, silently)."""
+    if not isinstance(value, str) or not value.strip():
+        return None
+    code = cld2_code_of(value)
+    if code is None and value not in _UNKNOWN_LANGUAGES and len(_UNKNOWN_LANGUAGES) < 100:
+        _UNKNOWN_LANGUAGES.add(value)
+        logger.warning("%s %r names no language CLD2 knows (a code such as en, zh-Hant, or a name such as "
+                       "English): such records' language is read from their text", field_name, value)
+    return code
+
+
+_UNKNOWN_LANGUAGES: set[str] = set()
 
 
 def utf8(text: str) -> bytes:

@@ -80,6 +80,45 @@ def public_code(cld2_code: str) -> str:
     return cld2_code.split("-")[0]
 
 
+#: BCP 47 codes CLD2 spells otherwise (its older codes), and Chinese regions by their script
+_ALIASES = {"he": "iw", "nb": "no", "fil": "tl", "jv": "jw", "zh-tw": "zh-Hant", "zh-hk": "zh-Hant",
+            "zh-mo": "zh-Hant", "zh-hant": "zh-Hant", "zh-cn": "zh", "zh-sg": "zh", "zh-hans": "zh"}
+
+
+@lru_cache(maxsize=1)
+def _cld2_names() -> dict[str, str]:
+    """Every code and language name CLD2 knows (lower case) -> its code: ``en``, ``english``, ``zh-hant``."""
+    names: dict[str, str] = {}
+    for name, code in pycld2.LANGUAGES:
+        if code in PSEUDO_CODES or code in ("un", "xxx"):
+            continue
+        names.setdefault(code.lower(), code)
+        names.setdefault(name.lower(), code)
+    return names
+
+
+@lru_cache(maxsize=1024)
+def cld2_code_of(value: str) -> str | None:
+    """The CLD2 code a language given by a user names (a corpus record's language field), or None
+    when it names none CLD2 knows: a code in any case and with a region (``EN``, ``en_US``, ``en-GB``:
+    ``en``), CLD2's language name (``English``), a BCP 47 code CLD2 spells otherwise (``he``: ``iw``,
+    ``nb``: ``no``), Chinese by script or region (``zh-TW``: ``zh-Hant``). So a record gives the
+    fingerprint CLD2 would, and two spellings of one language give one. O(1) after the first call.
+
+    >>> [cld2_code_of(v) for v in ("en", "EN", "en_US", "English", "he", "zh-TW", "zh-Hans", "xx", "eng")]
+    ['en', 'en', 'en', 'en', 'iw', 'zh-Hant', 'zh', None, None]
+    """
+    key = value.strip().lower().replace("_", "-")
+    if not key:
+        return None
+    names = _cld2_names()
+    for candidate in (key, key.split("-")[0]):
+        code = _ALIASES.get(candidate) or names.get(candidate)
+        if code is not None:
+            return code
+    return None
+
+
 def detect(text: str) -> str:
     """The language code (``public_code``) of CLD2's first guess at the
     language of ``text``, or ``UNDETERMINED``. Never raises.
