@@ -558,8 +558,16 @@ def test_warc_response_records_and_skipped_others(tmp_path):
             if i % 10 == 0:
                 writer.write_record(writer.create_warc_record(f"http://example.com/{i}", "request",
                                                               payload=BytesIO(b"GET / HTTP/1.1\r\n\r\n")))
+        # error pages and a redirect's body are not pages (a real page was dropped as a duplicate of a 404)
+        for status, n in (("404 Not Found", 2), ("301 Moved Permanently", 1)):
+            for j in range(n):
+                headers = StatusAndHeaders(status, [("Content-Type", "text/html")], protocol="HTTP/1.1")
+                writer.write_record(writer.create_warc_record(
+                    f"http://example.com/gone{j}", "response", http_headers=headers,
+                    payload=BytesIO(_page("Not here", records[j]["text"]).encode())))
     summary, out = run(tmp_path, [path], fields=FieldOptions())
-    assert summary["skipped"] == {"warc request record": 4}
+    assert summary["skipped"] == {"warc request record": 4, "warc response status 404": 2,
+                                  "warc response status 301": 1}
     assert summary["kept"] + summary["dropped"] == 40 and summary["dropped"]
     unique = read_lines(out / "unique.jsonl")
     assert unique[0]["url"] == "http://example.com/0" and unique[0]["id"].startswith("<urn:uuid:")

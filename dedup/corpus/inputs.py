@@ -343,12 +343,30 @@ class Reader:
                 raise InputError(f"{self.file.path}: ends early (truncated?): the record at offset {offset} "
                                  f"lacks {left} of its {rec.length} bytes")
             own_end = offset + it.get_record_length()
+            status = _status(rec)
             if rec.rec_type != "response":
                 box[0] = RawRecord(None, offset, own_end, uri, rid, skip=f"warc {rec.rec_type} record")
+            elif status is not None and not _a_page(status):
+                box[0] = RawRecord(None, offset, own_end, uri, rid, skip=f"warc response status {status}")
             elif "html" not in content_type.lower() and content_type:
                 box[0] = RawRecord(None, offset, own_end, uri, rid, skip="warc response not HTML")
             else:
                 box[0] = RawRecord(body, offset, own_end, uri, rid)
+
+
+def _status(rec: Any) -> int | None:
+    """A WARC response record's HTTP status (None: no HTTP headers, or none that reads)."""
+    try:
+        return int(rec.http_headers.get_statuscode()) if rec.http_headers else None
+    except (TypeError, ValueError):
+        return None
+
+
+def _a_page(status: int) -> bool:
+    """Whether a response of this status is the page at its URL, as the crawl takes one (an error page,
+    a redirect's body, a partial or empty answer is not: it is skipped and counted, as the crawl skips
+    error pages; such a record had been kept, and a real page dropped as a duplicate of a 404)."""
+    return 200 <= status < 300 and status not in (204, 205, 206)
 
 
 def _describe(exc: BaseException) -> str:
