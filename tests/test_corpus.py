@@ -821,3 +821,16 @@ def test_spellings_of_one_language_in_the_language_field_give_one_fingerprint(tm
     assert (summary["kept"], summary["dropped"]) == (1, 6)
     assert {d["distance"] for d in read_lines(out / "duplicates.jsonl")} == {0}
     assert "'xx' names no language CLD2 knows" in caplog.text
+
+
+def test_a_byte_order_mark_opening_an_input_is_not_copied_into_the_output(tmp_path):
+    """unique.jsonl holds the input lines as they came, but for a UTF-8 byte order mark opening a file:
+    copied, it sat mid-output when that file was not the first input, and a JSON reader refused that line."""
+    a, b = make_corpus(3, 51, copies=0), make_corpus(3, 52, copies=0)
+    first = write_jsonl(tmp_path / "a.jsonl", a)
+    second = tmp_path / "b.jsonl"
+    second.write_bytes(b"\xef\xbb\xbf" + b"".join(json.dumps(r).encode() + b"\n" for r in b))
+    summary, out = run(tmp_path, [first, second])
+    assert summary["kept"] == 6 and not summary["bad"]
+    assert b"\xef\xbb\xbf" not in (out / "unique.jsonl").read_bytes()
+    assert [u["id"] for u in read_lines(out / "unique.jsonl")] == [r["id"] for r in a + b]

@@ -26,6 +26,7 @@ the run names it and goes on with the next file.
 from __future__ import annotations
 
 import base64
+import codecs
 import datetime
 import glob
 import gzip
@@ -280,6 +281,10 @@ class Reader:
         for line in buffered:
             pos += len(line)
             line_no += 1
+            if line_no == 1 and line.startswith(codecs.BOM_UTF8):
+                # (a byte order mark opens the file, not its first record: copied into unique.jsonl it would
+                # sit mid-file, where a JSON reader refuses the line)
+                line = line[len(codecs.BOM_UTF8):]
             if line.strip():
                 yield RawRecord(line, line_no, pos)
 
