@@ -171,8 +171,9 @@ class SQLiteBackend(Backend):
                 os.close(self._lock_fd)
                 self._lock_fd = None
                 raise StoreError(
-                    f"the store at {self.path} is open for writing by another process; "
-                    "open it with readonly=True, or share one store between processes with a redis:// URL"
+                    f"the store at {self.path} is open for writing by another process (a crawl, or a neardup "
+                    "dedup run); wait for it to end, or share one store between processes with a redis:// URL "
+                    "(from Python, SimhashStore.open(..., readonly=True) reads it meanwhile)"
                 ) from None
             private_file(self.path / self.DB)  # (SQLite gives its -wal and -shm files the same mode)
             self.db = sqlite3.connect(self.path / self.DB, check_same_thread=False, isolation_level=None)
