@@ -90,8 +90,9 @@ def test_in_flight_requests_are_queued_again_after_a_crash(tmp_path):
 
 
 def test_a_format_1_frontier_is_read_and_marked_2(tmp_path):
-    """A JOBDIR from before state 2 (a response arrived) resumes as it is; the file is then format 2, which a
-    version that reads only format 1 refuses (it would leave state-2 rows stuck, neither queued nor done)."""
+    """A JOBDIR from before state 2 (a response arrived) resumes, every request it had in flight counted as
+    format 1 counted them; the file is then format 2, which a version that reads only format 1 refuses (it
+    would leave state-2 rows stuck, neither queued nor done)."""
     db = FrontierDB(tmp_path)
     db.push("h", 0, "r")
     db.db.execute("UPDATE meta SET value = '1' WHERE name = 'format'")
@@ -101,7 +102,9 @@ def test_a_format_1_frontier_is_read_and_marked_2(tmp_path):
     os.close(db._lock_fd)
     refuse_a_damaged_frontier(tmp_path)  # (a format-1 file is not refused)
     db2 = FrontierDB(tmp_path)
-    assert len(db2) == 1 and db2.pop("h").redelivered == 0
+    # (format 1 has no state 2: its request in flight may have had its response, and its items, before the
+    # kill, so it counts, and is handed out as redelivered: emitted again, never taken for unchanged)
+    assert len(db2) == 1 and db2.redelivered == 1 and db2.pop("h").redelivered == 1
     assert db2.db.execute("SELECT value FROM meta WHERE name = 'format'").fetchone()[0] == "2"
     db2.close()
 
@@ -339,3 +342,36 @@ def test_a_request_killed_before_its_response_is_never_given_up(tmp_path):
         sched.close("shutdown")
     assert handed == [0, 0, 0, 0, 0, 1]
     assert not crawler.stats.get_value("neardup/frontier/given_up")
+
+
+def test_only_a_start_request_made_again_is_taken_for_its_row_in_flight(tmp_path):
+    """At a resume a spider makes its start requests again (dont_filter): one equal to a row in flight at
+    the stop is that row, not a second fetch. Any other dont_filter request (a spider polling a URL from
+    its own callback) is queued, however like a row it is: it is the spider's wish, not a repeat."""
+    settings = {"JOBDIR": str(tmp_path), "SCHEDULER": "scrapy_neardup.crawler.frontier.scheduler.DurableScheduler",
+                "DUPEFILTER_CLASS": "scrapy_neardup.crawler.frontier.dupefilter.DurableDupeFilter"}
+
+    def requests():
+        return (Request("http://a.test/start", dont_filter=True, meta={"is_start_request": True}),
+                Request("http://a.test/poll", dont_filter=True))
+
+    crawler = get_crawler(S, settings)
+    crawler.spider = S()
+    sched = DurableScheduler.from_crawler(crawler)
+    sched.open(crawler.spider)
+    for r in requests():
+        assert sched.enqueue_request(r)
+    assert sched.next_request() and sched.next_request()  # both in flight at the kill
+    sched.close("shutdown")
+    crawler = get_crawler(S, settings)
+    crawler.spider = S()
+    sched = DurableScheduler.from_crawler(crawler)
+    sched.open(crawler.spider)
+    try:
+        start, poll = requests()
+        assert not sched.enqueue_request(start) and sched.enqueue_request(poll)
+        assert len(sched) == 3  # the two rows of the last run, and the poll made again
+        assert sched.enqueue_request(requests()[0])  # (a second start request alike: the row answered once)
+        assert crawler.stats.get_value("neardup/frontier/already_queued") == 1
+    finally:
+        sched.close("shutdown")

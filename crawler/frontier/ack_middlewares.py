@@ -42,6 +42,7 @@ class AckSpiderMiddleware:
         for signal in (signals.item_scraped, signals.item_dropped, signals.item_error):
             crawler.signals.connect(self._item_done, signal=signal)
         crawler.signals.connect(self._responded, signal=signals.response_received)
+        crawler.signals.connect(self._reached, signal=signals.headers_received)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> AckSpiderMiddleware:
@@ -52,6 +53,9 @@ class AckSpiderMiddleware:
 
     def _responded(self, request: Request) -> None:
         self.tracker.responded(request_id(request))
+
+    def _reached(self, request: Request) -> None:
+        self.tracker.reached(request_id(request))
 
     async def process_spider_output(self, response: Response, result: AsyncIterator[Any]) -> AsyncIterator[Any]:
         rid = response_id(response)

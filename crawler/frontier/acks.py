@@ -62,6 +62,7 @@ class Gate(Protocol):
 @dataclass
 class _Entry:
     responded: bool = False
+    reached: bool = False  # its server answered (headers came): a kill from now on counts against it
     items: int = 0
     output_done: bool = False
 
@@ -100,12 +101,20 @@ class AckTracker:
         """The in-flight entry of ``rid`` (None: a request the frontier did not hand out)."""
         return None if rid is None else self._inflight.get(rid)
 
-    def responded(self, rid: int | None) -> None:
-        if (e := self._entry(rid)) is not None and not e.responded:
-            e.responded = True
+    def reached(self, rid: int | None) -> None:
+        """Its server answered (``headers_received``, before the body is read and decoded, or the response
+        itself for a download handler that sends no headers): the frontier records it once, so that a
+        page that kills the crawl as its body is read, inflated or processed is counted at each kill."""
+        if (e := self._entry(rid)) is not None and not e.reached:
+            e.reached = True
             if self.on_reached is not None:
                 assert rid is not None
                 self.on_reached(rid)
+
+    def responded(self, rid: int | None) -> None:
+        if (e := self._entry(rid)) is not None:
+            e.responded = True
+            self.reached(rid)
 
     def item_out(self, rid: int | None) -> None:
         if (e := self._entry(rid)) is not None:

@@ -2,17 +2,17 @@
 
 ``JOBDIR/frontier.sqlite3`` (WAL), written only by the crawl's thread. Rows of
 ``requests`` are queued (state 0) or in flight (state 1: handed to the
-engine, not yet acknowledged; state 2: and its response has arrived);
+engine, not yet acknowledged; state 2: and its server has answered, its headers came);
 ``seen`` holds the request fingerprints of every URL ever queued. One
 transaction is always open; ``commit()`` makes everything so far durable at
 once, so the queue, the seen set and the acknowledgements never disagree
 after a crash. On open, requests that were in flight go back to the queue;
-those whose response had arrived have their ``redelivered`` count raised
+those whose server had answered have their ``redelivered`` count raised
 (kills in a row that a page's response may have caused: past a limit it is
 given up). A request still waiting for its turn in the downloader
-(``DOWNLOAD_DELAY``, AutoThrottle) when the crawl was killed is not counted:
-its server never saw it, and counting it gave such requests up after a few
-kills, never fetched.
+(``DOWNLOAD_DELAY``, AutoThrottle) or for its answer when the crawl was killed
+is not counted: counting it gave such requests up after a few kills, never
+fetched.
 
 Costs: ``push`` and ``seen_add`` one B-tree insert each, ``pop`` one indexed
 lookup and update, ``commit`` one WAL append (no fsync unless asked).
@@ -164,10 +164,14 @@ class FrontierDB:
             self.db.execute("INSERT OR REPLACE INTO meta VALUES ('format', ?)", (FORMAT,))
             #: the requests in flight at the last stop, by their stored form's digest (a few: at most the
             #: requests the crawl had under way), for ``taken_back``
-            self.in_flight_at_stop: Counter[bytes] = Counter(
-                _digest(data) for (data,) in self.db.execute("SELECT data FROM requests WHERE state != 0"))
+            self.in_flight_at_stop: dict[bytes, list[int]] = {}
+            for rid, data in self.db.execute("SELECT id, data FROM requests WHERE state != 0"):
+                self.in_flight_at_stop.setdefault(_digest(data), []).append(rid)
+            # (a format-1 file has no state 2: any of its rows in flight may have had its response, and its
+            # items, before the kill, so each counts, as format 1 counted them, and is marked redelivered)
+            answered = "1" if meta.get("format") == "1" else "(state = 2)"
             self.redelivered = self.db.execute(
-                "UPDATE requests SET redelivered = redelivered + (state = 2), state = 0 WHERE state != 0").rowcount
+                f"UPDATE requests SET redelivered = redelivered + {answered}, state = 0 WHERE state != 0").rowcount
             self.db.execute("COMMIT")
             self._seq = self.db.execute("SELECT COALESCE(MAX(ABS(ord)), 0) FROM requests").fetchone()[0]
             self.queued: Counter[str] = Counter(dict(self.db.execute(
@@ -237,22 +241,22 @@ class FrontierDB:
         return Row(*row)
 
     def taken_back(self, data: str) -> bool:
-        """Whether ``data`` (a request's stored form) is one of the requests in flight at the last stop,
-        queued again from the file: a spider's start requests are made again at every start, and are
-        ``dont_filter``, so one that was in flight at a kill would be fetched twice, and emitted twice,
-        once new and once as a redelivery. Each such row answers once."""
-        if not self.in_flight_at_stop:
-            return False
-        key = _digest(data)
-        if self.in_flight_at_stop[key] <= 0:
-            return False
-        self.in_flight_at_stop[key] -= 1
-        return True
+        """Whether ``data`` (a start request's stored form) is one of the requests in flight at the last
+        stop, queued again from the file and still there: a spider's start requests are made again at
+        every start, and are ``dont_filter``, so one that was in flight at a kill would be fetched twice,
+        and emitted twice, once new and once as a redelivery. Each such row answers once; a row done
+        since (fetched, or acknowledged in place of a copy) answers no more."""
+        rows = self.in_flight_at_stop.get(_digest(data)) if self.in_flight_at_stop else None
+        while rows:
+            rid = rows.pop()
+            if self.data_of(rid) == data:  # (ids of acknowledged rows can be reused)
+                return True
+        return False
 
     def reached(self, rid: int) -> None:
-        """Request ``rid``'s response has arrived: a kill from now on counts against it. Committed at
-        once (one WAL append), before the response goes on, so a page that kills the crawl as it is
-        processed is counted at every kill, however soon it kills."""
+        """Request ``rid``'s server has answered (its headers came): a kill from now on counts against
+        it. Committed at once (one WAL append), before its body is read on, so a page that kills the
+        crawl as its body is read, inflated or processed is counted at every kill, however soon it kills."""
         self._run("UPDATE requests SET state = 2 WHERE id = ? AND state = 1", (rid,))
         self.commit()
 

@@ -153,7 +153,8 @@ class DurableScheduler(BaseScheduler):
             except UnserializableRequest as exc:
                 self._unserializable(request, exc)
                 return True
-            if request.dont_filter and self.db.taken_back(data):  # (a start request made again at a resume)
+            if request.dont_filter and request.meta.get("is_start_request") and self.db.taken_back(data):
+                # (a start request made again at a resume, while its row from the last run waits in the queue)
                 self.stats.inc_value("neardup/frontier/already_queued")
                 logger.debug("frontier: %s is queued already (in flight at the last stop)", request)
                 return False

@@ -185,14 +185,18 @@ def open_text_stream(path: str, raw: IO[bytes]) -> IO[bytes]:
 class _ZstdFrames(io.RawIOBase):
     """The frames of a zstd stream one after another, and ``EOFError`` when the file ends inside a
     frame (zstandard's ``stream_reader`` ends there quietly, so a truncated ``.zst`` read as a
-    shorter file, where a truncated ``.gz`` is named as one)."""
+    shorter file, where a truncated ``.gz`` is named as one). The decompressor is given ``FEED``
+    bytes at a time: zstd inflates a few bytes into up to 128 KB (a block of one repeated byte), so a
+    larger piece could make hundreds of MB at once; this bounds what one step makes to a few MB."""
 
-    CHUNK = 1 << 16
+    CHUNK = 1 << 16  # read from the file at a time
+    FEED = 256  # given to the decompressor at a time: at most ~64 blocks, ~8 MB out
 
     def __init__(self, dctx: Any, raw: IO[bytes]) -> None:
         self._dctx, self._raw = dctx, raw
         self._obj = dctx.decompressobj()
         self._started = False  # the current frame has had input
+        self._in, self._in_at = b"", 0  # read from the file, and how much of it was given
         self._out, self._at = b"", 0  # decompressed, and how much of it was read
 
     def readable(self) -> bool:
@@ -201,17 +205,20 @@ class _ZstdFrames(io.RawIOBase):
     def readinto(self, buffer: Any) -> int:
         while self._at == len(self._out):
             self._out, self._at = b"", 0
-            data = self._raw.read(self.CHUNK)
-            if not data:
-                if self._started and not self._obj.eof:
-                    raise EOFError("the zstd stream ends inside a frame")
-                return 0
-            while data:
-                if self._obj.eof:  # the next frame
-                    self._obj, self._started = self._dctx.decompressobj(), False
-                self._started = True
-                self._out += self._obj.decompress(data)
-                data = self._obj.unused_data if self._obj.eof else b""
+            if self._in_at == len(self._in):
+                self._in, self._in_at = self._raw.read(self.CHUNK), 0
+                if not self._in:
+                    if self._started and not self._obj.eof:
+                        raise EOFError("the zstd stream ends inside a frame")
+                    return 0
+            if self._obj.eof:  # the next frame
+                self._obj, self._started = self._dctx.decompressobj(), False
+            piece = self._in[self._in_at:self._in_at + self.FEED]
+            self._in_at += len(piece)
+            self._started = True
+            self._out = self._obj.decompress(piece)
+            if self._obj.eof and self._obj.unused_data:  # (a frame ended inside the piece: the rest is the next's)
+                self._in_at -= len(self._obj.unused_data)
         n = min(len(buffer), len(self._out) - self._at)
         buffer[:n] = memoryview(self._out)[self._at:self._at + n]
         self._at += n

@@ -131,13 +131,14 @@ def _storable(rid: str) -> bool:
         return False
 
 
-def _worker_start(lock_fd: int | None, run_pid: int) -> None:
+def _worker_start(lock_fds: list[int], run_pid: int) -> None:
     """In each fingerprinting worker, first: die with the run (a run killed with SIGKILL left its workers
     waiting for batches under PID 1, holding the run's lock, so a resume was refused as "another run"),
-    and let go of the lock's descriptor, which the fork copied (the lock is the run's alone)."""
-    if lock_fd is not None:
+    and let go of the descriptors of the run's locks (``OUT``'s, the store's), which the fork copied: they
+    are the run's alone (without PR_SET_PDEATHSIG, as on macOS, an orphaned worker then holds neither)."""
+    for fd in lock_fds:
         try:
-            os.close(lock_fd)
+            os.close(fd)
         except OSError:
             pass
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the run's to handle: it stops its workers
@@ -263,6 +264,12 @@ class CorpusRun:
         except OSError as exc:  # a file system without flock (some network and FUSE mounts): run unguarded
             logger.warning("cannot lock %s (%s): a second run on %s would not be refused", self.state_dir / "lock",
                            exc.strerror or exc, self.out)
+
+    def _lock_fds(self) -> list[int]:
+        """The descriptors of the locks this run holds: ``OUT/.neardup/lock``, and a local ``--store``'s."""
+        fds = [self._lock_fd] if self._lock_fd is not None else []
+        store_fd = getattr(getattr(self.store, "backend", None), "_lock_fd", None)
+        return fds + ([store_fd] if isinstance(store_fd, int) else [])
 
     def _open_kept(self) -> None:
         """The kept set, from ``kept.fp`` and ``kept.ids`` (as truncated to the checkpoint)."""
@@ -535,7 +542,7 @@ class CorpusRun:
             # it, and every batch waited for then raises; Pool forks a new worker and the batch the dead one
             # held is never answered, so the run waited for ever
             pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"),
-                                       initializer=_worker_start, initargs=(self._lock_fd, os.getpid()))
+                                       initializer=_worker_start, initargs=(self._lock_fds(), os.getpid()))
         bar = self._progress_bar()
         # (file, records, error, job, its outcomes lo:hi): a job can serve several batches in a row
         pending: deque[tuple[int, list[RawRecord], str | None, Any, int, int]] = deque()
@@ -591,9 +598,9 @@ class CorpusRun:
             failed = False
         finally:
             if pool is not None:
-                if failed:  # (nothing more is decided: the batches in flight are not waited for)
-                    for proc in list(getattr(pool, "_processes", {}).values()):
-                        proc.kill()
+                # (failed: batches not started are cancelled, and each worker ends the one it has, at most
+                # a batch's time: they ignore Ctrl-C. Killing them instead could cut a result half sent, and
+                # the executor's thread then waited for its rest for ever, holding the run's lock)
                 pool.shutdown(wait=True, cancel_futures=failed)
             if bar is not None:
                 bar.close()
@@ -638,7 +645,7 @@ class CorpusRun:
 
     @staticmethod
     def _worker_died(where: dict[str, Any] | None) -> RunStopped:
-        batch = f" with a batch from {', '.join(f'{k} {v}' for k, v in where.items())}" if where else ""
+        batch = f" (the run was at {', '.join(f'{k} {v}' for k, v in where.items())})" if where else ""
         return RunStopped(f"a fingerprinting worker died (killed, or out of memory: see the system log){batch}; "
                           "run the same command again to resume from the last checkpoint (with fewer --workers "
                           "if memory ran out)")

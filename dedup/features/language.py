@@ -90,10 +90,10 @@ def _cld2_names() -> dict[str, str]:
     """Every code and language name CLD2 knows (lower case) -> its code: ``en``, ``english``, ``zh-hant``."""
     names: dict[str, str] = {}
     for name, code in pycld2.LANGUAGES:
-        if code in PSEUDO_CODES or code in ("un", "xxx"):
-            continue
+        if code in PSEUDO_CODES or code in ("un", "xxx") or name.startswith(("X_", "TG_")):
+            continue  # (TG_UNKNOWN_LANGUAGE: no language)
         names.setdefault(code.lower(), code)
-        names.setdefault(name.lower(), code)
+        names.setdefault(name.lower().replace("_", "-"), code)
     return names
 
 
@@ -105,14 +105,18 @@ def cld2_code_of(value: str) -> str | None:
     ``nb``: ``no``), Chinese by script or region (``zh-TW``: ``zh-Hant``). So a record gives the
     fingerprint CLD2 would, and two spellings of one language give one. O(1) after the first call.
 
-    >>> [cld2_code_of(v) for v in ("en", "EN", "en_US", "English", "he", "zh-TW", "zh-Hans", "xx", "eng")]
-    ['en', 'en', 'en', 'en', 'iw', 'zh-Hant', 'zh', None, None]
+    >>> [cld2_code_of(v) for v in ("en", "EN", "en_US", "English", "he", "zh-TW", "zh-Hant-TW", "zh_Hans_SG")]
+    ['en', 'en', 'en', 'en', 'iw', 'zh-Hant', 'zh-Hant', 'zh']
+    >>> [cld2_code_of(v) for v in ("Norwegian_N", "xx", "eng")]
+    ['nn', None, None]
     """
     key = value.strip().lower().replace("_", "-")
     if not key:
         return None
-    names = _cld2_names()
-    for candidate in (key, key.split("-")[0]):
+    names, subtags = _cld2_names(), key.split("-")
+    if subtags[0] == "zh" and ("hant" in subtags or "hans" in subtags):  # the script decides (zh-Hant-TW)
+        return "zh-Hant" if "hant" in subtags else "zh"
+    for candidate in (key, "-".join(subtags[:2]), subtags[0]):
         code = _ALIASES.get(candidate) or names.get(candidate)
         if code is not None:
             return code
