@@ -404,6 +404,39 @@ def test_the_dupe_filters_mark_and_the_push_are_one_step(where, request):
         scheduler.close("finished")
 
 
+@pytest.mark.parametrize("where", ["redis", "cluster"])
+def test_a_request_counts_a_death_only_once_its_server_answered(where, request):
+    """A process's requests go back to the queue when it dies (or hands them back as it closes); each
+    counted a redelivery, so a request that waited out DOWNLOAD_DELAY at every death was given up after
+    NEARDUP_FRONTIER_MAX_REDELIVERIES + 1 of them, never sent. Only those its server answered count."""
+    from scrapy import Request, Spider
+    from scrapy.utils.misc import load_object
+    from scrapy.utils.test import get_crawler
+
+    from scrapy_neardup.crawler.addon import REDIS_SETTINGS
+
+    url = request.getfixturevalue("shared_redis" if where == "redis" else "cluster_frontier")
+    more = {"REDIS_PARAMS": CLUSTER_PARAMS} if where == "cluster" else {}
+    counts = {}
+    for life in range(3):
+        crawler = get_crawler(Spider, {**REDIS_SETTINGS, "REDIS_URL": url, **more})
+        crawler.spider = spider = Spider.from_crawler(crawler, "answered")
+        scheduler = load_object(crawler.settings["SCHEDULER"]).from_crawler(crawler)
+        scheduler.open(spider)
+        try:
+            if life == 0:
+                for u in ("http://127.0.0.1/answered", "http://127.0.0.1/waiting"):
+                    scheduler.enqueue_request(Request(u))
+            got = {r.url: r for r in (scheduler.next_request(), scheduler.next_request())}
+            counts[life] = {u: r.meta.get("neardup_redelivered", 0) for u, r in got.items()}
+            scheduler.tracker.reached(got["http://127.0.0.1/answered"].meta["neardup_frontier_id"])
+        finally:
+            scheduler.close("shutdown")  # (its requests go back to the queue, as at a death)
+    assert counts == {life: {"http://127.0.0.1/answered": life, "http://127.0.0.1/waiting": 0} for life in range(3)}
+    client = scheduler.server
+    assert not [k for k in client.keys("*answered*") if b"inflight" in k]  # (each set went with its hash)
+
+
 class Killed(BaseException):
     """A kill at a chosen moment (not an ``Exception``: nothing on the way catches it)."""
 

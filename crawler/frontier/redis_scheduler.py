@@ -81,7 +81,9 @@ return {data, tonumber(redis.call('HGET', KEYS[3], redis.sha1hex(data)) or '0')}
 # reclaim_others ('1'/'0').
 # Heartbeat for me; move every dead process's in-flight requests (when reclaim_others: see
 # ``_may_reclaim``), and mine when asked (a closing process), back to the front of the queue,
-# counting the redelivery.
+# counting the redelivery of those its server had answered (their ids in the process's "answered"
+# set, the in-flight hash's key + ':answered'): a request still waiting out DOWNLOAD_DELAY is not
+# counted, or it would be given up after a few deaths without ever being sent.
 # Returns {requests moved, requests in flight at live processes (mine included), requests queued}.
 _BEAT = """
 local kind, lease, prefix, me = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
@@ -95,6 +97,7 @@ for i = 1, #all, 2 do
   local inflight = prefix .. w
   if seen < now - lease and (w == me or ARGV[6] == '1') then
     local held = redis.call('HGETALL', inflight)
+    local answered = inflight .. ':answered'
     for j = 2, #held, 2 do
       local v = held[j]
       local sep = string.find(v, '|', 1, true)
@@ -102,10 +105,12 @@ for i = 1, #all, 2 do
       if kind == 'priority' then redis.call('ZADD', KEYS[2], score, data)
       elseif kind == 'fifo' then redis.call('RPUSH', KEYS[2], data)
       else redis.call('LPUSH', KEYS[2], data) end
-      redis.call('HINCRBY', KEYS[3], redis.sha1hex(data), 1)
+      if redis.call('SISMEMBER', answered, held[j - 1]) == 1 then
+        redis.call('HINCRBY', KEYS[3], redis.sha1hex(data), 1)
+      end
       moved = moved + 1
     end
-    redis.call('DEL', inflight)
+    redis.call('DEL', inflight, answered)
     redis.call('ZREM', KEYS[1], w)
   else
     live = live + redis.call('HLEN', inflight)
@@ -173,10 +178,10 @@ else redis.call('LPUSH', KEYS[1], ARGV[2]) end
 return 1
 """
 
-# KEYS: inflight, redelivered. ARGV: ids..., then '|', then sha1s of their data.
+# KEYS: inflight, redelivered, answered. ARGV: ids..., then '|', then sha1s of their data.
 _ACK = """
 local i = 1
-while ARGV[i] ~= '|' do redis.call('HDEL', KEYS[1], ARGV[i]); i = i + 1 end
+while ARGV[i] ~= '|' do redis.call('HDEL', KEYS[1], ARGV[i]); redis.call('SREM', KEYS[3], ARGV[i]); i = i + 1 end
 for j = i + 1, #ARGV do redis.call('HDEL', KEYS[2], ARGV[j]) end
 return 0
 """
@@ -262,6 +267,7 @@ class ReliableRedisScheduler(ScrapyRedisScheduler):
         self.me = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.inflight_prefix = f"{key}:inflight:"
         self.inflight_key = self.inflight_prefix + self.me
+        self.answered_key = self.inflight_key + ":answered"  # (_BEAT's name for it)
         self.workers_key = f"{key}:workers"
         self.redelivered_key = f"{key}:redelivered"
         self._pop = self.server.register_script(_POP)
@@ -284,6 +290,7 @@ class ReliableRedisScheduler(ScrapyRedisScheduler):
         self.tracker.add_gate(FlushGate(self.crawler))
         self.tracker.add_gate(_PushGate(self))
         self.tracker.active = True
+        self.tracker.on_reached = self._answered
         self._heartbeat()
         self._loop = task.LoopingCall(self._checkpoint)
         self._loop.start(CHECKPOINT_INTERVAL, now=False)
@@ -308,6 +315,7 @@ class ReliableRedisScheduler(ScrapyRedisScheduler):
             logger.error("shared frontier: %d request(s) could not be pushed to Redis; their pages were not "
                          "acknowledged and will be fetched again", len(self._backlog))
         self.tracker.active = False
+        self.tracker.on_reached = None
         super().close(reason)
 
     # -- the queue --------------------------------------------------------------------
@@ -507,7 +515,16 @@ class ReliableRedisScheduler(ScrapyRedisScheduler):
 
     def _ack_now(self, ids: list[int]) -> None:
         shas = [self._shas.pop(i, "") for i in ids]
-        self._ack(keys=[self.inflight_key, self.redelivered_key], args=[*ids, "|", *shas])
+        self._ack(keys=[self.inflight_key, self.redelivered_key, self.answered_key], args=[*ids, "|", *shas])
+
+    def _answered(self, rid: int) -> None:
+        """Request ``rid``'s server answered: a death of this process from now on counts against it
+        (``_BEAT``). Redis away: not recorded, so such a death does not count (a page that kills every
+        process that fetches it is then given up only once Redis answers these marks again)."""
+        try:
+            self.server.sadd(self.answered_key, rid)
+        except Exception as exc:
+            self._redis_down(exc)
 
     def _heartbeat(self) -> None:
         try:
