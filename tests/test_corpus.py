@@ -174,15 +174,20 @@ def _position(checkpoint: Path) -> tuple[int, int]:
     return (p["file"], p["pos"])
 
 
+def _a_run_of_files(tmp_path: Path, records: list[dict], files: int) -> tuple[Path, Path, list[str]]:
+    """``records`` dealt into ``files`` JSON lines files (a checkpoint at the end of each): the output
+    of an uninterrupted run of them, the OUT of another, and the command of that other (2 workers)."""
+    srcs = [write_jsonl(tmp_path / f"in{i}.jsonl", records[i::files]) for i in range(files)]
+    _, ref = run(tmp_path, srcs, out="ref")
+    out = tmp_path / "out"
+    return ref, out, [sys.executable, "-m", "scrapy_neardup.dedup", "dedup", *map(str, srcs), "-o", str(out),
+                      "--id-field", "id", "--workers", "2", "--quiet"]
+
+
 def test_a_run_killed_with_sigkill_resumes_to_the_uninterrupted_output(tmp_path):
     # 8 files: a checkpoint at the end of each (and at most every second), so that a kill always finds
     # the run between two checkpoints, however fast the machine runs it
-    records = make_corpus(12000, 5)
-    srcs = [write_jsonl(tmp_path / f"in{i}.jsonl", records[i::8]) for i in range(8)]
-    _, ref = run(tmp_path, srcs, out="ref")
-    out = tmp_path / "out"
-    cmd = [sys.executable, "-m", "scrapy_neardup.dedup", "dedup", *map(str, srcs), "-o", str(out),
-           "--id-field", "id", "--workers", "2", "--quiet"]
+    ref, out, cmd = _a_run_of_files(tmp_path, make_corpus(12000, 5), 8)
     checkpoint = out / ".neardup" / "checkpoint.json"
     kills = 0
     for _ in range(2):
@@ -236,12 +241,7 @@ def test_a_worker_that_dies_stops_the_run_with_a_clear_error_and_a_resume_finish
     """A fingerprinting worker killed (as the kernel kills one when memory runs out) used to leave the run
     waiting for ever for the batch it held, silent. Now the run stops: exit 1, a line that says why and
     names where, and the same command resumes it to the output of an uninterrupted run."""
-    records = make_corpus(40000, 8)
-    srcs = [write_jsonl(tmp_path / f"in{i}.jsonl", records[i::4]) for i in range(4)]
-    _, ref = run(tmp_path, srcs, out="ref")
-    out = tmp_path / "out"
-    cmd = [sys.executable, "-m", "scrapy_neardup.dedup", "dedup", *map(str, srcs), "-o", str(out),
-           "--id-field", "id", "--workers", "2", "--quiet"]
+    ref, out, cmd = _a_run_of_files(tmp_path, make_corpus(40000, 8), 4)
     proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and proc.poll() is None and len(_children(proc.pid)) < 2:

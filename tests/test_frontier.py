@@ -297,24 +297,32 @@ def test_every_request_is_acknowledged_exactly_when_done(tmp_path):
     assert "response_status_count/301" in r.stderr and "response_status_count/404" in r.stderr  # (it met both)
 
 
-def test_a_request_in_flight_at_every_kill_is_given_up_after_max_redeliveries(tmp_path, caplog):
-    """A page that kills the crawler each time it is fetched must not stop the crawl forever."""
+def _handed_at_each_start(tmp_path, limit: int, starts: int, answered) -> tuple[list, object]:
+    """One request, its crawl killed ``starts`` times while it is in flight (with its server's answer
+    first when ``answered(start)``): what ``neardup_redelivered`` each start handed it out with (None:
+    given up), and the last crawler."""
     settings = {"JOBDIR": str(tmp_path), "SCHEDULER": "scrapy_neardup.crawler.frontier.scheduler.DurableScheduler",
                 "DUPEFILTER_CLASS": "scrapy_neardup.crawler.frontier.dupefilter.DurableDupeFilter",
-                "NEARDUP_FRONTIER_MAX_REDELIVERIES": 2}
+                "NEARDUP_FRONTIER_MAX_REDELIVERIES": limit}
     handed = []
-    for attempt in range(4):
+    for start in range(starts):
         crawler = get_crawler(S, settings)
         crawler.spider = S()
         sched = DurableScheduler.from_crawler(crawler)
         sched.open(crawler.spider)
-        if attempt == 0:
-            sched.enqueue_request(Request("http://a.test/poison"))
+        if start == 0:
+            sched.enqueue_request(Request("http://a.test/page"))
         r = sched.next_request()
-        handed.append(r.meta.get("neardup_redelivered", 0) if r else None)
-        if r is not None:
-            sched.tracker.responded(r.meta["neardup_frontier_id"])  # its response arrived (response_received)
+        handed.append(None if r is None else r.meta.get("neardup_redelivered", 0))
+        if r is not None and answered(start):
+            sched.tracker.reached(r.meta["neardup_frontier_id"])  # (headers_received)
         sched.close("shutdown")  # (as a kill leaves it: in flight, never acknowledged)
+    return handed, crawler
+
+
+def test_a_request_in_flight_at_every_kill_is_given_up_after_max_redeliveries(tmp_path, caplog):
+    """A page that kills the crawler each time it is fetched must not stop the crawl forever."""
+    handed, crawler = _handed_at_each_start(tmp_path, 2, 4, answered=lambda start: True)
     assert handed == [0, 1, 2, None]
     assert crawler.stats.get_value("neardup/frontier/given_up") == 1
     assert "giving up a request" in caplog.text
@@ -324,22 +332,8 @@ def test_a_request_killed_before_its_response_is_never_given_up(tmp_path):
     """A request waiting out DOWNLOAD_DELAY (or AutoThrottle's) in the downloader is in flight, but its server
     never saw it: kills then are not its doing. They were counted, and after NEARDUP_FRONTIER_MAX_REDELIVERIES
     + 1 kills such a request was given up, never fetched (a user's crawl lost its start page that way)."""
-    settings = {"JOBDIR": str(tmp_path), "SCHEDULER": "scrapy_neardup.crawler.frontier.scheduler.DurableScheduler",
-                "DUPEFILTER_CLASS": "scrapy_neardup.crawler.frontier.dupefilter.DurableDupeFilter",
-                "NEARDUP_FRONTIER_MAX_REDELIVERIES": 1}
-    handed = []
-    for attempt in range(6):
-        crawler = get_crawler(S, settings)
-        crawler.spider = S()
-        sched = DurableScheduler.from_crawler(crawler)
-        sched.open(crawler.spider)
-        if attempt == 0:
-            sched.enqueue_request(Request("http://a.test/slow"))
-        r = sched.next_request()
-        handed.append(None if r is None else r.meta.get("neardup_redelivered", 0))
-        if attempt == 4:  # this time its response came before the kill: that one counts
-            sched.tracker.responded(r.meta["neardup_frontier_id"])
-        sched.close("shutdown")
+    # (at the 5th start its server answered before the kill: that one counts)
+    handed, crawler = _handed_at_each_start(tmp_path, 1, 6, answered=lambda start: start == 4)
     assert handed == [0, 0, 0, 0, 0, 1]
     assert not crawler.stats.get_value("neardup/frontier/given_up")
 
