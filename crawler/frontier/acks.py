@@ -78,8 +78,8 @@ class AckTracker:
         self._failed: list[int] = []
         self._failed_waiting: list[int] = []
         self._taken: list[tuple[int, list[int]]] = []  # what the last ``acknowledgeable`` took
-        #: called with a request's id when its response arrives (the durable frontier records it, so that
-        #: only kills after a response count against a request); None: nothing to record
+        #: called with a request's id when its server answers (``reached``: the frontiers record it, so that
+        #: only kills after an answer count against a request); None: nothing to record
         self.on_reached: Callable[[int], None] | None = None
 
     @classmethod

@@ -228,7 +228,7 @@ class DurableScheduler(BaseScheduler):
         return self.tracker.hand_out(request, row.id, row.redelivered)
 
     def _reached(self, rid: int) -> None:
-        """A response arrived for frontier row ``rid``: from now on a kill counts against it."""
+        """Frontier row ``rid``'s server answered (its headers came): from now on a kill counts against it."""
         if self._db is None or self._failed:
             return
         try:
