@@ -83,9 +83,10 @@ def test_in_flight_requests_are_queued_again_after_a_crash(tmp_path):
     db.db.close()
     os.close(db._lock_fd)
     db2 = FrontierDB(tmp_path)
-    assert db2.redelivered == 2 and len(db2) == 3  # both are queued again; only the one answered counts a kill
+    assert db2.redelivered == 2 and len(db2) == 3  # both are queued again, marked; only the one answered counts a kill
     rows = [db2.pop("h") for _ in range(3)]
-    assert {r.data: r.redelivered for r in rows} == {taken.data: 1, waiting.data: 0, "r0": 0}
+    assert {r.data: (r.redelivered, r.kills) for r in rows} == {taken.data: (1, 1), waiting.data: (1, 0),
+                                                                "r0": (0, 0)}
     db2.close()
 
 
@@ -104,7 +105,7 @@ def test_a_format_1_frontier_is_read_and_marked_2(tmp_path):
     db2 = FrontierDB(tmp_path)
     # (format 1 has no state 2: its request in flight may have had its response, and its items, before the
     # kill, so it counts, and is handed out as redelivered: emitted again, never taken for unchanged)
-    assert len(db2) == 1 and db2.redelivered == 1 and db2.pop("h").redelivered == 1
+    assert len(db2) == 1 and db2.redelivered == 1 and db2.pop("h")[1:3] == (1, 1)
     assert db2.db.execute("SELECT value FROM meta WHERE name = 'format'").fetchone()[0] == "2"
     db2.close()
 
@@ -332,10 +333,13 @@ def test_a_request_killed_before_its_response_is_never_given_up(tmp_path):
     """A request waiting out DOWNLOAD_DELAY (or AutoThrottle's) in the downloader is in flight, but its server
     never saw it: kills then are not its doing. They were counted, and after NEARDUP_FRONTIER_MAX_REDELIVERIES
     + 1 kills such a request was given up, never fetched (a user's crawl lost its start page that way)."""
-    # (at the 5th start its server answered before the kill: that one counts)
+    # (at the 5th start its server answered before the kill: that one counts; each start still hands it out
+    # marked redelivered, its outputs being perhaps half committed)
     handed, crawler = _handed_at_each_start(tmp_path, 1, 6, answered=lambda start: start == 4)
-    assert handed == [0, 0, 0, 0, 0, 1]
+    assert handed == [0, 1, 2, 3, 4, 5]
     assert not crawler.stats.get_value("neardup/frontier/given_up")
+    handed, crawler = _handed_at_each_start(tmp_path / "b", 1, 4, answered=lambda start: start >= 1)
+    assert handed == [0, 1, 2, None]  # (answered at the 2nd and 3rd starts: 2 kills, past the limit of 1)
 
 
 def test_only_a_start_request_made_again_is_taken_for_its_row_in_flight(tmp_path):

@@ -122,7 +122,9 @@ def test_hostile_pages_do_not_stall_the_crawl(tmp_path):
     assert any(f"{server.url}/memory.html" in line and "worker process" in line for line in log.splitlines())
     # and the ready spider did not parse it in the crawl's thread instead
     assert f"{server.url}/memory.html is not parsed for its links or text: the filter's worker" in log, log[-4000:]
-    assert stat(log, "neardup/worker_restarts") == 1
+    # replaced once (or not yet: a replacement starts when a page needs it, and /memory.html, answered once the
+    # worker was up, can be the crawl's last page; CI saw the crawl close first)
+    assert stat(log, "neardup/worker_restarts") in (None, 1), log[-4000:]
     assert stat(log, "neardup/fingerprinted_while_workers_start") is None or "/memory.html" in got
     lag = stat(log, "lag_probe/max_ms")
     print(f"crawl's thread at most {lag} ms late; out of memory {stat(log, 'neardup/skipped/out_of_memory')}, "

@@ -230,14 +230,14 @@ class AckTracker:
         self._taken = []
 
 
-def give_up(stats: Any, redelivered: int, limit: int, what: str) -> bool:
-    """Whether a request handed out again ``redelivered`` times in a row (in flight
-    at each kill, crash or dead process: likely a page that kills the crawler) is
-    past ``NEARDUP_FRONTIER_MAX_REDELIVERIES``; if so it is logged and counted."""
-    if redelivered <= limit:
+def give_up(stats: Any, kills: int, limit: int, what: str) -> bool:
+    """Whether a request in flight, its server having answered, at ``kills`` kills, crashes or
+    dead processes in a row (likely a page that kills the crawler) is past
+    ``NEARDUP_FRONTIER_MAX_REDELIVERIES``; if so it is logged and counted."""
+    if kills <= limit:
         return False
-    logger.error("frontier: giving up a request that was in flight at %d kills, crashes or dead processes in a "
-                 "row (NEARDUP_FRONTIER_MAX_REDELIVERIES=%d): %s", redelivered, limit, what)
+    logger.error("frontier: giving up a request that was in flight, answered, at %d kills, crashes or dead "
+                 "processes in a row (NEARDUP_FRONTIER_MAX_REDELIVERIES=%d): %s", kills, limit, what)
     stats.inc_value("neardup/frontier/given_up")
     return True
 

@@ -6,13 +6,14 @@ engine, not yet acknowledged; state 2: and its server has answered, its headers 
 ``seen`` holds the request fingerprints of every URL ever queued. One
 transaction is always open; ``commit()`` makes everything so far durable at
 once, so the queue, the seen set and the acknowledgements never disagree
-after a crash. On open, requests that were in flight go back to the queue;
-those whose server had answered have their ``redelivered`` count raised
-(kills in a row that a page's response may have caused: past a limit it is
-given up). A request still waiting for its turn in the downloader
-(``DOWNLOAD_DELAY``, AutoThrottle) or for its answer when the crawl was killed
-is not counted: counting it gave such requests up after a few kills, never
-fetched.
+after a crash. On open, requests that were in flight go back to the queue with
+their ``redelivered`` count raised (their outputs may be half committed: the
+filter emits them again rather than take them for unchanged), and those whose
+server had answered with their ``kills`` raised too (kills in a row that a
+page may have caused: past a limit it is given up). A request still waiting
+for its turn in the downloader (``DOWNLOAD_DELAY``, AutoThrottle) or for its
+answer when the crawl was killed is not counted a kill: counting it gave such
+requests up after a few kills, never fetched.
 
 Costs: ``push`` and ``seen_add`` one B-tree insert each, ``pop`` one indexed
 lookup and update, ``commit`` one WAL append (no fsync unless asked).
@@ -42,7 +43,8 @@ _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS requests (
     id INTEGER PRIMARY KEY, slot TEXT NOT NULL, priority INTEGER NOT NULL, ord INTEGER NOT NULL,
-    state INTEGER NOT NULL DEFAULT 0, redelivered INTEGER NOT NULL DEFAULT 0, data TEXT NOT NULL);
+    state INTEGER NOT NULL DEFAULT 0, redelivered INTEGER NOT NULL DEFAULT 0, data TEXT NOT NULL,
+    kills INTEGER NOT NULL DEFAULT 0);
 CREATE INDEX IF NOT EXISTS requests_next ON requests (slot, state, priority DESC, ord);
 CREATE TABLE IF NOT EXISTS seen (fp BLOB PRIMARY KEY) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS marks (name TEXT PRIMARY KEY) WITHOUT ROWID;
@@ -60,7 +62,8 @@ class FrontierError(RuntimeError):
 
 class Row(NamedTuple):
     id: int
-    redelivered: int
+    redelivered: int  # times it was in flight at a stop (then its outputs may be half committed)
+    kills: int  # of those, the stops after its server had answered (past a limit it is given up)
     data: str
 
 
@@ -167,11 +170,17 @@ class FrontierDB:
             self.in_flight_at_stop: dict[bytes, list[int]] = {}
             for rid, data in self.db.execute("SELECT id, data FROM requests WHERE state != 0"):
                 self.in_flight_at_stop.setdefault(_digest(data), []).append(rid)
-            # (a format-1 file has no state 2: any of its rows in flight may have had its response, and its
-            # items, before the kill, so each counts, as format 1 counted them, and is marked redelivered)
+            if "kills" not in {c[1] for c in self.db.execute("PRAGMA table_info(requests)")}:
+                # a format-1 file: its counts were of every stop, answered or not (nothing told them apart)
+                self.db.execute("ALTER TABLE requests ADD COLUMN kills INTEGER NOT NULL DEFAULT 0")
+                self.db.execute("UPDATE requests SET kills = redelivered")
+            # every request in flight is queued again and marked redelivered (its outputs may be half
+            # committed: it is emitted again, never taken for unchanged); a kill counts against it only once
+            # its server had answered (a format-1 file has no state 2: each counts, as format 1 counted it)
             answered = "1" if meta.get("format") == "1" else "(state = 2)"
             self.redelivered = self.db.execute(
-                f"UPDATE requests SET redelivered = redelivered + {answered}, state = 0 WHERE state != 0").rowcount
+                f"UPDATE requests SET redelivered = redelivered + 1, kills = kills + {answered}, state = 0 "
+                "WHERE state != 0").rowcount
             self.db.execute("COMMIT")
             self._seq = self.db.execute("SELECT COALESCE(MAX(ABS(ord)), 0) FROM requests").fetchone()[0]
             self.queued: Counter[str] = Counter(dict(self.db.execute(
@@ -227,7 +236,7 @@ class FrontierDB:
     def pop(self, slot: str) -> Row | None:
         """The next queued request of ``slot`` (highest priority, then by ``lifo``), now in flight."""
         try:
-            row = self.db.execute("SELECT id, redelivered, data FROM requests WHERE slot = ? AND state = 0 "
+            row = self.db.execute("SELECT id, redelivered, kills, data FROM requests WHERE slot = ? AND state = 0 "
                                   "ORDER BY priority DESC, ord LIMIT 1", (slot,)).fetchone()
             if row is None:
                 self.queued.pop(slot, None)

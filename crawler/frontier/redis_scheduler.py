@@ -58,8 +58,8 @@ logger = logging.getLogger(__name__)
 # The queue kinds: how a request is pushed, popped and put back (at the front).
 PRIORITY, FIFO, LIFO = "priority", "fifo", "lifo"
 
-# KEYS: queue, inflight, redelivered. ARGV: kind, id.
-# Move the next request to the in-flight hash as "score|data"; return {data, redeliveries}.
+# KEYS: queue, inflight, redelivered, kills. ARGV: kind, id.
+# Move the next request to the in-flight hash as "score|data"; return {data, redeliveries, kills}.
 _POP = """
 local kind, data, score = ARGV[1], nil, '0'
 if kind == 'priority' then
@@ -74,16 +74,18 @@ else
 end
 if not data then return false end
 redis.call('HSET', KEYS[2], ARGV[2], score .. '|' .. data)
-return {data, tonumber(redis.call('HGET', KEYS[3], redis.sha1hex(data)) or '0')}
+local sha = redis.sha1hex(data)
+return {data, tonumber(redis.call('HGET', KEYS[3], sha) or '0'), tonumber(redis.call('HGET', KEYS[4], sha) or '0')}
 """
 
-# KEYS: workers, queue, redelivered. ARGV: kind, lease_ms, inflight key prefix, me, reclaim_me ('1'/'0'),
+# KEYS: workers, queue, redelivered, kills. ARGV: kind, lease_ms, inflight key prefix, me, reclaim_me ('1'/'0'),
 # reclaim_others ('1'/'0').
 # Heartbeat for me; move every dead process's in-flight requests (when reclaim_others: see
 # ``_may_reclaim``), and mine when asked (a closing process), back to the front of the queue,
-# counting the redelivery of those its server had answered (their ids in the process's "answered"
-# set, the in-flight hash's key + ':answered'): a request still waiting out DOWNLOAD_DELAY is not
-# counted, or it would be given up after a few deaths without ever being sent.
+# counting the redelivery (their outputs may be half committed: emitted again, never taken for unchanged),
+# and a kill of those its server had answered (their ids in the process's "answered" set, the in-flight
+# hash's key + ':answered'): a request still waiting out DOWNLOAD_DELAY is not counted a kill, or it
+# would be given up after a few deaths without ever being sent.
 # Returns {requests moved, requests in flight at live processes (mine included), requests queued}.
 _BEAT = """
 local kind, lease, prefix, me = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
@@ -105,8 +107,9 @@ for i = 1, #all, 2 do
       if kind == 'priority' then redis.call('ZADD', KEYS[2], score, data)
       elseif kind == 'fifo' then redis.call('RPUSH', KEYS[2], data)
       else redis.call('LPUSH', KEYS[2], data) end
+      redis.call('HINCRBY', KEYS[3], redis.sha1hex(data), 1)
       if redis.call('SISMEMBER', answered, held[j - 1]) == 1 then
-        redis.call('HINCRBY', KEYS[3], redis.sha1hex(data), 1)
+        redis.call('HINCRBY', KEYS[4], redis.sha1hex(data), 1)
       end
       moved = moved + 1
     end
@@ -178,11 +181,11 @@ else redis.call('LPUSH', KEYS[1], ARGV[2]) end
 return 1
 """
 
-# KEYS: inflight, redelivered, answered. ARGV: ids..., then '|', then sha1s of their data.
+# KEYS: inflight, redelivered, answered, kills. ARGV: ids..., then '|', then sha1s of their data.
 _ACK = """
 local i = 1
 while ARGV[i] ~= '|' do redis.call('HDEL', KEYS[1], ARGV[i]); redis.call('SREM', KEYS[3], ARGV[i]); i = i + 1 end
-for j = i + 1, #ARGV do redis.call('HDEL', KEYS[2], ARGV[j]) end
+for j = i + 1, #ARGV do redis.call('HDEL', KEYS[2], ARGV[j]); redis.call('HDEL', KEYS[4], ARGV[j]) end
 return 0
 """
 
@@ -270,6 +273,7 @@ class ReliableRedisScheduler(ScrapyRedisScheduler):
         self.answered_key = self.inflight_key + ":answered"  # (_BEAT's name for it)
         self.workers_key = f"{key}:workers"
         self.redelivered_key = f"{key}:redelivered"
+        self.kills_key = f"{key}:kills"
         self._pop = self.server.register_script(_POP)
         self._seen_push = self.server.register_script(_SEEN_PUSH) if self._df_in_step() else None
         self.marks_key = f"{key}:marks"  # (``push_marked``: the queue's hash tag, so its slot)
@@ -468,14 +472,15 @@ class ReliableRedisScheduler(ScrapyRedisScheduler):
         while True:
             rid = self._next_id = self._next_id + 1
             try:
-                got = self._pop(keys=[self.queue.key, self.inflight_key, self.redelivered_key], args=[self.kind, rid])
+                got = self._pop(keys=[self.queue.key, self.inflight_key, self.redelivered_key, self.kills_key],
+                                args=[self.kind, rid])
             except Exception as exc:
                 self._redis_down(exc)
                 return None
             self._redis_up()
             if not got:
                 return None
-            data, redelivered = got[0], int(got[1])
+            data, redelivered, kills = got[0], int(got[1]), int(got[2])
             sha = hashlib.sha1(data).hexdigest()
             self._shas[rid] = sha
             try:
@@ -485,7 +490,7 @@ class ReliableRedisScheduler(ScrapyRedisScheduler):
                 self.stats.inc_value("neardup/frontier/corrupt")
                 self._ack_now([rid])
                 continue
-            if give_up(self.stats, redelivered, self.max_redeliveries, request.url):
+            if give_up(self.stats, kills, self.max_redeliveries, request.url):
                 self._ack_now([rid])
                 continue
             if redelivered:
@@ -515,7 +520,8 @@ class ReliableRedisScheduler(ScrapyRedisScheduler):
 
     def _ack_now(self, ids: list[int]) -> None:
         shas = [self._shas.pop(i, "") for i in ids]
-        self._ack(keys=[self.inflight_key, self.redelivered_key, self.answered_key], args=[*ids, "|", *shas])
+        self._ack(keys=[self.inflight_key, self.redelivered_key, self.answered_key, self.kills_key],
+                  args=[*ids, "|", *shas])
 
     def _answered(self, rid: int) -> None:
         """Request ``rid``'s server answered: a death of this process from now on counts against it
@@ -544,7 +550,7 @@ class ReliableRedisScheduler(ScrapyRedisScheduler):
     def _beat_now(self, hand_back: bool) -> list[int]:
         """Heartbeat and requeue dead processes' requests (and, ``hand_back``, this
         one's): ``_BEAT``'s [requeued, in flight at live processes, queued]."""
-        return self._beat(keys=[self.workers_key, self.queue.key, self.redelivered_key],
+        return self._beat(keys=[self.workers_key, self.queue.key, self.redelivered_key, self.kills_key],
                           args=[self.kind, int(self.lease * 1000), self.inflight_prefix, self.me,
                                 "1" if hand_back else "0", "1" if self._may_reclaim() else "0"])
 

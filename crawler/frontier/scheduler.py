@@ -215,7 +215,7 @@ class DurableScheduler(BaseScheduler):
     # -- helpers --------------------------------------------------------------------
 
     def _restore(self, row: Any) -> Request | None:
-        if give_up(self.stats, row.redelivered, self.max_redeliveries, row.data[:300]):
+        if give_up(self.stats, row.kills, self.max_redeliveries, row.data[:300]):
             self.db.ack([row.id])
             return None
         try:
