@@ -98,6 +98,7 @@ def test_a_format_1_frontier_is_read_and_marked_2(tmp_path):
     db.push("h", 0, "r")
     db.db.execute("UPDATE meta SET value = '1' WHERE name = 'format'")
     db.pop("h")
+    db.db.execute("ALTER TABLE requests DROP COLUMN kills")  # (format 1 had no such column)
     db.commit()
     db.db.close()
     os.close(db._lock_fd)

@@ -24,7 +24,6 @@ download slot; nothing per request.
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import os
 import sqlite3
 from collections import Counter
@@ -95,10 +94,6 @@ def _explain(path: Path, exc: BaseException) -> FrontierError:
     return FrontierError(f"frontier {path}: {why} ({type(exc).__name__}: {text})")
 
 
-def _digest(data: str) -> bytes:
-    return hashlib.blake2b(data.encode("utf-8", "surrogatepass"), digest_size=16).digest()
-
-
 def _check_format(path: Path, found: str | None) -> None:
     """``FrontierError`` unless ``found`` (the file's recorded format; None: none yet) is one of ``READS``."""
     if found is not None and found not in READS:
@@ -165,19 +160,19 @@ class FrontierDB:
             _check_format(self.path, meta.get("format"))
             self.db.execute("BEGIN IMMEDIATE")
             self.db.execute("INSERT OR REPLACE INTO meta VALUES ('format', ?)", (FORMAT,))
-            #: the requests in flight at the last stop, by their stored form's digest (a few: at most the
-            #: requests the crawl had under way), for ``taken_back``
-            self.in_flight_at_stop: dict[bytes, list[int]] = {}
+            #: the requests in flight at the last stop, by their stored form (a few: at most the requests
+            #: the crawl had under way), for ``taken_back``
+            self.in_flight_at_stop: dict[str, list[int]] = {}
             for rid, data in self.db.execute("SELECT id, data FROM requests WHERE state != 0"):
-                self.in_flight_at_stop.setdefault(_digest(data), []).append(rid)
-            if "kills" not in {c[1] for c in self.db.execute("PRAGMA table_info(requests)")}:
-                # a format-1 file: its counts were of every stop, answered or not (nothing told them apart)
+                self.in_flight_at_stop.setdefault(data, []).append(rid)
+            format_1 = "kills" not in {c[1] for c in self.db.execute("PRAGMA table_info(requests)")}
+            if format_1:  # (its counts were of every stop, answered or not: nothing told them apart)
                 self.db.execute("ALTER TABLE requests ADD COLUMN kills INTEGER NOT NULL DEFAULT 0")
                 self.db.execute("UPDATE requests SET kills = redelivered")
             # every request in flight is queued again and marked redelivered (its outputs may be half
             # committed: it is emitted again, never taken for unchanged); a kill counts against it only once
             # its server had answered (a format-1 file has no state 2: each counts, as format 1 counted it)
-            answered = "1" if meta.get("format") == "1" else "(state = 2)"
+            answered = "1" if format_1 else "(state = 2)"
             self.redelivered = self.db.execute(
                 f"UPDATE requests SET redelivered = redelivered + 1, kills = kills + {answered}, state = 0 "
                 "WHERE state != 0").rowcount
@@ -255,7 +250,7 @@ class FrontierDB:
         every start, and are ``dont_filter``, so one that was in flight at a kill would be fetched twice,
         and emitted twice, once new and once as a redelivery. Each such row answers once; a row done
         since (fetched, or acknowledged in place of a copy) answers no more."""
-        rows = self.in_flight_at_stop.get(_digest(data)) if self.in_flight_at_stop else None
+        rows = self.in_flight_at_stop.get(data)
         while rows:
             rid = rows.pop()
             if self.data_of(rid) == data:  # (ids of acknowledged rows can be reused)

@@ -107,10 +107,9 @@ for i = 1, #all, 2 do
       if kind == 'priority' then redis.call('ZADD', KEYS[2], score, data)
       elseif kind == 'fifo' then redis.call('RPUSH', KEYS[2], data)
       else redis.call('LPUSH', KEYS[2], data) end
-      redis.call('HINCRBY', KEYS[3], redis.sha1hex(data), 1)
-      if redis.call('SISMEMBER', answered, held[j - 1]) == 1 then
-        redis.call('HINCRBY', KEYS[4], redis.sha1hex(data), 1)
-      end
+      local sha = redis.sha1hex(data)
+      redis.call('HINCRBY', KEYS[3], sha, 1)
+      if redis.call('SISMEMBER', answered, held[j - 1]) == 1 then redis.call('HINCRBY', KEYS[4], sha, 1) end
       moved = moved + 1
     end
     redis.call('DEL', inflight, answered)

@@ -355,10 +355,9 @@ class Reader:
                 raise InputError(f"{self.file.path}: ends early (truncated?): the record at offset {offset} "
                                  f"lacks {left} of its {rec.length} bytes")
             own_end = offset + it.get_record_length()
-            status = _status(rec)
             if rec.rec_type != "response":
                 box[0] = RawRecord(None, offset, own_end, uri, rid, skip=f"warc {rec.rec_type} record")
-            elif status is not None and not _a_page(status):
+            elif (status := _status(rec)) is not None and not _a_page(status):
                 box[0] = RawRecord(None, offset, own_end, uri, rid, skip=f"warc response status {status}")
             elif "html" not in content_type.lower() and content_type:
                 box[0] = RawRecord(None, offset, own_end, uri, rid, skip="warc response not HTML")
