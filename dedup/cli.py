@@ -202,6 +202,13 @@ def _cmd_query(args: argparse.Namespace) -> int:
                   file=sys.stderr)
             return 2
     else:
+        from .corpus.inputs import kind_of
+
+        if kind_of(args.file) in ("jsonl", "parquet", "warc"):  # (read as HTML: one meaningless fingerprint)
+            print(f"{args.prog} query: {args.file} is a corpus file; query takes one document (an HTML file, or "
+                  f".txt of plain text). A corpus is checked against a store by {args.prog} dedup {args.file} "
+                  f"-o OUT --store {args.store}, which also adds its kept records to the store", file=sys.stderr)
+            return 2
         try:
             data = read_document(args.file)
         except (OSError, EOFError, ValueError) as exc:
@@ -250,28 +257,28 @@ def _cmd_stats(args: argparse.Namespace) -> int:
     if args.duplicates:
         from collections import Counter
 
+        from .corpus.drops_file import read_records
+
         path = args.duplicates
         by_distance: Counter = Counter()
         lines = ours = 0
         try:
-            with open(path, "rb") as fh:
-                for line in fh:
-                    lines += bool(line.strip())
-                    try:
-                        record = json.loads(line)
-                    except ValueError:
-                        continue
-                    if not isinstance(record, dict) or "duplicate_of" not in record:
-                        continue
-                    ours += 1
-                    d = record.get("distance")
-                    if isinstance(d, int):
-                        by_distance[d] += 1
+            for record in read_records(path):
+                lines += 1
+                if record is None or "duplicate_of" not in record:
+                    continue
+                ours += 1
+                d = record.get("distance")
+                if isinstance(d, int):
+                    by_distance[d] += 1
         except OSError as exc:
             print(f"{args.prog} stats: cannot read --duplicates {path}: {exc.strerror or exc}", file=sys.stderr)
             return 2
+        except ValueError as exc:  # (a damaged Parquet file, or no pyarrow to read one)
+            print(f"{args.prog} stats: cannot read --duplicates {path}: {exc}", file=sys.stderr)
+            return 2
         if lines and not ours:  # (an empty file is an empty crawl's; this one is not a duplicates file)
-            print(f"{args.prog} stats: --duplicates {path} is not a duplicates file (no line of it names a "
+            print(f"{args.prog} stats: --duplicates {path} is not a duplicates file (no record of it names a "
                   "duplicate_of)", file=sys.stderr)
             return 2
         info["drops_by_distance"] = {str(k): v for k, v in sorted(by_distance.items())}

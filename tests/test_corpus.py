@@ -685,7 +685,8 @@ def test_text_lands_close_to_its_html():
     assert fper.fingerprint_text("too short").reason == "too_short"
 
 
-def test_parquet_format_keeps_a_parquet_inputs_columns_and_writes_the_shared_duplicates_schema(tmp_path, monkeypatch):
+def test_parquet_format_keeps_a_parquet_inputs_columns_and_writes_the_shared_duplicates_schema(tmp_path, monkeypatch,
+                                                                                                capsys):
     pa = pytest.importorskip("pyarrow")
     import pyarrow.parquet as pq
 
@@ -717,6 +718,29 @@ def test_parquet_format_keeps_a_parquet_inputs_columns_and_writes_the_shared_dup
     for got, want in zip(dups, expected):
         assert {k: got[k] for k in want if k != "source"} == {k: want[k] for k in want if k != "source"}
         assert got["source"]["file"] == want["source"]["file"] and got["source"]["row"] == want["source"]["row"]
+    # what reads a duplicates file reads the Parquet one as the JSON lines: `neardup stats`, the report
+    from scrapy_neardup.crawler.report import locate, read
+
+    by_form = []
+    for path in (o1, o2):
+        data = read(locate(path))
+        assert data.inputs.kind == "dedup" and data.dropped == s1["dropped"] and not data.skipped_lines
+        by_form.append((dict(data.distances), dict(data.hosts), [(c.twin, c.size, c.pairs) for c in data.clusters]))
+    assert by_form[0] == by_form[1] and set(by_form[1][1]) <= {str(p) for p in inputs}  # (hosts: the input files)
+    assert read(locate(o2 / "duplicates.parquet")).dropped == s1["dropped"]
+    store = str(tmp_path / "store")
+    run(tmp_path, inputs, out="st", store=store)
+    counts = []
+    for path in (o1 / "duplicates.jsonl", o2 / "duplicates.parquet"):
+        assert dedup_main(["stats", store, "--duplicates", str(path)]) == 0
+        counts.append(json.loads(capsys.readouterr().out)["drops_by_distance"])
+    assert counts[0] == counts[1] and sum(counts[0].values()) == s1["dropped"]
+    (tmp_path / "bad.parquet").write_bytes(b"PAR1 truncated")
+    assert dedup_main(["stats", store, "--duplicates", str(tmp_path / "bad.parquet")]) == 2
+    assert "cannot be read as Parquet" in capsys.readouterr().err
+    # and a corpus file given to `query` (one document) is refused, not read as one HTML page
+    assert dedup_main(["query", store, str(inputs[0])]) == 2
+    assert "is a corpus file" in capsys.readouterr().err
 
 
 def test_parquet_format_refuses_inputs_of_other_columns_before_the_run(tmp_path):

@@ -264,7 +264,11 @@ def _clusters_section(data: CrawlData) -> str:
     out = ['<section id="clusters"><h2>The largest clusters</h2><p class="note">A kept page and the pages dropped '
            "as its near-duplicates, the largest first, with a few of its pairs. What differs: the lines of their "
            "visible text that changed (red: the kept page's, green: the dropped page's).</p>"]
-    if not data.captured:
+    if data.inputs.kind == "dedup":  # (its records' text is in the inputs, which the report does not read)
+        out.append('<p class="note">A neardup dedup output names each record by its id and place in the input '
+                   "(duplicates file, <code>source</code>); the texts stay in the input, so their differences "
+                   "are not shown.</p>")
+    elif not data.captured:
         out.append('<p class="note">The dropped pages\' text was not kept, so their differences are not shown: '
                    "set NEARDUP_DROPPED_TEXT_BYTES to keep it.</p>")
     for i, cluster in enumerate(data.clusters):

@@ -4,7 +4,7 @@
 (``neardup crawl --out DIR``: ``DIR/index.sqlite3``, ``DIR/store/``,
 ``DIR/job``), a store directory (``NEARDUP_STORE``, or ``JOBDIR/neardup``), a
 ``JOBDIR``, a duplicates file, or a ``neardup dedup`` output directory
-(``summary.json`` and ``duplicates.jsonl``). ``read(inputs)`` reads them,
+(``summary.json`` and ``duplicates.jsonl`` or ``.parquet``). ``read(inputs)`` reads them,
 read-only, into a ``CrawlData``: counts, histograms and the largest
 clusters, never a list of every page, so that a report of 100,000 pages
 stays small. Input that is not what it should be raises ``ReportInputError``
@@ -88,13 +88,17 @@ def locate(path: str | Path) -> Inputs:
     if not p.exists():
         raise ReportInputError(f"{p}: no such file or directory")
     if p.is_file():
-        if p.suffix != ".jsonl":
-            raise ReportInputError(f"{p} is not a crawl's directory, store, JOBDIR or duplicates file (.jsonl)")
+        if p.suffix not in (".jsonl", ".parquet"):
+            raise ReportInputError(f"{p} is not a crawl's directory, store, JOBDIR or duplicates file "
+                                   f"(.jsonl, or a neardup dedup output's .parquet)")
+        if (p.parent / "summary.json").is_file():  # (a neardup dedup output's)
+            return Inputs("dedup", where, duplicates=p, summary=p.parent / "summary.json")
         found = _store_dir(p.parent, where)
         found.duplicates = p
         return found
-    if (p / "summary.json").is_file() and (p / "duplicates.jsonl").is_file():
-        return Inputs("dedup", where, duplicates=p / "duplicates.jsonl", summary=p / "summary.json")
+    # (neardup dedup's output: its duplicates as JSON lines, or as Parquet with --format parquet)
+    if (p / "summary.json").is_file() and (dup := _first(p / "duplicates.jsonl", p / "duplicates.parquet")):
+        return Inputs("dedup", where, duplicates=dup, summary=p / "summary.json")
     if (p / "store").is_dir() and ((p / "index.sqlite3").is_file() or (p / "store" / "duplicates.jsonl").is_file()):
         found = _store_dir(p / "store", where, jobdir=p / "job")
         found.index = _first(p / "index.sqlite3")
@@ -188,53 +192,62 @@ def prefix_of(url: str) -> str:
 
 
 def _host(key: str, source: Any) -> str:
+    """The host of a dropped URL; for a corpus record named by its id, the input file it came from."""
     host = urlsplit(key).netloc
     if host:
         return host
+    if isinstance(source, dict):  # (neardup dedup's {"file": ..., "line": ...})
+        source = source.get("file")
     return str(source) if source else "(no host)"
 
 
+def _records(path: Path) -> Iterator[dict[str, Any] | None]:
+    """The duplicates file's records (``read_records``), its faults as ``ReportInputError``."""
+    from scrapy_neardup.dedup.corpus.drops_file import read_records  # (here: the corpus package imports much)
+
+    try:
+        yield from read_records(path)
+    except (OSError, ValueError) as exc:  # (ValueError: a damaged Parquet file, or no pyarrow to read it)
+        raise ReportInputError(f"{path} cannot be read: {exc}") from None
+
+
 def _read_duplicates(path: Path, data: CrawlData) -> None:
-    """Aggregate the duplicates file: one pass, memory by distinct twin. O(lines)."""
+    """Aggregate the duplicates file (JSON lines or Parquet): one pass, memory by distinct twin. O(lines)."""
     members: dict[str, Cluster] = {}
     avoided: dict[str, tuple[str, float | None]] = {}  # URL -> (rule, time): its last line says avoided
     lines = 0
-    with open(path, "rb") as fh:
-        for raw in fh:
-            if not raw.endswith(b"\n"):
-                break  # (a last line a kill cut short: its drop is written again when the crawl resumes)
-            lines += 1
-            try:
-                record = json.loads(raw)
-                if not isinstance(record, dict):
-                    raise ValueError
-                key = str(record.get("id") or record["url"])
-                if record.get("requeued"):  # (requested after all: it withdraws the URL's avoided line)
-                    avoided.pop(key, None)
-                    continue
-                twin = str(record["duplicate_of"])
-            except (ValueError, KeyError, UnicodeDecodeError):
-                data.skipped_lines += 1
+    for record in _records(path):
+        lines += 1
+        try:
+            if record is None:
+                raise ValueError
+            key = str(record.get("id") or record["url"])
+            if record.get("requeued"):  # (requested after all: it withdraws the URL's avoided line)
+                avoided.pop(key, None)
                 continue
-            when = _seconds(record["time"]) if "time" in record else None
-            if record.get("avoided"):
-                avoided[key] = (str(record.get("rule")), when)
-                continue
-            data.dropped += 1
-            try:
-                data.distances[int(record.get("distance", -1))] += 1
-            except (TypeError, ValueError):
-                pass
-            data.hosts[_host(key, record.get("source"))] += 1
-            data.prefixes[prefix_of(key)] += 1
-            if when is not None:
-                data.dropped_times.append(when)
-            cluster = members.get(twin)
-            if cluster is None:
-                cluster = members[twin] = Cluster(twin)
-            cluster.size += 1
-            if len(cluster.pairs) < PAIRS_PER_CLUSTER:
-                cluster.pairs.append((key, int(record.get("distance") or 0)))
+            twin = str(record["duplicate_of"])
+        except (ValueError, KeyError):
+            data.skipped_lines += 1
+            continue
+        when = _seconds(record["time"]) if "time" in record else None
+        if record.get("avoided"):
+            avoided[key] = (str(record.get("rule")), when)
+            continue
+        data.dropped += 1
+        try:
+            data.distances[int(record.get("distance", -1))] += 1
+        except (TypeError, ValueError):
+            pass
+        data.hosts[_host(key, record.get("source"))] += 1
+        data.prefixes[prefix_of(key)] += 1
+        if when is not None:
+            data.dropped_times.append(when)
+        cluster = members.get(twin)
+        if cluster is None:
+            cluster = members[twin] = Cluster(twin)
+        cluster.size += 1
+        if len(cluster.pairs) < PAIRS_PER_CLUSTER:
+            cluster.pairs.append((key, int(record.get("distance") or 0)))
     data.avoided = len(avoided)  # (URLs never downloaded, as the crawl's neardup/requests_avoided counts them)
     for rule, when in avoided.values():
         data.avoided_by_rule[rule] += 1
