@@ -493,6 +493,45 @@ def _page(title: str, text: str) -> str:
     return f"<html><head><title>{title}</title></head><body><nav><a href='/'>Home</a></nav><p>{text}</p></body></html>"
 
 
+class _Bar:
+    """A progress bar that notes, at each update, how far it says the run is and how many records it decided."""
+
+    def __init__(self, total: int, run: CorpusRun) -> None:
+        self.total, self.n, self.run, self.seen = total, 0, run, []
+
+    def update(self, step: int) -> None:
+        self.n += step
+        self.seen.append((self.n, self.run.counts.records))
+
+    def set_postfix_str(self, *_a, **_k) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_the_progress_bar_follows_the_records_decided_not_the_reading_ahead(tmp_path, monkeypatch, workers):
+    records = make_corpus(700, 43, copies=0.3)
+    site = tmp_path / "site"
+    site.mkdir()
+    for i, r in enumerate(records):
+        (site / f"p{i:03d}.html").write_text(_page(f"page {i}", r["text"]))
+    sizes = [p.stat().st_size for p in sorted(site.iterdir())]
+    bars: list[_Bar] = []
+
+    def bar(self):
+        bars.append(_Bar(sum(f.size for f in self.files), self))
+        return bars[-1]
+
+    monkeypatch.setattr(CorpusRun, "_progress_bar", bar)
+    run(tmp_path, [site], fields=FieldOptions(), workers=workers, batch=64)
+    seen = bars[0].seen
+    # (the reading runs up to 2 x workers jobs of 64 files ahead: the bar said 100% with a third decided)
+    assert seen and all(n == sum(sizes[:decided]) for n, decided in seen), seen[:5]
+    assert seen[-1] == (sum(sizes), len(records))
+
+
 def test_html_files_of_a_directory_in_path_order(tmp_path):
     records = make_corpus(60, 17, copies=0.3)
     site = tmp_path / "site" / "sub"

@@ -172,8 +172,6 @@ class CorpusRun:
         self.store: SimhashStore | None = None
         self._files: dict[str, IO[bytes]] = {}
         self._lock_fd: int | None = None
-        self._done_bytes = 0
-        self._reader: Reader | None = None
         self._started = self._checkpointed = time.monotonic()
         if options.format not in ("jsonl", "parquet"):
             raise CorpusError(f"--format {options.format}: jsonl or parquet")
@@ -347,15 +345,16 @@ class CorpusRun:
 
     # -- reading -----------------------------------------------------------------
 
-    def _batches(self) -> Iterator[tuple[int, list[RawRecord], str | None]]:
-        """(file index, records, error) in input order; an empty batch with
-        error None marks the end of a file."""
+    def _batches(self) -> Iterator[tuple[int, list[RawRecord], str | None, int]]:
+        """(file index, records, error, read mark) in input order; an empty batch
+        marks the end of a file (its error, or None). The read mark: the input
+        bytes on disk read so far, for the progress bar."""
         size = self.options.batch
+        done = sum(f.size for f in self.files[: self.position.file])
         for fi in range(self.position.file, len(self.files)):
             file = self.files[fi]
             start, line = (self.position.pos, self.position.line) if fi == self.position.file else (0, 0)
             reader = Reader(file)
-            self._reader = reader
             batch: list[RawRecord] = []
             error = None
             try:
@@ -364,15 +363,15 @@ class CorpusRun:
                     batch.append(rec)
                     nbytes += len(rec.payload) if isinstance(rec.payload, bytes) else 0
                     if len(batch) >= size or nbytes >= self.options.batch_bytes:
-                        yield fi, batch, None
+                        yield fi, batch, None, done + reader.raw_position
                         batch = []
                         nbytes = 0
             except InputError as exc:
                 error = str(exc)
             if batch:
-                yield fi, batch, None
-            yield fi, [], error
-            self._done_bytes += file.size
+                yield fi, batch, None, done + reader.raw_position
+            done += file.size
+            yield fi, [], error, done
 
     # -- deciding ----------------------------------------------------------------
 
@@ -544,10 +543,10 @@ class CorpusRun:
             pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"),
                                        initializer=_worker_start, initargs=(self._lock_fds(), os.getpid()))
         bar = self._progress_bar()
-        # (file, records, error, job, its outcomes lo:hi): a job can serve several batches in a row
-        pending: deque[tuple[int, list[RawRecord], str | None, Any, int, int]] = deque()
+        # (file, records, error, job, its outcomes lo:hi, read mark): a job can serve several batches in a row
+        pending: deque[tuple[int, list[RawRecord], str | None, Any, int, int, int]] = deque()
         # HTML files are a record each: consecutive ones go to a worker as one job, not a job a page
-        group: list[tuple[int, list[RawRecord], str | None, int]] = []
+        group: list[tuple[int, list[RawRecord], str | None, int, int]] = []
         group_payloads: list[Any] = []
 
         def submit(kind: str, payloads: list[Any]) -> Any:
@@ -565,8 +564,8 @@ class CorpusRun:
         def send_group() -> None:
             job = submit("html", list(group_payloads))  # (a copy: the pool pickles its arguments later)
             lo = 0
-            for gfi, grecords, gerror, n in group:
-                pending.append((gfi, grecords, gerror, job, lo, lo + n))
+            for gfi, grecords, gerror, n, gmark in group:
+                pending.append((gfi, grecords, gerror, job, lo, lo + n, gmark))
                 lo += n
             group.clear()
             group_payloads.clear()
@@ -575,11 +574,11 @@ class CorpusRun:
         failed = True
         try:
             group_bytes = 0
-            for fi, records, error in self._batches():
+            for fi, records, error, mark in self._batches():
                 kind = self.files[fi].kind
                 payloads = [r.payload for r in records if r.skip is None]
                 if kind == "html" and pool is not None:
-                    group.append((fi, records, error, len(payloads)))
+                    group.append((fi, records, error, len(payloads), mark))
                     group_payloads.extend(payloads)
                     group_bytes += sum(len(p) for p in payloads)
                     if len(group_payloads) >= self.options.batch or group_bytes >= self.options.batch_bytes:
@@ -589,7 +588,7 @@ class CorpusRun:
                 if group:
                     send_group()
                     group_bytes = 0
-                pending.append((fi, records, error, submit(kind, payloads), 0, len(payloads)))
+                pending.append((fi, records, error, submit(kind, payloads), 0, len(payloads), mark))
                 drain()
             if group:
                 send_group()
@@ -606,7 +605,7 @@ class CorpusRun:
                 bar.close()
 
     def _finish(self, fi: int, records: list[RawRecord], error: str | None, job: Any, lo: int, hi: int,
-                bar: Any) -> None:
+                mark: int, bar: Any) -> None:
         if self.kept is None:
             # here, at the first batch decided, not before the workers are forked: the kept set (and the
             # store's kernels it loads, which only this process uses) is loaded while the workers
@@ -637,8 +636,10 @@ class CorpusRun:
             self._checkpointed = now
             self._sync_store()  # (only what a checkpoint holds goes to the store)
         if bar is not None:
-            done = min(self._done_bytes + (self._reader.raw_position if self._reader else 0), bar.total or 0)
-            bar.update(done - bar.n)
+            # (the bytes read up to this batch: the reading runs a few batches ahead of what is decided,
+            # a directory of HTML files hundreds of files ahead)
+            done = min(mark, bar.total or 0)
+            bar.update(max(0, done - bar.n))
             rate = self.counts.records / max(1e-9, time.monotonic() - self._started)
             bar.set_postfix_str(f"{self.counts.records} docs, {rate:,.0f} docs/s, {self.counts.dropped} dropped",
                                 refresh=False)
