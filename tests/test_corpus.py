@@ -418,6 +418,17 @@ def test_a_run_refused_at_its_start_leaves_its_output_directory_to_the_command_p
     assert summary["records"] == 30
 
 
+def test_a_file_named_another_way_is_the_same_input(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "in").mkdir()
+    write_jsonl(tmp_path / "in" / "a.jsonl", make_corpus(30, 3))
+    first, out = run(tmp_path, ["./in/a.jsonl"], fields=FieldOptions())
+    # (`./in/a.jsonl` then `in/a.jsonl`: "holds a run with other inputs", and ids that differed by "./")
+    again, _ = run(tmp_path, ["in//a.jsonl"], fields=FieldOptions())
+    assert again["records"] == first["records"] == 30 and again["inputs"] == ["in/a.jsonl"]
+    assert read_lines(out / "duplicates.jsonl")[0]["duplicate_of"].startswith("in/a.jsonl:")
+
+
 def test_another_runs_output_directory_or_other_arguments_are_refused(tmp_path):
     src = write_jsonl(tmp_path / "in.jsonl", make_corpus(20, 1))
     run(tmp_path, [src])

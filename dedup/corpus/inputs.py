@@ -115,7 +115,7 @@ def positional_id(file: InputFile, rec: RawRecord) -> bool:
 
 def expand_inputs(args: list[str], out: str | os.PathLike[str] | None = None,
                   seen: dict[str, str] | None = None) -> list[InputFile]:
-    """The files the arguments name, in order: a file as given, a directory's
+    """The files the arguments name, in order: a file as given (its path normalised), a directory's
     files of a known kind sorted by path (recursively), a glob's matches sorted.
     Files under ``out`` (the run's own outputs and state) are never inputs: a
     directory or a glob leaves them out, and a file named there is refused.
@@ -146,6 +146,9 @@ def expand_inputs(args: list[str], out: str | os.PathLike[str] | None = None,
         else:
             raise InputError(f"{arg}: no such file or directory")
         for path in found:
+            # (as the ids name it, FILE:LINE, and as a resumed run is recognised: `./in/a.jsonl`, `in//a.jsonl`
+            # and `in/a.jsonl` are one name)
+            path = os.path.normpath(path)
             kind = kind_of(path)
             assert kind is not None
             real = os.path.realpath(path)
