@@ -266,7 +266,7 @@ class CorpusRun:
     def _lock_fds(self) -> list[int]:
         """The descriptors of the locks this run holds: ``OUT/.neardup/lock``, and a local ``--store``'s."""
         fds = [self._lock_fd] if self._lock_fd is not None else []
-        store_fd = getattr(getattr(self.store, "backend", None), "_lock_fd", None)
+        store_fd = getattr(getattr(self.store, "backend", None), "lock_fd", None)  # (a local store's)
         return fds + ([store_fd] if isinstance(store_fd, int) else [])
 
     def _open_kept(self) -> None:

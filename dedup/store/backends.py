@@ -188,6 +188,12 @@ class SQLiteBackend(Backend):
             self.close()
             raise
 
+    @property
+    def lock_fd(self) -> int | None:
+        """The descriptor holding the writer's lock (None: read-only, or closed). A process forked
+        from the writer must close it, or the lock outlives the writer while the child runs."""
+        return self._lock_fd
+
     def read_meta(self) -> dict[str, str]:
         try:
             return dict(self.db.execute("SELECT name, value FROM meta").fetchall())
