@@ -9,6 +9,7 @@ handed to it, so that no test depends on how long a page takes."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -268,3 +269,21 @@ def test_a_worker_leaves_no_directory_of_its_socket_behind(tmp_path, monkeypatch
     finally:
         worker.kill()
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_stop_signal_to_the_process_group_is_the_crawls_to_handle():
+    """`kill -TERM -- -PGID` (systemd's stop) and Ctrl-C reach the worker too: it died of SIGTERM with a page in
+    hand, which passed unchecked, and a replacement was started while the crawl stopped."""
+    import signal
+
+    from scrapy_neardup.dedup.fingerprint.jobs import WorkerProcess
+
+    worker = WorkerProcess()
+    try:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            os.kill(worker.pid, sig)
+        page = b"<html><body><p>" + b"the worker answers after a stop signal " * 20 + b"</p></body></html>"
+        assert worker.run(page, "utf-8", 15, timeout=60).value is not None
+        assert worker.process.poll() is None
+    finally:
+        worker.kill()

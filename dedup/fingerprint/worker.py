@@ -27,7 +27,8 @@ It ends when its stdin closes: the parent closed it, or died however it died
 thread that started it ends (``PR_SET_PDEATHSIG``, with ``--parent-pid``
 checked after it is set): the stdin watch is a Python thread, which on a
 loaded machine may wait seconds for the CPU or the GIL before it sees the
-end. Ctrl-C is the parent's to handle.
+end. Ctrl-C and SIGTERM are the parent's to handle: sent to the whole process
+group, they leave the worker to finish the pages of a graceful stop.
 
 ``--memory-mib N`` (``NEARDUP_WORKER_MEMORY``) caps the worker's address
 space (``RLIMIT_AS``, where the platform has it) before anything is loaded.
@@ -162,7 +163,11 @@ def main() -> None:
     args = parser.parse_args()
     _die_with_parent(args.parent_pid)
     limit_memory(args.memory_mib)
+    # Ctrl-C and `kill -TERM -- -PGID` (systemd's stop, a process group's) reach this process too: they are the
+    # crawl's to handle, which stops gracefully and still needs the worker for the pages in flight; this
+    # process ends when the crawl closes its stdin, or dies
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     authkey = _read_key()
     # (watched before the connection: a parent killed before it connects would leave this blocked in accept)
     _exit_with_parent()
