@@ -375,3 +375,23 @@ def test_a_crawl_with_no_duplicates_file_reports_its_stats_and_says_so(tmp_path)
     dups.write_text(json.dumps({"url": "http://h/b", "duplicate_of": "http://h/a", "distance": 1}) + "\n")
     data = read(Inputs("crawl", "here", duplicates=dups, stats={"neardup/dropped": 45}))
     assert data.dropped == 1 and not data.counts_from_stats
+
+
+def test_a_chart_that_leaves_languages_out_says_so_and_urls_read_as_a_browser_shows_them(monkeypatch):
+    from collections import Counter
+
+    from scrapy_neardup.crawler.report import render
+    from scrapy_neardup.crawler.report.sources import CrawlData, Inputs
+
+    data = CrawlData(Inputs("crawl", "x"))
+    # (a crawl of 22 languages showed 15 bars and said nothing of the 7 others, 18% of its pages)
+    data.languages = Counter({f"l{i:02d}": 100 - i for i in range(22)})
+    drawn = []
+    monkeypatch.setattr(render.plots, "bars", lambda rows, *a, **k: drawn.append(rows) or "<svg/>")
+    assert "14 most common of 22 languages" in render._languages_section(data)
+    assert len(drawn[0]) == 15 and drawn[0][-1] == ("8 others", sum(100 - i for i in range(14, 22)))
+    # percent-escaped non-ASCII shown as its characters; the link itself, and ASCII escapes, as they are
+    url = "http://h.example/%E6%8C%87%E5%8D%97/a%2Fb%20c%FF.html"
+    assert link(url) == ('<a href="http://h.example/%E6%8C%87%E5%8D%97/a%2Fb%20c%FF.html" '
+                         'rel="noreferrer noopener">http://h.example/指南/a%2Fb%20c%FF.html</a>')
+    assert render.readable("/%E2%80%AE%C3%A9/") == "/%E2%80%AE%C3%A9/"  # (a bidi override: not printable)

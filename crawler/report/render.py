@@ -49,6 +49,7 @@ p.note { color: var(--muted); font-size: 13px; margin: 6px 0; }
 .card.kept b { color: var(--kept); } .card.dropped b { color: var(--dropped); } .card.avoided b { color: var(--avoided); }
 .plots { display: grid; gap: 16px; align-items: start; }
 .plots.wide { grid-template-columns: 2fr 1fr; } .plots.two { grid-template-columns: 1fr 1fr; }
+.plots.one { grid-template-columns: minmax(0, 560px); }
 .plots img { width: 100%; height: auto; }
 section > img { max-width: 100%; height: auto; }
 @media (max-width: 760px) { .plots.wide, .plots.two { grid-template-columns: 1fr; } }
@@ -85,11 +86,50 @@ def esc(value: Any) -> str:
     return escape(str(value), quote=True)
 
 
+#: a run of percent-escapes
+_ESCAPES = re.compile(r"(?:%[0-9A-Fa-f]{2})+")
+
+
+def readable(text: str) -> str:
+    """``text`` (a URL, a path, a rule) with its percent-escaped non-ASCII characters shown as the
+    characters, as a browser's address bar shows them: ``/%E6%8C%87%E5%8D%97/`` reads ``/指南/``. An
+    escape of an ASCII character (``%2F``, ``%20``), bytes that are not UTF-8 and characters that are not
+    printable stay escaped, so nothing reads as another URL. O(len(text)).
+
+    >>> readable("http://h/%E6%8C%87%E5%8D%97/a%20b%2F%FF.html")
+    'http://h/指南/a%20b%2F%FF.html'
+    """
+
+    def decode(m: re.Match[str]) -> str:
+        escaped = m.group(0)
+        raw = bytes.fromhex(escaped.replace("%", ""))
+        out, i = [], 0
+        while i < len(raw):  # (each ASCII byte stays escaped; each run of bytes >= 0x80 is decoded if it can be)
+            if raw[i] < 0x80:
+                out.append(escaped[3 * i:3 * i + 3])
+                i += 1
+                continue
+            j = i
+            while j < len(raw) and raw[j] >= 0x80:
+                j += 1
+            try:
+                chars = raw[i:j].decode("utf-8")
+                if not all(c.isprintable() for c in chars):
+                    raise ValueError
+                out.append(chars)
+            except ValueError:
+                out.append(escaped[3 * i:3 * j])
+            i = j
+        return "".join(out)
+
+    return _ESCAPES.sub(decode, text) if "%" in text else text
+
+
 def link(url: str) -> str:
-    """``url`` shown as text, a link only when it is http(s)."""
+    """``url`` shown as text (``readable``), a link only when it is http(s)."""
     if urlsplit(url).scheme.lower() in ("http", "https") and not any(c.isspace() for c in url):
-        return f'<a href="{esc(url)}" rel="noreferrer noopener">{esc(url)}</a>'
-    return esc(url)
+        return f'<a href="{esc(url)}" rel="noreferrer noopener">{esc(readable(url))}</a>'
+    return esc(readable(url))
 
 
 def _n(value: float | int) -> str:
@@ -181,7 +221,7 @@ def _cards(data: CrawlData) -> str:
 
 
 def _summary_section(data: CrawlData) -> str:
-    rows = [(esc(k), esc(v)) for k, v in data.summary.items() if not isinstance(v, (dict, list))]
+    rows = [(esc(k), esc(v)) for k, v in data.summary.items() if not isinstance(v, (dict, list)) and v is not None]
     return ("<section><h2>The run's summary</h2>" + _table(("what", "value"), rows, wide=(1,)) + "</section>") if rows else ""
 
 
@@ -238,7 +278,7 @@ def _avoided_section(data: CrawlData) -> str:
     per = data.bytes_per_response
     saved = (f"about {_bytes(per * data.avoided)} not downloaded ({_bytes(per)} a response on average over "
              f"the runs that closed)") if per else "bytes saved unknown (no run of this job closed with its counts)"
-    rows = [(esc(rule), _n(n)) for rule, n in data.avoided_by_rule.most_common(TOP_ROWS)]
+    rows = [(esc(readable(rule)), _n(n)) for rule, n in data.avoided_by_rule.most_common(TOP_ROWS)]
     return (f'<section id="avoided"><h2>Requests avoided</h2><p>{_n(data.avoided)} requests were not made because '
             f"a learned URL rule maps them onto a fetched page: {esc(saved)}.</p>"
             + _table(("rule", "requests avoided"), rows, numeric=(1,), wide=(0,)) + _ranged_part(data) + "</section>")
@@ -248,13 +288,19 @@ def _where_section(data: CrawlData) -> str:
     if not data.dropped:
         return ""
     hosts = data.hosts.most_common(TOP_ROWS)
-    prefixes = data.prefixes.most_common(TOP_ROWS)
-    parts = [_img(plots.bars(hosts, "Drops per host", "drops"), "drops per host"),
-             _img(plots.bars(prefixes, "Drops per path prefix", "drops", plots.DROPPED_C), "drops per path prefix")]
+    prefixes = [(readable(p), n) for p, n in data.prefixes.most_common(TOP_ROWS)]
+    by = "Drops per host or input file" if data.inputs.kind == "dedup" else "Drops per host"
+    parts = [_img(plots.bars(hosts, by, "drops"), by.lower())]
+    if prefixes:  # (none: a neardup dedup output whose records are named by ids, not URLs)
+        parts.append(_img(plots.bars(prefixes, "Drops per path prefix", "drops", plots.DROPPED_C),
+                          "drops per path prefix"))
     rest_h, rest_p = len(data.hosts) - len(hosts), len(data.prefixes) - len(prefixes)
     note = f"The top {TOP_ROWS} of {len(data.hosts):,} hosts and {len(data.prefixes):,} prefixes" \
         if rest_h > 0 or rest_p > 0 else ""
-    return ('<section id="where"><h2>Where the near-duplicates are</h2><div class="plots two">' + "".join(parts)
+    if data.inputs.kind == "dedup":
+        note = (f"{note}. " if note else "") + "A record named by an id, not a URL, counts under its input file"
+    return ('<section id="where"><h2>Where the near-duplicates are</h2><div class="plots'
+            + (' two">' if len(parts) == 2 else ' one">') + "".join(parts)
             + "</div>" + (f'<p class="note">{esc(note)}.</p>' if note else "") + "</section>")
 
 
@@ -275,7 +321,7 @@ def _clusters_section(data: CrawlData) -> str:
         title = data.titles.get(cluster.twin)
         out.append(f"<details{' open' if i == 0 else ''}><summary><b>{_n(cluster.size)}</b> near-duplicate"
                    f"{'s' if cluster.size != 1 else ''} of {'<q>' + esc(title) + '</q> ' if title else ''}"
-                   f"{esc(cluster.twin)}</summary>")
+                   f"{esc(readable(cluster.twin))}</summary>")
         for url, distance in cluster.pairs:
             out.append(f'<div class="pair"><div><div class="lab">kept</div>{link(cluster.twin)}</div>'
                        f'<div><div class="lab">dropped, {distance} bit{"s" if distance != 1 else ""} away</div>'
@@ -295,6 +341,11 @@ def _languages_section(data: CrawlData) -> str:
     rows = data.languages.most_common(TOP_ROWS)
     note = ("Each kept page's language, as the filter detected it for its weights (und: undetermined; unknown: "
             "indexed by a version before the index kept it).")
+    if len(data.languages) > TOP_ROWS:  # (the rest in one bar: a chart that leaves languages out says so)
+        rows = rows[:TOP_ROWS - 1]
+        rest = len(data.languages) - len(rows)
+        rows.append((f"{rest} others", sum(data.languages.values()) - sum(n for _, n in rows)))
+        note += f" The {TOP_ROWS - 1} most common of {len(data.languages)} languages, the others in one bar."
     return (f'<section id="languages"><h2>Languages of the kept pages</h2>'
             f'{_img(plots.bars(rows, "Kept pages per language", "pages", plots.KEPT_C), "kept pages per language")}'
             f'<p class="note">{esc(note)}</p></section>')
@@ -325,7 +376,7 @@ def _rules_section(data: CrawlData) -> str:
         evidence = _pair(r["example"]) if r.get("example") else ""
         if r.get("counter_example"):
             evidence += f"<br>counter-example: {_pair(r['counter_example'])}"
-        rows.append((f'<span class="state {esc(r["state"])}">{esc(r["state"])}</span>', esc(r["rule"]),
+        rows.append((f'<span class="state {esc(r["state"])}">{esc(r["state"])}</span>', esc(readable(r["rule"])),
                      _n(r["evidence"]), _n(r["counter_examples"]), _n(r["avoided"]), evidence))
     return ('<section id="rules"><h2>Learned URL rules</h2>'
             + _table(("state", "rule", "agree", "against", "avoided", "example"), rows, numeric=(2, 3, 4), wide=(1, 5))

@@ -191,11 +191,8 @@ def prefix_of(url: str) -> str:
     return parts.netloc + "/" + (first[0] + "/" if len(first) > 1 else "")
 
 
-def _host(key: str, source: Any) -> str:
-    """The host of a dropped URL; for a corpus record named by its id, the input file it came from."""
-    host = urlsplit(key).netloc
-    if host:
-        return host
+def _source_file(source: Any) -> str:
+    """What stands for the host of a corpus record named by its id: the input file it came from."""
     if isinstance(source, dict):  # (neardup dedup's {"file": ..., "line": ...})
         source = source.get("file")
     return str(source) if source else "(no host)"
@@ -238,8 +235,10 @@ def _read_duplicates(path: Path, data: CrawlData) -> None:
             data.distances[int(record.get("distance", -1))] += 1
         except (TypeError, ValueError):
             pass
-        data.hosts[_host(key, record.get("source"))] += 1
-        data.prefixes[prefix_of(key)] += 1
+        host = urlsplit(key).netloc
+        data.hosts[host or _source_file(record.get("source"))] += 1
+        if host:  # (a corpus record's id is no path: its file stands for its host, and it has no prefix)
+            data.prefixes[prefix_of(key)] += 1
         if when is not None:
             data.dropped_times.append(when)
         cluster = members.get(twin)
