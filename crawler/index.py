@@ -9,14 +9,17 @@ when that URL is fetched later, on the same host, as a near-duplicate of it
 ``neardup search INDEX QUERY`` (FTS5 query syntax). Text is indexed as the
 filter's tokens (``dedup.features.tokens``) separated by spaces: case-folded
 words, Chinese as jieba words (FTS5's tokenizer splits on spaces but not
-between Han characters). A query's words are tokenized the same way, and its
-FTS5 syntax kept as it is (``fts5_query``).
+between Han characters), Greek without accents and ``ё`` as ``е``
+(``search_fold``). A query's words are tokenized and folded the same way, and
+its FTS5 syntax kept as it is (``fts5_query``).
 """
 
 from __future__ import annotations
 
 import logging
+import re
 import sqlite3
+import unicodedata
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -63,8 +66,34 @@ class CanonicalFetched(NamedTuple):
     max_distance: int
 
 
-def _index_text(text: str) -> str:
-    return " ".join(tokenize(text))
+#: ``PRAGMA user_version`` of an index whose text is folded for search (``search_fold``); 0: made before
+#: folding, searched as it was written (folding it again would tokenize every page on the crawl's start)
+FOLDED = 1
+#: a run of Greek letters (the basic block and the polytonic one)
+_GREEK = re.compile(r"[\u0370-\u03ff\u1f00-\u1fff]+")
+
+
+def search_fold(text: str) -> str:
+    """``text`` as a search folds it beyond case (FTS5's ``unicode61`` already takes the diacritics off
+    Latin letters): Greek without its accents and breathings (capitals are written without them, and
+    many type without), Russian ``ё`` as ``е`` (usually written so). Letters that marks make distinct
+    elsewhere (``й``, ``ї``, Indic vowel signs) are left alone. O(len(text)).
+
+    >>> search_fold("ΕΓΚΑΤΆΣΤΑΣΗ εγκατάσταση ἡμέρα Ещё")
+    'ΕΓΚΑΤΑΣΤΑΣΗ εγκατασταση ημερα Еще'
+    """
+    if "ё" in text or "Ё" in text:
+        text = text.replace("ё", "е").replace("Ё", "Е")
+    return _GREEK.sub(_bare, text)
+
+
+def _bare(m: re.Match[str]) -> str:
+    decomposed = unicodedata.normalize("NFD", m.group(0))
+    return unicodedata.normalize("NFC", "".join(c for c in decomposed if not unicodedata.combining(c)))
+
+
+def _index_text(text: str, folded: bool) -> str:
+    return " ".join(tokenize(search_fold(text) if folded else text))
 
 
 COLUMNS = ("title", "body")  # what a column filter can name (the URL is not indexed)
@@ -77,14 +106,15 @@ class QueryError(ValueError):
     """A search query FTS5 cannot read; the message says what is wrong and what FTS5 expects."""
 
 
-def fts5_query(query: str) -> str:
+def fts5_query(query: str, folded: bool = True) -> str:
     """``query`` (FTS5 syntax) with every word and phrase tokenized as the
     index's text is, and its syntax kept: the operators ``AND``, ``OR``,
     ``NOT`` and ``NEAR(...)`` (upper case, as FTS5 has them), parentheses,
     ``"phrases"``, ``prefix*``, ``^first``, ``a + b``, ``col:`` and ``{cols}:``
     filters. A word of several tokens (a run of Chinese, ``e-mail``) becomes
     their phrase, as in the indexed text; a word of none (punctuation) is
-    left out. O(len(query)) plus the tokenizer's cost.
+    left out. ``folded``: the index's text is folded (``search_fold``), so
+    the query's words are too. O(len(query)) plus the tokenizer's cost.
 
     >>> fts5_query('Solp* OR "Zuhor  Borka" NOT title:ZEN')
     '"solp" * OR "zuhor borka" NOT title : "zen"'
@@ -95,6 +125,9 @@ def fts5_query(query: str) -> str:
     words = 0
     depth = 0
     i, n = 0, len(query)
+
+    def tokens_of(text: str) -> list[str]:
+        return tokenize(search_fold(text) if folded else text)
 
     def next_char(j: int) -> str:
         while j < n and query[j].isspace():
@@ -117,7 +150,7 @@ def fts5_query(query: str) -> str:
                     j = end + 2
                     continue
                 break
-            pieces.append('"' + " ".join(tokenize("".join(text))) + '"')
+            pieces.append('"' + " ".join(tokens_of("".join(text))) + '"')
             words += 1
             i = end + 1
         elif c == "{":  # a column set, {title body}: its names as they are
@@ -142,7 +175,7 @@ def fts5_query(query: str) -> str:
                     or (word.isdigit() and pieces[-1:] == [","]):
                 pieces.append(word)  # a column name, an operator, NEAR's distance
                 continue
-            tokens = tokenize(word)
+            tokens = tokens_of(word)
             if tokens:
                 pieces.append('"' + " ".join(tokens) + '"')
                 words += 1
@@ -165,13 +198,17 @@ class PageIndex:
         self.path = path
         if readonly:
             self.db = open_readonly(path, INDEX)
+            self.folded = self.db.execute("PRAGMA user_version").fetchone()[0] >= FOLDED
             return
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         private_file(path)
         try:
             self.db = sqlite3.connect(path)
             self.db.execute("PRAGMA journal_mode=WAL")
+            if not columns_of(self.db, "pages"):  # (a new index: folded from its first row)
+                self.db.execute(f"PRAGMA user_version = {FOLDED}")
             self.db.executescript(_SCHEMA)
+            self.folded = self.db.execute("PRAGMA user_version").fetchone()[0] >= FOLDED
             self._migrate()
         except sqlite3.OperationalError as exc:  # (a full disk, a read-only directory: name the file)
             raise cannot_open(path, INDEX, exc) from exc
@@ -209,7 +246,7 @@ class PageIndex:
                         (p.url, p.title, p.text, p.language, p.fingerprint, p.fetched_at, p.status, p.canonical))
         self.db.execute("DELETE FROM pages_fts WHERE url = ?", (p.url,))
         self.db.execute("INSERT INTO pages_fts (url, title, body) VALUES (?, ?, ?)",
-                        (p.url, _index_text(p.title), _index_text(p.text)))
+                        (p.url, _index_text(p.title, self.folded), _index_text(p.text, self.folded)))
 
     def take_canonical(self, page: PageRow, max_distance: int) -> bool:
         """``page`` was dropped as a near-duplicate. If a row declares ``page``'s URL
@@ -243,7 +280,7 @@ class PageIndex:
         """(url, title, score) of the best matches of ``query`` (FTS5 syntax:
         ``fts5_query``); lower BM25 score is better. ``QueryError`` when FTS5
         cannot read the query."""
-        match = fts5_query(query)
+        match = fts5_query(query, self.folded)
         try:
             rows = self.db.execute(
                 "SELECT f.url, p.title, bm25(pages_fts) AS score FROM pages_fts f JOIN pages p ON p.url = f.url "
