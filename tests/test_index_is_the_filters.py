@@ -182,13 +182,20 @@ def test_an_index_made_before_the_language_column_gains_it(tmp_path):
         CREATE VIRTUAL TABLE pages_fts USING fts5(url UNINDEXED, title, body, tokenize='unicode61');
         INSERT INTO pages VALUES ('http://t.test/old', 'Old', 'The harbour of Solpo.', '00', '2026-01-01', 200);
         INSERT INTO pages_fts VALUES ('http://t.test/old', 'old', 'the harbour of solpo');
+        INSERT INTO pages VALUES ('http://t.test/el', 'El', 'εγκατάσταση', '02', '2026-01-01', 200);
+        INSERT INTO pages_fts VALUES ('http://t.test/el', 'el', 'εγκατάσταση');
     """)
     old.close()
+    # (searched as it was written: its Greek is not folded for search, so a query is not either)
+    for readonly in (True, False):
+        index = PageIndex(path, readonly=readonly)
+        assert not index.folded and [u for u, _, _ in index.search("εγκατάσταση")] == ["http://t.test/el"]
+        index.close()
     assert [u for u, _, _ in PageIndex(path, readonly=True).search("solpo")] == ["http://t.test/old"]
     index = PageIndex(path)
     index.add_many([PageRow("http://t.test/new", "New", "Solpo again.", "01", "2026-01-02", 200, "en")])
     rows = dict(index.db.execute("SELECT url, language FROM pages"))
-    assert rows == {"http://t.test/old": None, "http://t.test/new": "en"}
+    assert rows == {"http://t.test/old": None, "http://t.test/el": None, "http://t.test/new": "en"}
     assert sorted(u for u, _, _ in index.search("solpo")) == ["http://t.test/new", "http://t.test/old"]
     index.close()
     PageIndex(path).close()  # opened again: nothing more to add
