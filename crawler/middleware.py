@@ -56,7 +56,7 @@ from .filter.learned_rules import LearnedRules
 from .filter.runs_log import RunsLog
 from .filter.store_faults import FILE_ERRORS, StoreOutage, stop_the_crawl
 from .filter.unchecked import HostilePageWithheld, declared_encoding, hostile_to_withhold, unchecked_reason
-from .filter.verdict import DROPPED, KEPT, Verdicts
+from .filter.verdict import DROPPED, KEPT, NotRecorded, Verdicts
 from .filter.workers import OUT_OF_MEMORY, TIMEOUT, WORKER_DIED, FingerprintWorkers, answer
 from .frontier.acks import AckTracker, response_id
 from .in_use import CrawlInUse, refuse_a_jobdir_in_use, store_in_use, store_is_in_use
@@ -122,9 +122,11 @@ class NearDupMiddleware:
         self.runs = RunsLog(jobdir, self.stats) if jobdir else None
         # learned URL rules (crawler.url_rules): outlinks whose content a fetched page already has are not requested
         self.rules = LearnedRules(crawler, config, self.duplicates) if config.url_rules else None
+        tracker = AckTracker.of(crawler)
         self.verdicts = Verdicts(config, self.stats, self.store, self.duplicates,
                                  self.rules.learn if self.rules is not None else None,
-                                 blind_resume=_blind_resume(crawler, config))
+                                 blind_resume=_blind_resume(crawler, config),
+                                 storing=lambda response: tracker.storing(response_id(response)))
         self.outage = StoreOutage(config, self.stats)
         self._store_failure: BaseException | None = None
         # response -> pending fingerprint (a worker's Future), the fingerprint, or why it passes unchecked
@@ -203,6 +205,7 @@ class NearDupMiddleware:
         except Exception as exc:  # e.g. CloseSpider after the page's item: deliver what came first
             error = exc
         fp_result = await self._fingerprint(response)
+        held = False
         if self._store_failure is None:
             try:
                 verdict = await self.outage.decide(
@@ -211,7 +214,9 @@ class NearDupMiddleware:
             except FILE_ERRORS as exc:
                 self._store_failure = exc
                 stop_the_crawl(self.crawler, self.config, exc)
-        if self._store_failure is not None:
+            except NotRecorded:  # (the frontier failed, and stops the crawl; or its Redis is away)
+                held = True
+        if self._store_failure is not None or held:
             # Nothing of this page leaves: it goes back to the frontier for the resume.
             AckTracker.of(self.crawler).keep_for_resume(response_id(response))
             self.stats.inc_value("neardup/held_for_resume")

@@ -76,38 +76,61 @@ def test_in_flight_requests_are_queued_again_after_a_crash(tmp_path):
     for i in range(3):
         db.push("h", 0, f"r{i}")
     db.commit()
+    db.push("h", 0, "r3")
+    db.commit()
+    stored = db.pop("h")
     taken = db.pop("h")
     waiting = db.pop("h")  # (handed out, still waiting in the downloader: no response yet)
-    db.reached(taken.id)  # (its response arrived: committed at once)
+    for rid in (stored.id, taken.id):
+        db.reached(rid)  # (its response arrived: committed at once)
+    db.storing(stored.id)  # (its page is being stored as new: committed at once)
     # the process dies here: no close
     db.db.close()
     os.close(db._lock_fd)
     db2 = FrontierDB(tmp_path)
-    assert db2.redelivered == 2 and len(db2) == 3  # both are queued again, marked; only the one answered counts a kill
-    rows = [db2.pop("h") for _ in range(3)]
-    assert {r.data: (r.redelivered, r.kills) for r in rows} == {taken.data: (1, 1), waiting.data: (1, 0),
-                                                                "r0": (0, 0)}
-    db2.close()
+    # the three are queued again; the two answered count a kill; only the one that stored its page is emitted
+    # again (its outputs may be half committed), the others produced nothing
+    assert db2.redelivered == 3 and len(db2) == 4
+    rows = [db2.pop("h") for _ in range(4)]
+    assert {r.data: (r.redelivered, r.kills, r.emit) for r in rows} == {
+        stored.data: (1, 1, 1), taken.data: (1, 1, 0), waiting.data: (1, 0, 0), "r0": (0, 0, 0)}
+    db2.commit()
+    db2.db.close()  # (killed again, handed out: the emit mark stays until the request is done)
+    os.close(db2._lock_fd)
+    db3 = FrontierDB(tmp_path)
+    rows = [db3.pop("h") for _ in range(4)]
+    assert {r.data: (r.redelivered, r.kills, r.emit) for r in rows} == {
+        stored.data: (2, 1, 1), taken.data: (2, 1, 0), waiting.data: (2, 0, 0), "r0": (1, 0, 0)}
+    db3.close()
 
 
-def test_a_format_1_frontier_is_read_and_marked_2(tmp_path):
-    """A JOBDIR from before state 2 (a response arrived) resumes, every request it had in flight counted as
-    format 1 counted them; the file is then format 2, which a version that reads only format 1 refuses (it
-    would leave state-2 rows stuck, neither queued nor done)."""
+@pytest.mark.parametrize("fmt", ["1", "2"])
+def test_an_earlier_format_frontier_is_read_and_marked_3(tmp_path, fmt):
+    """A JOBDIR from before state 3 (a page being stored; format 2) or state 2 (a response arrived; format
+    1) resumes, every request it had in flight counted as its format counted them; the file is then format
+    3, which a version that reads only earlier formats refuses (it would leave state-3 rows stuck, neither
+    queued nor done)."""
     db = FrontierDB(tmp_path)
-    db.push("h", 0, "r")
-    db.db.execute("UPDATE meta SET value = '1' WHERE name = 'format'")
+    for data in ("queued", "redelivered before", "in flight"):  # (the last first: LIFO)
+        db.push("h", 0, data)
+    db.db.execute("UPDATE meta SET value = ? WHERE name = 'format'", (fmt,))
     db.pop("h")
-    db.db.execute("ALTER TABLE requests DROP COLUMN kills")  # (format 1 had no such column)
+    db.db.execute("UPDATE requests SET redelivered = 1 WHERE data = 'redelivered before'")
+    db.db.execute("ALTER TABLE requests DROP COLUMN emit")  # (neither had such a column)
+    if fmt == "1":
+        db.db.execute("ALTER TABLE requests DROP COLUMN kills")
     db.commit()
     db.db.close()
     os.close(db._lock_fd)
-    refuse_a_damaged_frontier(tmp_path)  # (a format-1 file is not refused)
+    refuse_a_damaged_frontier(tmp_path)  # (an earlier format is not refused)
     db2 = FrontierDB(tmp_path)
-    # (format 1 has no state 2: its request in flight may have had its response, and its items, before the
-    # kill, so it counts, and is handed out as redelivered: emitted again, never taken for unchanged)
-    assert len(db2) == 1 and db2.redelivered == 1 and db2.pop("h")[1:3] == (1, 1)
-    assert db2.db.execute("SELECT value FROM meta WHERE name = 'format'").fetchone()[0] == "2"
+    # (neither has state 3: a request in flight may have stored its page, and sent its items, before the kill,
+    # so it is emitted again, never taken for unchanged, as was one redelivered before, which its format had
+    # marked so; in format 1, with no state 2 either, every request in flight counts a kill)
+    rows = {r.data: (r.redelivered, r.kills, r.emit) for r in (db2.pop("h") for _ in range(3))}
+    assert db2.redelivered == 1 and rows == {"in flight": (1, int(fmt == "1"), 1),
+                                             "redelivered before": (1, int(fmt == "1"), 1), "queued": (0, 0, 0)}
+    assert db2.db.execute("SELECT value FROM meta WHERE name = 'format'").fetchone()[0] == "3"
     db2.close()
 
 
@@ -299,10 +322,12 @@ def test_every_request_is_acknowledged_exactly_when_done(tmp_path):
     assert "response_status_count/301" in r.stderr and "response_status_count/404" in r.stderr  # (it met both)
 
 
-def _handed_at_each_start(tmp_path, limit: int, starts: int, answered) -> tuple[list, object]:
+def _handed_at_each_start(tmp_path, limit: int, starts: int, answered, stored=lambda start: False
+                          ) -> tuple[list, object]:
     """One request, its crawl killed ``starts`` times while it is in flight (with its server's answer
-    first when ``answered(start)``): what ``neardup_redelivered`` each start handed it out with (None:
-    given up), and the last crawler."""
+    first when ``answered(start)``, and its page stored as new when ``stored(start)``): how each start
+    handed it out ("handed", "emit again": marked ``neardup_emit_again``, None: given up), and the last
+    crawler."""
     settings = {"JOBDIR": str(tmp_path), "SCHEDULER": "scrapy_neardup.crawler.frontier.scheduler.DurableScheduler",
                 "DUPEFILTER_CLASS": "scrapy_neardup.crawler.frontier.dupefilter.DurableDupeFilter",
                 "NEARDUP_FRONTIER_MAX_REDELIVERIES": limit}
@@ -315,9 +340,11 @@ def _handed_at_each_start(tmp_path, limit: int, starts: int, answered) -> tuple[
         if start == 0:
             sched.enqueue_request(Request("http://a.test/page"))
         r = sched.next_request()
-        handed.append(None if r is None else r.meta.get("neardup_redelivered", 0))
+        handed.append(None if r is None else "emit again" if r.meta.get("neardup_emit_again") else "handed")
         if r is not None and answered(start):
             sched.tracker.reached(r.meta["neardup_frontier_id"])  # (headers_received)
+        if r is not None and stored(start):
+            assert sched.tracker.storing(r.meta["neardup_frontier_id"])  # (the verdict, before the store's add)
         sched.close("shutdown")  # (as a kill leaves it: in flight, never acknowledged)
     return handed, crawler
 
@@ -325,7 +352,7 @@ def _handed_at_each_start(tmp_path, limit: int, starts: int, answered) -> tuple[
 def test_a_request_in_flight_at_every_kill_is_given_up_after_max_redeliveries(tmp_path, caplog):
     """A page that kills the crawler each time it is fetched must not stop the crawl forever."""
     handed, crawler = _handed_at_each_start(tmp_path, 2, 4, answered=lambda start: True)
-    assert handed == [0, 1, 2, None]
+    assert handed == ["handed"] * 3 + [None]
     assert crawler.stats.get_value("neardup/frontier/given_up") == 1
     assert "giving up a request" in caplog.text
 
@@ -334,13 +361,21 @@ def test_a_request_killed_before_its_response_is_never_given_up(tmp_path):
     """A request waiting out DOWNLOAD_DELAY (or AutoThrottle's) in the downloader is in flight, but its server
     never saw it: kills then are not its doing. They were counted, and after NEARDUP_FRONTIER_MAX_REDELIVERIES
     + 1 kills such a request was given up, never fetched (a user's crawl lost its start page that way)."""
-    # (at the 5th start its server answered before the kill: that one counts; each start still hands it out
-    # marked redelivered, its outputs being perhaps half committed)
+    # (at the 5th start its server answered before the kill: that one counts)
     handed, crawler = _handed_at_each_start(tmp_path, 1, 6, answered=lambda start: start == 4)
-    assert handed == [0, 1, 2, 3, 4, 5]
+    assert handed == ["handed"] * 6
     assert not crawler.stats.get_value("neardup/frontier/given_up")
     handed, crawler = _handed_at_each_start(tmp_path / "b", 1, 4, answered=lambda start: start >= 1)
-    assert handed == [0, 1, 2, None]  # (answered at the 2nd and 3rd starts: 2 kills, past the limit of 1)
+    assert handed == ["handed"] * 3 + [None]  # (answered at the 2nd and 3rd starts: 2 kills, past the limit of 1)
+
+
+def test_a_request_is_emitted_again_only_once_it_stored_its_page_and_until_it_is_done(tmp_path):
+    """A request killed before its page was stored produced nothing: it is judged afresh, and a page an
+    earlier, finished request stored (a start URL linked again from the site) is unchanged for it. Every
+    request in flight was handed out to be emitted again, so that page's items were emitted twice after a
+    kill. One that stored its page may have half its outputs out: emitted again, at every start until done."""
+    handed, _ = _handed_at_each_start(tmp_path, 9, 5, answered=lambda start: start >= 1, stored=lambda s: s == 2)
+    assert handed == ["handed", "handed", "handed", "emit again", "emit again"]
 
 
 def test_only_a_start_request_made_again_is_taken_for_its_row_in_flight(tmp_path):

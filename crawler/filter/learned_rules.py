@@ -53,7 +53,7 @@ from scrapy.http import Response
 
 from ..config import NearDupConfig
 from ..counts import COPIES_CONFIRMED, REQUESTS_AVOIDED
-from ..frontier.acks import ID_KEY, REDELIVERED_KEY, AckTracker
+from ..frontier.acks import ID_KEY, EMIT_AGAIN_KEY, AckTracker
 from ..frontier.codec import CorruptRequest, UnserializableRequest, decode_request, encode_request
 from ..frontier.scheduler import DurableScheduler
 from ..url_rules import RuleBook
@@ -324,10 +324,10 @@ class LearnedRules:
         ``Referer`` (Scrapy's default policy sends the full URL within a site, and
         rules are per host), without the frontier's marks of the request it came from."""
         if (referer and b"Referer" not in request.headers) or ID_KEY in request.meta \
-                or REDELIVERED_KEY in request.meta:
+                or EMIT_AGAIN_KEY in request.meta:
             request = request.copy()
             request.meta.pop(ID_KEY, None)
-            request.meta.pop(REDELIVERED_KEY, None)
+            request.meta.pop(EMIT_AGAIN_KEY, None)
             if referer:
                 request.headers.setdefault(b"Referer", referer)
         return request

@@ -44,7 +44,7 @@ from scrapy_neardup.dedup.store import Match, SimhashStore
 from .. import counts
 from ..canonical import declared_canonical
 from ..config import NearDupConfig
-from ..frontier.acks import REDELIVERED_KEY
+from ..frontier.acks import EMIT_AGAIN_KEY
 from ..scope import scope_of
 from .duplicates_log import DuplicatesLog
 
@@ -54,13 +54,21 @@ KEPT, DROPPED, UNCHANGED, SKIPPED = "kept", "dropped", "unchanged", "skipped"
 
 #: Told each fingerprinted page: its URL, its fingerprint and, dropped, the URL it duplicates
 Learn = Callable[[str, int, "str | None"], None]
+#: Asked before a page is stored as new: whether its frontier recorded that it is (``AckTracker.storing``)
+Storing = Callable[[Response], bool]
+
+
+class NotRecorded(Exception):
+    """The frontier could not record that a page is about to be stored (its file failed, its Redis is
+    away): the page is not stored and nothing of it goes out; it is held for the resume."""
 
 
 class Verdicts:
     """Decides each page's verdict against ``store``; see the module docstring."""
 
     def __init__(self, config: NearDupConfig, stats: StatsCollector, store: SimhashStore,
-                 duplicates: DuplicatesLog, learn: Learn | None = None, *, blind_resume: bool = False) -> None:
+                 duplicates: DuplicatesLog, learn: Learn | None = None, *, blind_resume: bool = False,
+                 storing: Storing | None = None) -> None:
         self.config = config
         #: the crawl persists (JOBDIR) but its scheduler does not say which requests it hands out again
         #: after a kill: a page fetched again is emitted again (see the module docstring)
@@ -69,13 +77,15 @@ class Verdicts:
         self.store = store
         self.duplicates = duplicates
         self.learn = learn
+        #: the frontier's record that a page is being stored (then a kill has it emitted again)
+        self.storing = storing
         self._scope = scope_of(config.scope)
 
     def decide(self, response: Response, result: JobResult | str, retried: bool = False) -> str:
         """The page's verdict. ``result``: its fingerprint, or why it passes
         unchecked. ``retried``: an earlier attempt for this page failed (the
         shared store went away), so its record may be half-written. Raises
-        what the store raises (``StoreUnavailable``...)."""
+        what the store raises (``StoreUnavailable``...), and ``NotRecorded``."""
         if isinstance(result, str):  # (counted when the reason was found)
             return SKIPPED
         if result.value is None:
@@ -123,6 +133,8 @@ class Verdicts:
             matches = [m for m in matches if self._scope(m.key) == mine]
         match: Match | None = matches[0] if matches else None  # nearest; ties: the oldest
         if match is None:
+            if self.storing is not None and not self.storing(response):
+                raise NotRecorded(url)
             if nearby:  # near-copies on other sites only (NEARDUP_SCOPE): stored beside them
                 self.store.add(fp, url)
             else:
@@ -152,12 +164,13 @@ class Verdicts:
 
     def _same_url(self, response: Response, match: Match, retried: bool) -> str:
         """The same URL again with near-identical text (a later run, a re-fetch) is
-        unchanged, unless the frontier hands it out again because it was in flight
-        at a crash (or an earlier attempt here failed), or the crawl persists without a
-        scheduler that says so (``blind_resume``): then what it produced may not
-        all have been committed, so it is emitted again (the index keeps one row per
-        URL; feeds are at-least-once)."""
-        if response.meta.get(REDELIVERED_KEY) or retried or self.blind_resume:
+        unchanged, unless the frontier hands it out again because it had stored this
+        very page when a crash stopped it (or an earlier attempt here failed), or the
+        crawl persists without a scheduler that says so (``blind_resume``): then what
+        it produced may not all have been committed, so it is emitted again (the index
+        keeps one row per URL). A request stopped before it stored the page produced
+        nothing, so the page another, finished request stored is unchanged for it."""
+        if response.meta.get(EMIT_AGAIN_KEY) or retried or self.blind_resume:
             self.stats.inc_value(counts.KEPT_AGAIN)
             return KEPT
         self.stats.inc_value(counts.UNCHANGED)

@@ -26,8 +26,11 @@ duplicates file, the feed files) is marked, and the acknowledgement is
 written in the first frontier commit after every gate has settled past its
 mark. So when a request is gone from the frontier its pages are in the
 index and its outlinks are queued; a crash before that makes the crawl fetch
-it again (``request.meta["neardup_redelivered"]``), which the filter treats
-as a page to emit again rather than as unchanged.
+it again. One whose page was being stored as new (``storing``: the frontier
+records it before the store's add) is handed out marked
+(``request.meta["neardup_emit_again"]``), and the filter emits its page again
+rather than take it for unchanged; one that had not got that far produced
+nothing, and its page is judged as any other's.
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ from scrapy.crawler import Crawler
 logger = logging.getLogger(__name__)
 
 ID_KEY = "neardup_frontier_id"
-REDELIVERED_KEY = "neardup_redelivered"
+EMIT_AGAIN_KEY = "neardup_emit_again"
 
 
 class Gate(Protocol):
@@ -81,6 +84,9 @@ class AckTracker:
         #: called with a request's id when its server answers (``reached``: the frontiers record it, so that
         #: only kills after an answer count against a request); None: nothing to record
         self.on_reached: Callable[[int], None] | None = None
+        #: called with a request's id before its page is stored as new (``storing``); says whether the
+        #: frontier recorded it. None: nothing to record
+        self.on_storing: Callable[[int], bool] | None = None
 
     @classmethod
     def of(cls, crawler: Crawler) -> AckTracker:
@@ -167,17 +173,27 @@ class AckTracker:
         redelivery mark are the frontier's, not its own, and are dropped. Returns
         the id it replaces, to ``finish`` once it is queued, or None."""
         parent = request.meta.pop(ID_KEY, None)
-        request.meta.pop(REDELIVERED_KEY, None)
+        request.meta.pop(EMIT_AGAIN_KEY, None)
         return parent if parent is not None and self.is_replacement(parent) else None
 
-    def hand_out(self, request: Any, rid: int, redelivered: int) -> Any:
-        """Mark ``request`` as the frontier's ``rid`` (handed out ``redelivered``
-        times before, at kills or dead processes) and follow it from now on."""
+    def hand_out(self, request: Any, rid: int, emit_again: int) -> Any:
+        """Mark ``request`` as the frontier's ``rid`` (``emit_again``: it had stored its page when a kill or
+        a dead process stopped it, so its outputs may be half committed) and follow it from now on."""
         request.meta[ID_KEY] = rid
-        if redelivered:
-            request.meta[REDELIVERED_KEY] = redelivered
+        if emit_again:
+            request.meta[EMIT_AGAIN_KEY] = True
         self.started(rid)
         return request
+
+    def storing(self, rid: int | None) -> bool:
+        """Request ``rid``'s page is about to be stored as new: the frontier records it first (committed),
+        so that a kill from now on has the page emitted again. False: the frontier could not record it
+        (its file failed; its Redis is away), and nothing of the page may go out: it is held for a resume.
+        True for a request the frontier does not follow. O(1) plus the frontier's write."""
+        if self._entry(rid) is None or self.on_storing is None:
+            return True
+        assert rid is not None
+        return self.on_storing(rid)
 
     def is_replacement(self, rid: int | None) -> bool:
         """A request carrying ``rid`` that arrives before ``rid`` had a response

@@ -2,15 +2,19 @@
 
 ``JOBDIR/frontier.sqlite3`` (WAL), written only by the crawl's thread. Rows of
 ``requests`` are queued (state 0) or in flight (state 1: handed to the
-engine, not yet acknowledged; state 2: and its server has answered, its headers came);
+engine, not yet acknowledged; state 2: and its server has answered, its headers came;
+state 3: and its page is being stored as new, so its outputs are going out);
 ``seen`` holds the request fingerprints of every URL ever queued. One
 transaction is always open; ``commit()`` makes everything so far durable at
 once, so the queue, the seen set and the acknowledgements never disagree
 after a crash. On open, requests that were in flight go back to the queue with
-their ``redelivered`` count raised (their outputs may be half committed: the
-filter emits them again rather than take them for unchanged), and those whose
-server had answered with their ``kills`` raised too (kills in a row that a
-page may have caused: past a limit it is given up). A request still waiting
+their ``redelivered`` count raised; those that had stored their page are marked
+``emit`` (their outputs may be half committed: the filter emits them again
+rather than take the page for unchanged, until the request is done), and those whose
+server had answered have their ``kills`` raised too (kills in a row that a
+page may have caused: past a limit it is given up). A request that had not
+stored its page produced nothing: fetched again, it is judged as any request
+(a page an earlier, finished request stored is unchanged). A request still waiting
 for its turn in the downloader (``DOWNLOAD_DELAY``, AutoThrottle) or for its
 answer when the crawl was killed is not counted a kill: counting it gave such
 requests up after a few kills, never fetched.
@@ -35,15 +39,17 @@ from scrapy_neardup.dedup.store.backends import private_file
 from ..in_use import FRONTIER_LOCK, jobdir_in_use
 from ..sqlite_files import FRONTIER, WrongFileError, open_readonly
 
-FORMAT = "2"  # (2: state 2, a response arrived; a version that reads only 1 would leave such rows stuck)
-READS = ("1", "2")  # a format-1 file is read as it is (it has no state 2) and marked 2 when opened
+# (2: state 2, a response arrived; 3: state 3, its page stored, and the emit column. A version that reads only
+# an earlier format would leave such rows stuck)
+FORMAT = "3"
+READS = ("1", "2", "3")  # an earlier file is read as it is (it has no state 2, or 3) and marked 3 when opened
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS requests (
     id INTEGER PRIMARY KEY, slot TEXT NOT NULL, priority INTEGER NOT NULL, ord INTEGER NOT NULL,
     state INTEGER NOT NULL DEFAULT 0, redelivered INTEGER NOT NULL DEFAULT 0, data TEXT NOT NULL,
-    kills INTEGER NOT NULL DEFAULT 0);
+    kills INTEGER NOT NULL DEFAULT 0, emit INTEGER NOT NULL DEFAULT 0);
 CREATE INDEX IF NOT EXISTS requests_next ON requests (slot, state, priority DESC, ord);
 CREATE TABLE IF NOT EXISTS seen (fp BLOB PRIMARY KEY) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS marks (name TEXT PRIMARY KEY) WITHOUT ROWID;
@@ -61,9 +67,10 @@ class FrontierError(RuntimeError):
 
 class Row(NamedTuple):
     id: int
-    redelivered: int  # times it was in flight at a stop (then its outputs may be half committed)
+    redelivered: int  # times it was in flight at a stop
     kills: int  # of those, the stops after its server had answered (past a limit it is given up)
     data: str
+    emit: int = 0  # it had stored its page at a stop: its outputs may be half committed (emitted again)
 
 
 class FeedRow(NamedTuple):
@@ -165,17 +172,23 @@ class FrontierDB:
             self.in_flight_at_stop: dict[str, list[int]] = {}
             for rid, data in self.db.execute("SELECT id, data FROM requests WHERE state != 0"):
                 self.in_flight_at_stop.setdefault(data, []).append(rid)
-            format_1 = "kills" not in {c[1] for c in self.db.execute("PRAGMA table_info(requests)")}
+            columns = {c[1] for c in self.db.execute("PRAGMA table_info(requests)")}
+            format_1 = "kills" not in columns
             if format_1:  # (its counts were of every stop, answered or not: nothing told them apart)
                 self.db.execute("ALTER TABLE requests ADD COLUMN kills INTEGER NOT NULL DEFAULT 0")
                 self.db.execute("UPDATE requests SET kills = redelivered")
-            # every request in flight is queued again and marked redelivered (its outputs may be half
-            # committed: it is emitted again, never taken for unchanged); a kill counts against it only once
-            # its server had answered (a format-1 file has no state 2: each counts, as format 1 counted it)
-            answered = "1" if format_1 else "(state = 2)"
+            before_3 = "emit" not in columns
+            if before_3:  # (a request redelivered before was emitted again: it still is, until done)
+                self.db.execute("ALTER TABLE requests ADD COLUMN emit INTEGER NOT NULL DEFAULT 0")
+                self.db.execute("UPDATE requests SET emit = 1 WHERE redelivered > 0")
+            # every request in flight is queued again; a kill counts against it only once its server had
+            # answered (a format-1 file has no state 2: each counts, as format 1 counted it), and it is emitted
+            # again only if it had stored its page (formats 1 and 2 have no state 3: each is, as they had it)
+            answered = "1" if format_1 else "(state >= 2)"
+            stored = "1" if before_3 else "(state = 3)"
             self.redelivered = self.db.execute(
-                f"UPDATE requests SET redelivered = redelivered + 1, kills = kills + {answered}, state = 0 "
-                "WHERE state != 0").rowcount
+                f"UPDATE requests SET redelivered = redelivered + 1, kills = kills + {answered}, "
+                f"emit = MAX(emit, {stored}), state = 0 WHERE state != 0").rowcount
             self.db.execute("COMMIT")
             self._seq = self.db.execute("SELECT COALESCE(MAX(ABS(ord)), 0) FROM requests").fetchone()[0]
             self.queued: Counter[str] = Counter(dict(self.db.execute(
@@ -231,7 +244,7 @@ class FrontierDB:
     def pop(self, slot: str) -> Row | None:
         """The next queued request of ``slot`` (highest priority, then by ``lifo``), now in flight."""
         try:
-            row = self.db.execute("SELECT id, redelivered, kills, data FROM requests WHERE slot = ? AND state = 0 "
+            row = self.db.execute("SELECT id, redelivered, kills, data, emit FROM requests WHERE slot = ? AND state = 0 "
                                   "ORDER BY priority DESC, ord LIMIT 1", (slot,)).fetchone()
             if row is None:
                 self.queued.pop(slot, None)
@@ -262,6 +275,14 @@ class FrontierDB:
         it. Committed at once (one WAL append), before its body is read on, so a page that kills the
         crawl as its body is read, inflated or processed is counted at every kill, however soon it kills."""
         self._run("UPDATE requests SET state = 2 WHERE id = ? AND state = 1", (rid,))
+        self.commit()
+
+    def storing(self, rid: int) -> None:
+        """Request ``rid``'s page is about to be stored as new, and its outputs to go out: committed at once,
+        before the store's add, so that a kill from now on has it emitted again (never taken for unchanged
+        by the page it stored itself), while a request killed before this, which produced nothing, is
+        judged afresh (a page an earlier, finished request stored is unchanged, its items out once)."""
+        self._run("UPDATE requests SET state = 3 WHERE id = ? AND state IN (1, 2)", (rid,))
         self.commit()
 
     def ack(self, ids: list[int]) -> None:

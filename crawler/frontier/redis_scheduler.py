@@ -16,8 +16,10 @@ and adds the reliable-queue pattern:
 * each process beats a heartbeat into ``<queue key>:workers`` (a sorted set
   of last-seen times); a process whose heartbeat is older than
   ``NEARDUP_FRONTIER_LEASE`` seconds is dead, and any live one moves its
-  in-flight requests back to the queue, counting the redelivery (the filter
-  then emits the page again rather than calling it unchanged);
+  in-flight requests back to the queue, counting the redelivery; those that
+  had stored their page as new (``...:stored``) are marked in ``<queue
+  key>:emit`` until done, and the filter then emits the page again rather
+  than calling it unchanged (the others produced nothing);
 * a process stays up while any process holds requests in flight (their
   outlinks are still to come), so N processes end together.
 
@@ -58,8 +60,8 @@ logger = logging.getLogger(__name__)
 # The queue kinds: how a request is pushed, popped and put back (at the front).
 PRIORITY, FIFO, LIFO = "priority", "fifo", "lifo"
 
-# KEYS: queue, inflight, redelivered, kills. ARGV: kind, id.
-# Move the next request to the in-flight hash as "score|data"; return {data, redeliveries, kills}.
+# KEYS: queue, inflight, redelivered, kills, emit. ARGV: kind, id.
+# Move the next request to the in-flight hash as "score|data"; return {data, redeliveries, kills, emit again}.
 _POP = """
 local kind, data, score = ARGV[1], nil, '0'
 if kind == 'priority' then
@@ -75,17 +77,19 @@ end
 if not data then return false end
 redis.call('HSET', KEYS[2], ARGV[2], score .. '|' .. data)
 local sha = redis.sha1hex(data)
-return {data, tonumber(redis.call('HGET', KEYS[3], sha) or '0'), tonumber(redis.call('HGET', KEYS[4], sha) or '0')}
+return {data, tonumber(redis.call('HGET', KEYS[3], sha) or '0'), tonumber(redis.call('HGET', KEYS[4], sha) or '0'),
+        tonumber(redis.call('HGET', KEYS[5], sha) or '0')}
 """
 
-# KEYS: workers, queue, redelivered, kills. ARGV: kind, lease_ms, inflight key prefix, me, reclaim_me ('1'/'0'),
-# reclaim_others ('1'/'0').
+# KEYS: workers, queue, redelivered, kills, emit. ARGV: kind, lease_ms, inflight key prefix, me, reclaim_me
+# ('1'/'0'), reclaim_others ('1'/'0').
 # Heartbeat for me; move every dead process's in-flight requests (when reclaim_others: see
 # ``_may_reclaim``), and mine when asked (a closing process), back to the front of the queue,
-# counting the redelivery (their outputs may be half committed: emitted again, never taken for unchanged),
-# and a kill of those its server had answered (their ids in the process's "answered" set, the in-flight
-# hash's key + ':answered'): a request still waiting out DOWNLOAD_DELAY is not counted a kill, or it
-# would be given up after a few deaths without ever being sent.
+# counting the redelivery, a kill of those its server had answered (their ids in the process's
+# "answered" set, the in-flight hash's key + ':answered': a request still waiting out DOWNLOAD_DELAY is
+# not counted a kill, or it would be given up after a few deaths without ever being sent), and marking
+# "emit again" those that had stored their page (the ':stored' set: their outputs may be half committed,
+# so they are emitted again, never taken for unchanged; one that had not stored its page produced nothing).
 # Returns {requests moved, requests in flight at live processes (mine included), requests queued}.
 _BEAT = """
 local kind, lease, prefix, me = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
@@ -99,7 +103,7 @@ for i = 1, #all, 2 do
   local inflight = prefix .. w
   if seen < now - lease and (w == me or ARGV[6] == '1') then
     local held = redis.call('HGETALL', inflight)
-    local answered = inflight .. ':answered'
+    local answered, stored = inflight .. ':answered', inflight .. ':stored'
     for j = 2, #held, 2 do
       local v = held[j]
       local sep = string.find(v, '|', 1, true)
@@ -110,9 +114,10 @@ for i = 1, #all, 2 do
       local sha = redis.sha1hex(data)
       redis.call('HINCRBY', KEYS[3], sha, 1)
       if redis.call('SISMEMBER', answered, held[j - 1]) == 1 then redis.call('HINCRBY', KEYS[4], sha, 1) end
+      if redis.call('SISMEMBER', stored, held[j - 1]) == 1 then redis.call('HSET', KEYS[5], sha, 1) end
       moved = moved + 1
     end
-    redis.call('DEL', inflight, answered)
+    redis.call('DEL', inflight, answered, stored)
     redis.call('ZREM', KEYS[1], w)
   else
     live = live + redis.call('HLEN', inflight)
@@ -180,11 +185,16 @@ else redis.call('LPUSH', KEYS[1], ARGV[2]) end
 return 1
 """
 
-# KEYS: inflight, redelivered, answered, kills. ARGV: ids..., then '|', then sha1s of their data.
+# KEYS: inflight, redelivered, answered, kills, stored, emit. ARGV: ids..., then '|', then sha1s of their data.
 _ACK = """
 local i = 1
-while ARGV[i] ~= '|' do redis.call('HDEL', KEYS[1], ARGV[i]); redis.call('SREM', KEYS[3], ARGV[i]); i = i + 1 end
-for j = i + 1, #ARGV do redis.call('HDEL', KEYS[2], ARGV[j]); redis.call('HDEL', KEYS[4], ARGV[j]) end
+while ARGV[i] ~= '|' do
+  redis.call('HDEL', KEYS[1], ARGV[i]); redis.call('SREM', KEYS[3], ARGV[i]); redis.call('SREM', KEYS[5], ARGV[i])
+  i = i + 1
+end
+for j = i + 1, #ARGV do
+  redis.call('HDEL', KEYS[2], ARGV[j]); redis.call('HDEL', KEYS[4], ARGV[j]); redis.call('HDEL', KEYS[6], ARGV[j])
+end
 return 0
 """
 
@@ -270,9 +280,11 @@ class ReliableRedisScheduler(ScrapyRedisScheduler):
         self.inflight_prefix = f"{key}:inflight:"
         self.inflight_key = self.inflight_prefix + self.me
         self.answered_key = self.inflight_key + ":answered"  # (_BEAT's name for it)
+        self.stored_key = self.inflight_key + ":stored"  # (_BEAT's name for it)
         self.workers_key = f"{key}:workers"
         self.redelivered_key = f"{key}:redelivered"
         self.kills_key = f"{key}:kills"
+        self.emit_key = f"{key}:emit"
         self._pop = self.server.register_script(_POP)
         self._seen_push = self.server.register_script(_SEEN_PUSH) if self._df_in_step() else None
         self.marks_key = f"{key}:marks"  # (``push_marked``: the queue's hash tag, so its slot)
@@ -294,6 +306,7 @@ class ReliableRedisScheduler(ScrapyRedisScheduler):
         self.tracker.add_gate(_PushGate(self))
         self.tracker.active = True
         self.tracker.on_reached = self._answered
+        self.tracker.on_storing = self._storing
         self._heartbeat()
         self._loop = task.LoopingCall(self._checkpoint)
         self._loop.start(CHECKPOINT_INTERVAL, now=False)
@@ -319,6 +332,7 @@ class ReliableRedisScheduler(ScrapyRedisScheduler):
                          "acknowledged and will be fetched again", len(self._backlog))
         self.tracker.active = False
         self.tracker.on_reached = None
+        self.tracker.on_storing = None
         super().close(reason)
 
     # -- the queue --------------------------------------------------------------------
@@ -471,15 +485,15 @@ class ReliableRedisScheduler(ScrapyRedisScheduler):
         while True:
             rid = self._next_id = self._next_id + 1
             try:
-                got = self._pop(keys=[self.queue.key, self.inflight_key, self.redelivered_key, self.kills_key],
-                                args=[self.kind, rid])
+                got = self._pop(keys=[self.queue.key, self.inflight_key, self.redelivered_key, self.kills_key,
+                                      self.emit_key], args=[self.kind, rid])
             except Exception as exc:
                 self._redis_down(exc)
                 return None
             self._redis_up()
             if not got:
                 return None
-            data, redelivered, kills = got[0], int(got[1]), int(got[2])
+            data, redelivered, kills, emit = got[0], int(got[1]), int(got[2]), int(got[3])
             sha = hashlib.sha1(data).hexdigest()
             self._shas[rid] = sha
             try:
@@ -494,7 +508,7 @@ class ReliableRedisScheduler(ScrapyRedisScheduler):
                 continue
             if redelivered:
                 self.stats.inc_value("neardup/frontier/redelivered")
-            self.tracker.hand_out(request, rid, redelivered)
+            self.tracker.hand_out(request, rid, emit)
             self.stats.inc_value("scheduler/dequeued/redis")
             self.stats.inc_value("scheduler/dequeued")
             return request
@@ -519,8 +533,8 @@ class ReliableRedisScheduler(ScrapyRedisScheduler):
 
     def _ack_now(self, ids: list[int]) -> None:
         shas = [self._shas.pop(i, "") for i in ids]
-        self._ack(keys=[self.inflight_key, self.redelivered_key, self.answered_key, self.kills_key],
-                  args=[*ids, "|", *shas])
+        self._ack(keys=[self.inflight_key, self.redelivered_key, self.answered_key, self.kills_key, self.stored_key,
+                        self.emit_key], args=[*ids, "|", *shas])
 
     def _answered(self, rid: int) -> None:
         """Request ``rid``'s server answered: a death of this process from now on counts against it
@@ -530,6 +544,17 @@ class ReliableRedisScheduler(ScrapyRedisScheduler):
             self.server.sadd(self.answered_key, rid)
         except Exception as exc:
             self._redis_down(exc)
+
+    def _storing(self, rid: int) -> bool:
+        """Request ``rid``'s page is about to be stored as new: a death of this process from now on has it
+        emitted again (``_BEAT``). Redis away: not recorded, and the page is held (``AckTracker.storing``):
+        it stays in flight, to be fetched again once handed back, rather than stored unmarked."""
+        try:
+            self.server.sadd(self.stored_key, rid)
+        except Exception as exc:
+            self._redis_down(exc)
+            return False
+        return True
 
     def _heartbeat(self) -> None:
         try:
@@ -549,7 +574,7 @@ class ReliableRedisScheduler(ScrapyRedisScheduler):
     def _beat_now(self, hand_back: bool) -> list[int]:
         """Heartbeat and requeue dead processes' requests (and, ``hand_back``, this
         one's): ``_BEAT``'s [requeued, in flight at live processes, queued]."""
-        return self._beat(keys=[self.workers_key, self.queue.key, self.redelivered_key, self.kills_key],
+        return self._beat(keys=[self.workers_key, self.queue.key, self.redelivered_key, self.kills_key, self.emit_key],
                           args=[self.kind, int(self.lease * 1000), self.inflight_prefix, self.me,
                                 "1" if hand_back else "0", "1" if self._may_reclaim() else "0"])
 

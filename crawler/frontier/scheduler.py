@@ -47,8 +47,9 @@ COMMIT_EVERY_PUSHES = 2000
 
 
 class DurableScheduler(BaseScheduler):
-    #: It marks a request it hands out again after a kill (``acks.REDELIVERED_KEY``), and knows which
-    #: requests' outputs were committed: the filter reads this (``filter.verdict``).
+    #: It marks a request it hands out again after a kill that caught it storing its page
+    #: (``acks.EMIT_AGAIN_KEY``), and knows which requests' outputs were committed: the filter reads this
+    #: (``filter.verdict``).
     marks_redeliveries = True
 
     def __init__(self, crawler: Crawler, jobdir: str, dupefilter: Any, max_redeliveries: int) -> None:
@@ -98,6 +99,7 @@ class DurableScheduler(BaseScheduler):
                            "after a crash it may disagree with the queue", type(self.df).__name__)
         self.tracker.active = True
         self.tracker.on_reached = self._reached
+        self.tracker.on_storing = self._storing
         try:
             self.feeds.attach(self.db)  # the last run's feed files: cut to what is committed, closed
         except OSError as exc:
@@ -129,6 +131,7 @@ class DurableScheduler(BaseScheduler):
         finally:
             self.tracker.active = False
             self.tracker.on_reached = None
+            self.tracker.on_storing = None
             self.feeds.detach()
             self.db.close()
             self._db = None
@@ -225,7 +228,7 @@ class DurableScheduler(BaseScheduler):
             self.stats.inc_value("neardup/frontier/unreadable")
             self.db.ack([row.id])
             return None
-        return self.tracker.hand_out(request, row.id, row.redelivered)
+        return self.tracker.hand_out(request, row.id, row.emit)
 
     def _reached(self, rid: int) -> None:
         """Frontier row ``rid``'s server answered (its headers came): from now on a kill counts against it."""
@@ -235,6 +238,18 @@ class DurableScheduler(BaseScheduler):
             self.db.reached(rid)
         except FrontierError as exc:
             self._fail(exc)
+
+    def _storing(self, rid: int) -> bool:
+        """Frontier row ``rid``'s page is about to be stored as new: recorded (committed) first. False: the
+        frontier failed (then the crawl stops), and the page is held for the resume."""
+        if self._db is None or self._failed:
+            return False
+        try:
+            self.db.storing(rid)
+        except FrontierError as exc:
+            self._fail(exc)
+            return False
+        return True
 
     def _downloader(self) -> Any:
         try:
