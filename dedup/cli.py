@@ -181,13 +181,15 @@ def _cmd_dedup(args: argparse.Namespace) -> int:
 
 
 def _open_store_readonly(location: str, prog: str):
-    from .store import SimhashStore, StoreError
+    """The store at ``location``, read-only; or, said on stderr, the exit status: 1 its Redis cannot be
+    reached (asked rightly, not done), 2 no store there."""
+    from .store import SimhashStore, StoreError, StoreUnavailable
 
     try:
         return SimhashStore.open(location, readonly=True)
     except (StoreError, OSError, ValueError) as exc:
         print(f"{prog}: cannot open the store {location}: {exc}", file=sys.stderr)
-        return None
+        return 1 if isinstance(exc, StoreUnavailable) else 2
 
 
 def _cmd_query(args: argparse.Namespace) -> int:
@@ -225,8 +227,8 @@ def _cmd_query(args: argparse.Namespace) -> int:
         assert r.value is not None
         fp = r.value
     store = _open_store_readonly(args.store, f"{args.prog} query")
-    if store is None:
-        return 2
+    if isinstance(store, int):
+        return store
     with store:
         matches = store.query(fp)
         k, size = store.max_distance, len(store)
@@ -243,8 +245,8 @@ def _cmd_stats(args: argparse.Namespace) -> int:
     import os
 
     store = _open_store_readonly(args.store, f"{args.prog} stats")
-    if store is None:
-        return 2
+    if isinstance(store, int):
+        return store
     with store:
         lay = store.layout
         n = len(store)

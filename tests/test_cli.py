@@ -377,3 +377,11 @@ def test_neardup_crawl_of_urls_goes_on_where_it_stopped(tmp_path):
     assert all(len({p.lstrip("/") for p in g} & indexed) == 1 for g in site.groups())
     feed = {json.loads(line)["url"] for line in (out / "pages.jsonl").read_text().splitlines()}
     assert len(feed) == len(site.groups())
+
+
+@pytest.mark.parametrize("command", ["stats", "rules", "query"])
+def test_a_shared_store_that_cannot_be_reached_is_not_done_not_asked_wrongly(command):
+    """Exit 1 (it could not be done), not 2 (asked wrongly): the URL was right, its Redis was down."""
+    where = f"redis://127.0.0.1:{free_port()}/0"
+    args = [command, where] + (["--fingerprint", "0" * 16] if command == "query" else [])
+    one_line_error(neardup(*args), 1, "127.0.0.1")

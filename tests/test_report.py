@@ -395,3 +395,6 @@ def test_a_chart_that_leaves_languages_out_says_so_and_urls_read_as_a_browser_sh
     assert link(url) == ('<a href="http://h.example/%E6%8C%87%E5%8D%97/a%2Fb%20c%FF.html" '
                          'rel="noreferrer noopener">http://h.example/指南/a%2Fb%20c%FF.html</a>')
     assert render.readable("/%E2%80%AE%C3%A9/") == "/%E2%80%AE%C3%A9/"  # (a bidi override: not printable)
+    # a shared crawl's JOBDIR: requests avoided by rules whose book is on Redis, not "no rule was learned"
+    data.avoided = 3
+    assert "keeps it on its Redis" in render._rules_section(data)

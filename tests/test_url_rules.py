@@ -287,6 +287,25 @@ def test_a_counter_example_retires_only_the_rules_whose_transformation_it_contra
     assert prefix.state == RETIRED
 
 
+def test_a_pair_one_form_already_says_nothing_for_a_rule_either():
+    """One ``/mirror/`` copy, then ``/a/N.html?ref=feed`` = ``/a/N.html`` pairs, which the acting ``ref`` rule
+    makes one form before any prefix rule: they counted as agreement for ``prefix /mirror/ /a/``, which acted
+    after one pair that maps, and the distinct pages under ``/mirror/`` were never fetched."""
+    book = RuleBook(None, min_evidence=3, explore=0.0)
+    for i in range(4):  # (the ref rule: learned, acting)
+        book.observe(f"{H}/a/{i}.html", 7_000_001 * (i + 1))
+        book.observe(f"{H}/a/{i}.html?ref=feed", 7_000_001 * (i + 1) ^ 1, duplicate_of=f"{H}/a/{i}.html")
+    book.observe(f"{H}/mirror/0.html", 7_000_001 ^ 2, duplicate_of=f"{H}/a/0.html")  # the one real copy
+    for i in range(4, 20):  # pairs of the ref rule's, met after the prefix rule was suggested
+        book.observe(f"{H}/a/{i}.html", 7_000_001 * (i + 1))
+        book.observe(f"{H}/a/{i}.html?ref=home", 7_000_001 * (i + 1) ^ 1, duplicate_of=f"{H}/a/{i}.html")
+    states = {st.rule.spec: st for st in book.rules()}
+    assert states["param h.test ref"].state == ACTIVE
+    prefix = states.get("prefix h.test /mirror/ /a/")
+    assert prefix is None or (prefix.state == CANDIDATE and prefix.evidence <= 1)
+    assert book.avoid(f"{H}/mirror/7.html") is None  # (a distinct page: fetched)
+
+
 def test_a_retired_rules_avoided_requests_stay_until_forgotten_and_know_if_they_were_scheduled(tmp_path):
     """``release(claim=False)`` leaves them in the book (a kill before the
     frontier has them queued loses none: ``unreleased`` finds them on resume);

@@ -27,8 +27,9 @@ def _rule_book(where: str) -> Path | str | None:
 
 
 def rules(where: str, min_evidence: int | None) -> int:
-    """List the rules of a rule book, read-only: 0 listed (none yet, too), 2 no book there."""
-    from scrapy_neardup.dedup.store import StoreError
+    """List the rules of a rule book, read-only: 0 listed (none yet, too), 1 its Redis cannot be reached,
+    2 no book there."""
+    from scrapy_neardup.dedup.store import StoreError, StoreUnavailable
 
     from ..sqlite_files import WrongFileError
     from ..url_rules.book import list_rules
@@ -40,7 +41,9 @@ def rules(where: str, min_evidence: int | None) -> int:
         return fail("rules", f"no URL rules at {where} (url_rules.sqlite3: {why})")
     try:
         listed = list_rules(location, min_evidence=min_evidence)
-    except (WrongFileError, StoreError) as exc:  # (StoreError: redis:// without the redis package, or down)
+    except StoreUnavailable as exc:  # (asked rightly: the Redis is down, or not there)
+        return fail("rules", str(exc), code=1)
+    except (WrongFileError, StoreError) as exc:  # (StoreError: redis:// without the redis package)
         return fail("rules", str(exc))
     except sqlite3.DatabaseError as exc:
         return fail("rules", f"{location} cannot be read: {exc}")

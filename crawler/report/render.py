@@ -366,8 +366,13 @@ def _rules_section(data: CrawlData) -> str:
     if data.inputs.kind != "crawl":
         return ""
     if not data.rules:
-        return ('<section id="rules"><h2>Learned URL rules</h2><p class="note">No rule was learned (or the rule '
-                "book is not there).</p></section>")
+        if data.inputs.rules is None and (data.avoided or data.avoided_by_rule):  # (a shared crawl's JOBDIR)
+            why = ("The rule book is not here, though rules avoided requests: a shared crawl keeps it on its "
+                   "Redis (<code>neardup rules redis://...</code> lists it).")
+        else:
+            why = "No rule was learned (or the rule book is not there)."
+        return f'<section id="rules"><h2>Learned URL rules</h2><p class="note">{why}</p></section>'
+
     ranked = sorted(data.rules, key=lambda r: (_STATE_ORDER.get(r["state"], 4), -r["evidence"], r["rule"]))
     shown = [r for r in ranked if r["state"] != "candidate"]
     shown += [r for r in ranked if r["state"] == "candidate"][:TOP_ROWS]

@@ -291,14 +291,15 @@ class RuleBook:
         ``strip``: the host's parameter stripper the forms were made with."""
         if first is None or first[0] == url:
             return
-        if (first[1] ^ fp).bit_count() > self.k and st.rule.kind != "param" and (
+        if st.rule.kind != "param" and (
                 parts_of(url) == parts_of(first[0]) if strip is None
                 else strip.apply(parts_of(url)) == strip.apply(parts_of(first[0]))):
             # The pair is one form already without this rule (it differs only in parameters
-            # that acting parameter rules strip): its counter-example is about those rules, not
-            # this one (``p/1.html?sid=7`` != ``p/1.html`` says nothing about ``prefix /p/ /m/``).
-            # (Such a pair that agrees still counts for the rule, as it always did: the trap
-            # site's rules act on it; it never makes a rule act against a counter-example.)
+            # that acting parameter rules strip): it says nothing of this rule, for or against
+            # (``p/1.html?sid=7`` != ``p/1.html`` says nothing about ``prefix /p/ /m/``). Counted
+            # when it agreed, such pairs made a rule act on no pair it maps: ``prefix /mirror/ /a/``
+            # acted on ten ``/a/N.html?ref=feed`` = ``/a/N.html`` pairs after one mirror pair, and
+            # the distinct pages under ``/mirror/`` were never fetched.
             return
         if (first[1] ^ fp).bit_count() <= self.k:
             st.example = st.example or f"{url} = {first[0]}"
