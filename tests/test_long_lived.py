@@ -51,3 +51,15 @@ def test_a_later_crawl_does_not_freeze_an_ended_crawls_garbage():
             "assert ended() is None, 'the ended crawl s cycle was frozen again'\n"
             "print('ok')\n")
     run_in_a_new_process(code)
+
+
+def test_a_freeze_the_process_made_itself_is_left_as_it_was():
+    """A process that froze its own objects before the crawl (a server that freezes before it forks) had
+    them unfrozen when the crawl ended: ``gc.unfreeze`` gives back everything, so it is not called then."""
+    code = ("import gc\n"
+            "from scrapy_neardup.crawler.filter import long_lived\n"
+            "gc.freeze(); before = gc.get_freeze_count(); assert before > 0\n"
+            "long_lived.hold(); long_lived.release()\n"
+            "assert gc.get_freeze_count() >= before\n"
+            "print('ok')\n")
+    run_in_a_new_process(code)

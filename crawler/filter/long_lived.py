@@ -34,7 +34,10 @@ thread:
 - ``release`` when the crawl closes: everything frozen goes back to the
   collector, so a process that runs crawl after crawl (``CrawlerRunner``, a
   service, tests) keeps nothing of an ended crawl. With several crawls in one
-  process the last to close unfreezes.
+  process the last to close unfreezes. A process that had frozen objects of
+  its own before the first crawl held the freeze (a server that freezes
+  before it forks its workers, say) keeps them frozen: ``gc.unfreeze``
+  cannot give back only the crawl's, so nothing is given back then.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ logger = logging.getLogger(__name__)
 
 _holders = 0  # (crawls of this process that hold the freeze)
 _released = False  # (a crawl of this process has given the freeze back: its objects may be old garbage)
+_theirs = False  # (the process had frozen objects of its own when the first crawl held the freeze)
 #: ``gc.collect``'s generations: the youngest only (on every version: 3.14's incremental
 #: collector has no generation 1 of its own), or all of them
 YOUNG, FULL = 0, 2
@@ -54,7 +58,9 @@ YOUNG, FULL = 0, 2
 def hold() -> None:
     """A crawl starts: collect (the youngest generation in the process's first
     crawl, else all), then freeze what exists (O(the objects collected), once)."""
-    global _holders
+    global _holders, _theirs
+    if not _holders:
+        _theirs = gc.get_freeze_count() > 0
     _holders += 1
     _freeze(FULL if _released else YOUNG)
 
@@ -70,7 +76,7 @@ def release() -> None:
     """A crawl that held the freeze ends: the last one gives every frozen object back to the collector."""
     global _holders, _released
     _holders = max(0, _holders - 1)
-    if not _holders:
+    if not _holders and not _theirs:  # (unfrozen, the process's own freeze would be undone with the crawl's)
         gc.unfreeze()
         _released = True
 
