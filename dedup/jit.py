@@ -181,7 +181,11 @@ def _end_background_warmups() -> None:
     takes seconds; past that the exit goes on, as before)."""
     _exiting.set()
     deadline = time.monotonic() + EXIT_WAIT
-    for thread in _background:
+    alive = [t for t in _background if t.is_alive()]
+    if alive:  # (said: a process that stays on after its crawl's last line, silent, looks hung)
+        logger.info("finishing the compiled kernels' warm-up before exiting (up to %.0f s; "
+                    "`neardup warmup` compiles them ahead of any crawl)", EXIT_WAIT)
+    for thread in alive:
         thread.join(max(0.0, deadline - time.monotonic()))
 
 
