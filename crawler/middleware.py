@@ -44,6 +44,7 @@ from scrapy_neardup.dedup.fingerprint import Fingerprinter
 from scrapy_neardup.dedup.fingerprint.jobs import JobResult
 from scrapy_neardup.dedup.store import SimhashStore
 from scrapy_neardup.dedup.store.backends import StoreError
+from scrapy_neardup.dedup.store.meta import StoreMismatchError
 
 from . import counts
 from .canonical import CANONICAL_PRIORITY, declared_canonical, same_host
@@ -163,6 +164,12 @@ class NearDupMiddleware:
             # anywhere (the index, a feed), so the index never holds a page the store lost
             return SimhashStore.open(config.store, max_distance=config.max_distance, capacity=config.capacity,
                                      scheme=self.scheme, commit_every=1)
+        except StoreMismatchError as exc:
+            if exc.field != "max_distance":
+                raise
+            raise StoreMismatchError(f"NEARDUP_MAX_DISTANCE = {config.max_distance}: {exc}; a store keeps the "
+                                     "k it was made with: give it that k, or another NEARDUP_STORE",
+                                     exc.field) from None
         except StoreError:
             if config.store and not config.shared_store and store_is_in_use(config.store):
                 raise CrawlInUse(store_in_use(config.store)) from None

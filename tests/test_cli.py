@@ -328,6 +328,7 @@ def test_a_crawl_that_cannot_open_its_store_fails_in_one_line_without_a_report(t
     assert r.returncode == 1
     assert r.stdout == ""
     assert "neardup crawl: the crawl could not run: " in r.stderr and "max_distance=3, asked for 4" in r.stderr
+    assert "NEARDUP_MAX_DISTANCE = 4" in r.stderr  # (the setting that disagrees, named)
     assert "Traceback" not in r.stderr
 
 

@@ -19,7 +19,12 @@ STORE_FORMAT = "1"
 
 
 class StoreMismatchError(StoreError):
-    """The store was made with other settings than the ones asked for."""
+    """The store was made with other settings than the ones asked for; ``field``: which (``max_distance``,
+    ``scheme``, ``layout``, ``format``, ``bits``), for a caller that names its own setting for it."""
+
+    def __init__(self, message: str, field: str = "") -> None:
+        super().__init__(message)
+        self.field = field
 
 
 class MetaHolder(Protocol):
@@ -48,20 +53,22 @@ def settle_meta(holder: MetaHolder, k: int, capacity: int, scheme: str | None, l
                            "layout": lay.to_json(), "scheme": scheme or "", "capacity": str(capacity)})
         return lay
     if meta["format"] != STORE_FORMAT:
-        raise StoreMismatchError(f"store at {where} has format {meta['format']}, this version reads {STORE_FORMAT}")
+        raise StoreMismatchError(f"store at {where} has format {meta['format']}, this version reads {STORE_FORMAT}",
+                                 "format")
     if int(meta.get("bits", 64)) != FP_BITS:
-        raise StoreMismatchError(f"store at {where} holds {meta['bits']}-bit fingerprints, not {FP_BITS}")
+        raise StoreMismatchError(f"store at {where} holds {meta['bits']}-bit fingerprints, not {FP_BITS}", "bits")
     if int(meta["max_distance"]) != k:
         raise StoreMismatchError(
-            f"store at {where} was made with max_distance={meta['max_distance']}, asked for {k}")
+            f"store at {where} was made with max_distance={meta['max_distance']}, asked for {k}", "max_distance")
     stored_scheme = meta.get("scheme") or None
     if scheme and stored_scheme and scheme != stored_scheme:
         raise StoreMismatchError(
             f"store at {where} holds fingerprints of scheme {stored_scheme!r}, asked for {scheme!r}; "
-            "fingerprints made differently cannot be compared: use another store")
+            "fingerprints made differently cannot be compared: use another store", "scheme")
     if scheme and not stored_scheme and not readonly:
         holder.write_meta({"scheme": scheme})
     lay = Layout.from_json(meta["layout"])
     if layout is not None and layout != lay:
-        raise StoreMismatchError(f"store at {where} uses layout {lay.describe()}, asked for {layout.describe()}")
+        raise StoreMismatchError(f"store at {where} uses layout {lay.describe()}, asked for {layout.describe()}",
+                                 "layout")
     return lay
