@@ -235,7 +235,7 @@ class NearDupMiddleware:
         if verdict == DROPPED and self.captured is not None and not isinstance(fp_result, str):
             self.captured.add(urldefrag(response.url)[0], fp_result.text)  # (the duplicates file's URL)
         # (per output, the least work: a page's output is mostly its outlinks, tens to hundreds)
-        kept = self.verdicts.let_through(verdict, outputs)
+        kept = self.verdicts.let_through(verdict, outputs, response)
         if verdict == KEPT and canonical is not None and self.config.canonical_first:
             kept.extend(self._canonical_request(response, canonical))
         if self.rules is not None and self.rules.acting():

@@ -219,3 +219,21 @@ def test_the_duplicates_file_records_a_drop_once(tmp_path):
     assert not log.recorded("http://t.test/d", "http://t.test/a")
     log.close()
     assert not DuplicatesLog(get_crawler(), None).recorded("http://t.test/b", "http://t.test/a")
+
+
+def test_a_crawlspiders_start_page_linked_again_gives_its_rules_items(tmp_path):
+    """A ``CrawlSpider`` parses its start page with ``parse_start_url`` (no item), and the site's links back
+    to it with a rule's callback, which gives the page's item. The second fetch was unchanged, its items
+    held back, so the start page had no item with the filter, and one without it. A spider that parses both
+    fetches with one callback still gets the page's item once."""
+    from tests.fixtures import linked_back
+    from tests.test_kill_resume import FOLLOW_SPIDER, feed_urls
+
+    project = user_project(tmp_path / "proj")
+    (project / "userproj" / "spiders" / "follow.py").write_text(FOLLOW_SPIDER)
+    with linked_back.serve() as site:
+        for spider in ("titles", "follow"):
+            feed = tmp_path / f"{spider}.jsonl"
+            r = user_crawl(project, spider, f"{site.url}/index.html", feed=feed)
+            assert r.returncode == 0 and "'neardup/unchanged': 1" in r.stderr, r.stderr[-3000:]
+            assert sorted(feed_urls(feed)) == site.urls(), spider

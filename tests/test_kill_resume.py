@@ -27,6 +27,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT
+from tests.fixtures import linked_back
 from tests.fixtures.dup_site import DupSite
 from tests.test_index_is_the_filters import user_project
 
@@ -208,56 +209,18 @@ def test_a_page_linked_again_and_killed_in_flight_is_emitted_once(tmp_path):
     and the crawl is killed while that second request waits for its server's answer. It had produced
     nothing, but every request in flight was handed out again to be emitted again: the start page's item
     was in the feed twice after the resume. Now only a request that had stored its page is."""
-    import threading
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-    words = "harbour lantern meadow copper thistle orchard falcon granite willow ember".split()
-    held, release = threading.Event(), threading.Event()
-
-    def page(name: str, links: list[str]) -> bytes:
-        rnd = random.Random(name)
-        text = " ".join(rnd.choice(words) + str(rnd.randrange(10**6)) for _ in range(80))
-        anchors = "".join(f'<a href="/{link}.html">{link}</a> ' for link in links)
-        return f"<html><head><title>{name}</title></head><body><p>{text}</p>{anchors}</body></html>".encode()
-
-    pages = {"index": page("index", [f"c{i}" for i in range(4)])}
-    pages.update({f"c{i}": page(f"c{i}", ["index"]) for i in range(4)})
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            name = self.path.strip("/").removesuffix(".html")
-            if name == "index" and self.headers.get("Referer"):
-                held.set()  # (the link back to the start page: its server does not answer until released)
-                release.wait(60)
-            body = pages.get(name)
-            self.send_response(200 if body else 404)
-            self.send_header("Content-Type", "text/html; charset=utf-8")
-            self.send_header("Content-Length", str(len(body or b"")))
-            self.end_headers()
-            self.wfile.write(body or b"")
-
-        def log_message(self, *args) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{server.server_address[1]}"
     project = user_project(tmp_path / "proj")
     (project / "userproj" / "spiders" / "follow.py").write_text(FOLLOW_SPIDER)
     jobdir, feed = tmp_path / "job", tmp_path / "feed.jsonl"
-    cmd = [sys.executable, "-m", "scrapy", "crawl", "follow", "-a", f"start={url}/index.html", "-o", str(feed),
-           "-s", f"JOBDIR={jobdir}", "-s", "LOG_LEVEL=INFO", "-s", "STATS_DUMP=True"]
-    try:
+    with linked_back.serve(hold=True) as site:
+        cmd = [sys.executable, "-m", "scrapy", "crawl", "follow", "-a", f"start={site.url}/index.html",
+               "-o", str(feed), "-s", f"JOBDIR={jobdir}", "-s", "LOG_LEVEL=INFO", "-s", "STATS_DUMP=True"]
         proc = subprocess.Popen(cmd, cwd=project, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        assert held.wait(120), "the link back to the start page was never requested"
+        assert site.held.wait(120), "the link back to the start page was never requested"
         time.sleep(3)  # (what was done before it is committed: the frontier checkpoints every second)
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=60)
-        release.set()
+        site.release.set()
         done = subprocess.run(cmd, cwd=project, capture_output=True, text=True, timeout=300)
-    finally:
-        release.set()
-        server.shutdown()
-    assert "'finish_reason': 'finished'" in done.stderr, done.stderr[-3000:]
-    urls = feed_urls(feed)
-    assert sorted(urls) == sorted(f"{url}/{name}.html" for name in pages), urls
+        assert "'finish_reason': 'finished'" in done.stderr, done.stderr[-3000:]
+        assert sorted(feed_urls(feed)) == site.urls()

@@ -15,7 +15,11 @@ store is only touched in the crawl's thread, so every check is atomic):
   ``neardup/dropped``, and not written again;
 * ``UNCHANGED``: the same URL is stored with near-identical text (a later
   run, a re-fetch): its requests go on, its items only with
-  ``NEARDUP_EMIT_UNCHANGED``. Not in a crawl with ``JOBDIR`` whose
+  ``NEARDUP_EMIT_UNCHANGED``, or when this crawl stored the page from a
+  request its dupe filter let pass (``dont_filter``: a start request) for
+  another callback: a ``CrawlSpider``'s start page, parsed by
+  ``parse_start_url`` and then linked from the site to a rule's callback,
+  gives that callback's items as it does without the filter. Not in a crawl with ``JOBDIR`` whose
   scheduler is not the durable frontier's (the project set its own, or
   ``NEARDUP_FRONTIER = False``): nothing tells which pages had their items
   committed before a kill, so the same URL is emitted again
@@ -56,6 +60,22 @@ KEPT, DROPPED, UNCHANGED, SKIPPED = "kept", "dropped", "unchanged", "skipped"
 Learn = Callable[[str, int, "str | None"], None]
 #: Asked before a page is stored as new: whether its frontier recorded that it is (``AckTracker.storing``)
 Storing = Callable[[Response], bool]
+#: URLs fetched by ``dont_filter`` requests whose callbacks a crawl remembers (``Verdicts.callbacks``); past
+#: it, a URL fetched again for another callback is unchanged, its items held back (as before the memory)
+MAX_UNFILTERED_URLS = 100_000
+
+
+def callback_key(request: Request | None) -> tuple[str | None, Any]:
+    """What a request's callback is, for telling a page fetched again for other items from one fetched
+    again for the same: the callback's name (None: the spider's ``parse``) and a ``CrawlSpider`` rule's
+    index (its links all go to ``_callback``). O(1).
+
+    >>> callback_key(Request("http://h/", meta={"rule": 2}))
+    (None, 2)
+    """
+    if request is None:
+        return (None, None)
+    return (getattr(request.callback, "__name__", None), request.meta.get("rule"))
 
 
 class NotRecorded(Exception):
@@ -79,6 +99,8 @@ class Verdicts:
         self.learn = learn
         #: the frontier's record that a page is being stored (then a kill has it emitted again)
         self.storing = storing
+        #: URL -> the callbacks it was fetched for in this crawl, for URLs a ``dont_filter`` request fetched
+        self.callbacks: dict[str, set[tuple[str | None, Any]]] = {}
         self._scope = scope_of(config.scope)
 
     def decide(self, response: Response, result: JobResult | str, retried: bool = False) -> str:
@@ -106,7 +128,7 @@ class Verdicts:
             self.learn(url, fp, match.key if verdict == DROPPED and match is not None else None)
         return verdict
 
-    def let_through(self, verdict: str, outputs: list[Any]) -> list[Any]:
+    def let_through(self, verdict: str, outputs: list[Any], response: Response | None = None) -> list[Any]:
         """What of ``outputs`` (the items and requests the page's callback
         yielded) goes on: ``outputs`` itself when all of it does (O(1): a kept
         page's tens or hundreds of outlinks are not looked at one by one)."""
@@ -115,9 +137,34 @@ class Verdicts:
             if requests:
                 self.stats.inc_value(counts.OUTLINKS_DROPPED, requests)
             return []
-        if verdict == UNCHANGED and not self.config.emit_unchanged:
+        if verdict == SKIPPED:
+            return outputs
+        # (and, a dont_filter request's page stored by this crawl, the callback it was fetched for, noted)
+        other = self._another_callback(response, note=verdict == KEPT)
+        if verdict == UNCHANGED and not self.config.emit_unchanged and not other:
             return [output for output in outputs if isinstance(output, Request)]
         return outputs
+
+    def _another_callback(self, response: Response | None, note: bool) -> bool:
+        """Whether ``response``'s page was stored by this crawl from a ``dont_filter`` request (a start
+        request) for other callbacks than this one's: then its items are this callback's first. ``note``:
+        the page is kept (stored now); a ``dont_filter`` request's is noted here with its callback (at most
+        ``MAX_UNFILTERED_URLS`` URLs). A page stored by an earlier crawl is not: its items were out then.
+        O(1)."""
+        request = response.request if response is not None else None
+        if request is None:
+            return False
+        url = urldefrag(response.url)[0]
+        key = callback_key(request)
+        seen = self.callbacks.get(url)
+        if seen is None:
+            if note and request.dont_filter and len(self.callbacks) < MAX_UNFILTERED_URLS:
+                self.callbacks[url] = {key}
+            return False
+        if key in seen:
+            return False
+        seen.add(key)
+        return True
 
     def _check(self, response: Response, url: str, fp: int, retried: bool) -> tuple[str, Match | None]:
         """The store's verdict on a fingerprinted page, and the stored match it
