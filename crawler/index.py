@@ -69,8 +69,9 @@ class CanonicalFetched(NamedTuple):
 #: ``PRAGMA user_version`` of an index whose text is folded for search (``search_fold``); 0: made before
 #: folding, searched as it was written (folding it again would tokenize every page on the crawl's start)
 FOLDED = 1
-#: a run of Greek letters (the basic block and the polytonic one)
-_GREEK = re.compile(r"[\u0370-\u03ff\u1f00-\u1fff]+")
+#: a run of Greek letters (the basic block and the polytonic one), with the combining marks after them
+#: (text in NFD: a letter, then its accent)
+_GREEK = re.compile(r"[\u0370-\u03ff\u1f00-\u1fff][\u0300-\u036f\u0370-\u03ff\u1f00-\u1fff]*")
 
 
 def search_fold(text: str) -> str:
@@ -81,6 +82,8 @@ def search_fold(text: str) -> str:
 
     >>> search_fold("ΕΓΚΑΤΆΣΤΑΣΗ εγκατάσταση ἡμέρα Ещё")
     'ΕΓΚΑΤΑΣΤΑΣΗ εγκατασταση ημερα Еще'
+    >>> search_fold("η\u0301μερα")  # (NFD: the accent a character of its own)
+    'ημερα'
     """
     if "ё" in text or "Ё" in text:
         text = text.replace("ё", "е").replace("Ё", "Е")

@@ -409,3 +409,19 @@ def test_only_a_start_request_made_again_is_taken_for_its_row_in_flight(tmp_path
         assert crawler.stats.get_value("neardup/frontier/already_queued") == 1
     finally:
         sched.close("shutdown")
+
+
+def test_a_retry_of_a_request_to_emit_again_is_one_too():
+    """A request handed out to be emitted again (it had stored its page at a kill) that times out and is
+    retried, or is redirected, before its response: the copy replaced it without the mark, so its page was
+    taken for unchanged and its items, never committed, were lost. A spider output that copies the
+    response's meta is no replacement: it takes neither the id nor the mark."""
+    from scrapy_neardup.crawler.frontier.acks import EMIT_AGAIN_KEY, ID_KEY, AckTracker
+
+    tracker = AckTracker()
+    request = tracker.hand_out(Request("http://a.test/page"), 7, emit_again=1)
+    retry = request.copy()
+    assert tracker.adopt(retry) == 7 and retry.meta.get(EMIT_AGAIN_KEY) and ID_KEY not in retry.meta
+    tracker.responded(7)  # (its response came: what it yields now is no replacement)
+    child = Request("http://a.test/next", meta=dict(request.meta))
+    assert tracker.adopt(child) is None and EMIT_AGAIN_KEY not in child.meta

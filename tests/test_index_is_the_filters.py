@@ -232,7 +232,7 @@ def test_a_crawlspiders_start_page_linked_again_gives_its_rules_items(tmp_path):
     project = user_project(tmp_path / "proj")
     (project / "userproj" / "spiders" / "follow.py").write_text(FOLLOW_SPIDER)
     with linked_back.serve() as site:
-        for spider in ("titles", "follow"):
+        for spider in ("titles", "follow", "follow_parse"):
             feed = tmp_path / f"{spider}.jsonl"
             r = user_crawl(project, spider, f"{site.url}/index.html", feed=feed)
             assert r.returncode == 0 and "'neardup/unchanged': 1" in r.stderr, r.stderr[-3000:]

@@ -201,6 +201,17 @@ class FollowSpider(scrapy.Spider):
         yield {"url": response.url}
         for href in response.css("a::attr(href)").getall():
             yield response.follow(href)
+
+
+class FollowParseSpider(FollowSpider):
+    """The same, naming its callback (its start request names none: both are ``parse``)."""
+
+    name = "follow_parse"
+
+    def parse(self, response):
+        yield {"url": response.url}
+        for href in response.css("a::attr(href)").getall():
+            yield response.follow(href, self.parse)
 '''
 
 

@@ -522,3 +522,33 @@ def test_a_retired_rules_requests_are_queued_once_across_a_kill_when_the_book_is
         again.close()
     finally:
         scheduler.close("finished")
+
+
+def test_a_storing_mark_redis_refuses_is_the_stores_outage_not_a_held_page(shared_redis):
+    """The shared frontier's Redis gone between the store's answer and the mark: the page was held, left in
+    this process's in-flight hash while it ran, and the crawl never ended. It is now ``StoreUnavailable``,
+    waited out or passed unchecked as ``NEARDUP_STORE_UNAVAILABLE`` says."""
+    from scrapy import Request, Spider
+    from scrapy.utils.misc import load_object
+    from scrapy.utils.test import get_crawler
+
+    from scrapy_neardup.crawler.addon import REDIS_SETTINGS
+    from scrapy_neardup.dedup.store import StoreUnavailable
+
+    crawler = get_crawler(Spider, {**REDIS_SETTINGS, "REDIS_URL": shared_redis})
+    crawler.spider = spider = Spider.from_crawler(crawler, "refused")
+    scheduler = load_object(crawler.settings["SCHEDULER"]).from_crawler(crawler)
+    scheduler.open(spider)
+    try:
+        scheduler.enqueue_request(Request("http://127.0.0.1/page"))
+        rid = scheduler.next_request().meta["neardup_frontier_id"]
+
+        def refused(*args):
+            raise ConnectionError("Redis went away")
+
+        scheduler.server.sadd = refused
+        with pytest.raises(StoreUnavailable, match="Redis went away"):
+            scheduler.tracker.storing(rid)
+    finally:
+        del scheduler.server.sadd
+        scheduler.close("shutdown")

@@ -34,6 +34,7 @@ told to the rule book.
 from __future__ import annotations
 
 import logging
+import weakref
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import urldefrag
@@ -67,15 +68,15 @@ MAX_UNFILTERED_URLS = 100_000
 
 def callback_key(request: Request | None) -> tuple[str | None, Any]:
     """What a request's callback is, for telling a page fetched again for other items from one fetched
-    again for the same: the callback's name (None: the spider's ``parse``) and a ``CrawlSpider`` rule's
+    again for the same: the callback's name (none: the spider's ``parse``) and a ``CrawlSpider`` rule's
     index (its links all go to ``_callback``). O(1).
 
     >>> callback_key(Request("http://h/", meta={"rule": 2}))
-    (None, 2)
+    ('parse', 2)
     """
     if request is None:
-        return (None, None)
-    return (getattr(request.callback, "__name__", None), request.meta.get("rule"))
+        return ("parse", None)
+    return (getattr(request.callback, "__name__", None) or "parse", request.meta.get("rule"))
 
 
 class NotRecorded(Exception):
@@ -101,6 +102,8 @@ class Verdicts:
         self.storing = storing
         #: URL -> the callbacks it was fetched for in this crawl, for URLs a ``dont_filter`` request fetched
         self.callbacks: dict[str, set[tuple[str | None, Any]]] = {}
+        #: unchanged pages whose items go out all the same: fetched for another callback (``_another_callback``)
+        self._items_out: weakref.WeakSet[Response] = weakref.WeakSet()
         self._scope = scope_of(config.scope)
 
     def decide(self, response: Response, result: JobResult | str, retried: bool = False) -> str:
@@ -124,6 +127,13 @@ class Verdicts:
         fp = result.value
         url = urldefrag(response.url)[0]  # a #fragment names the same document
         verdict, match = self._check(response, url, fp, retried)
+        if verdict in (KEPT, UNCHANGED) and self._another_callback(response, url, note=verdict == KEPT) \
+                and verdict == UNCHANGED and not self.config.emit_unchanged:
+            # its items go out: marked in the frontier first, as a page stored, so that a kill before they are
+            # committed has them emitted again
+            if self.storing is not None and not self.storing(response):
+                raise NotRecorded(url)
+            self._items_out.add(response)
         if self.learn is not None:
             self.learn(url, fp, match.key if verdict == DROPPED and match is not None else None)
         return verdict
@@ -137,29 +147,32 @@ class Verdicts:
             if requests:
                 self.stats.inc_value(counts.OUTLINKS_DROPPED, requests)
             return []
-        if verdict == SKIPPED:
-            return outputs
-        # (and, a dont_filter request's page stored by this crawl, the callback it was fetched for, noted)
-        other = self._another_callback(response, note=verdict == KEPT)
-        if verdict == UNCHANGED and not self.config.emit_unchanged and not other:
+        if verdict == UNCHANGED and not self.config.emit_unchanged and response not in self._items_out:
             return [output for output in outputs if isinstance(output, Request)]
         return outputs
 
-    def _another_callback(self, response: Response | None, note: bool) -> bool:
+    def _another_callback(self, response: Response, url: str, note: bool) -> bool:
         """Whether ``response``'s page was stored by this crawl from a ``dont_filter`` request (a start
         request) for other callbacks than this one's: then its items are this callback's first. ``note``:
         the page is kept (stored now); a ``dont_filter`` request's is noted here with its callback (at most
-        ``MAX_UNFILTERED_URLS`` URLs). A page stored by an earlier crawl is not: its items were out then.
+        ``MAX_UNFILTERED_URLS`` URLs). A page stored by an earlier crawl is not: its items were out then (and
+        the memory is this process's: after a resume, a page the run before stored is unchanged again).
         O(1)."""
-        request = response.request if response is not None else None
+        request = response.request
         if request is None:
             return False
-        url = urldefrag(response.url)[0]
         key = callback_key(request)
         seen = self.callbacks.get(url)
         if seen is None:
-            if note and request.dont_filter and len(self.callbacks) < MAX_UNFILTERED_URLS:
-                self.callbacks[url] = {key}
+            if note and request.dont_filter:
+                if len(self.callbacks) < MAX_UNFILTERED_URLS:
+                    self.callbacks[url] = {key}
+                elif len(self.callbacks) == MAX_UNFILTERED_URLS:
+                    self.callbacks[""] = set()  # (said once)
+                    logger.warning("near-duplicate filter: %d URLs fetched by dont_filter requests noted; a page "
+                                   "fetched again for another callback is now taken for unchanged (its items "
+                                   "held back: neardup_skip on such requests lets them through)",
+                                   MAX_UNFILTERED_URLS)
             return False
         if key in seen:
             return False

@@ -169,12 +169,15 @@ class AckTracker:
     def adopt(self, request: Any) -> int | None:
         """A request entering the frontier. One carrying a frontier id is an output
         of that request: a redirect or retry that replaces it (before any
-        response), or a spider output that copied ``response.meta``; the id and the
-        redelivery mark are the frontier's, not its own, and are dropped. Returns
-        the id it replaces, to ``finish`` once it is queued, or None."""
+        response), or a spider output that copied ``response.meta``; the id is the
+        frontier's, not its own, and is dropped, and so is the emit-again mark but
+        for a replacement (stored with it). Returns the id it replaces, to
+        ``finish`` once it is queued, or None."""
         parent = request.meta.pop(ID_KEY, None)
-        request.meta.pop(EMIT_AGAIN_KEY, None)
-        return parent if parent is not None and self.is_replacement(parent) else None
+        replaces = parent is not None and self.is_replacement(parent)
+        if not replaces:  # (a retry or a redirect of a page to emit again is one too: its mark goes with it)
+            request.meta.pop(EMIT_AGAIN_KEY, None)
+        return parent if replaces else None
 
     def hand_out(self, request: Any, rid: int, emit_again: int) -> Any:
         """Mark ``request`` as the frontier's ``rid`` (``emit_again``: it had stored its page when a kill or

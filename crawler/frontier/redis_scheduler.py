@@ -547,13 +547,16 @@ class ReliableRedisScheduler(ScrapyRedisScheduler):
 
     def _storing(self, rid: int) -> bool:
         """Request ``rid``'s page is about to be stored as new: a death of this process from now on has it
-        emitted again (``_BEAT``). Redis away: not recorded, and the page is held (``AckTracker.storing``):
-        it stays in flight, to be fetched again once handed back, rather than stored unmarked."""
+        emitted again (``_BEAT``). Redis away: ``StoreUnavailable``, so that the page is not stored unmarked
+        and waits for Redis, or passes unchecked, as ``NEARDUP_STORE_UNAVAILABLE`` says for the store
+        itself (held here instead, it stayed in flight while this process ran, and the crawl never ended)."""
+        from scrapy_neardup.dedup.store import StoreUnavailable
+
         try:
             self.server.sadd(self.stored_key, rid)
         except Exception as exc:
             self._redis_down(exc)
-            return False
+            raise StoreUnavailable(f"the shared frontier's Redis did not answer ({exc!r})") from exc
         return True
 
     def _heartbeat(self) -> None:
