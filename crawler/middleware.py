@@ -128,6 +128,8 @@ class NearDupMiddleware:
                                  self.rules.learn if self.rules is not None else None,
                                  blind_resume=_blind_resume(crawler, config),
                                  storing=lambda response: tracker.storing(response_id(response)))
+        if self.rules is not None:
+            self.rules.kept_twin = self.verdicts.kept_twin
         self.outage = StoreOutage(config, self.stats)
         self._store_failure: BaseException | None = None
         # response -> pending fingerprint (a worker's Future), the fingerprint, or why it passes unchecked

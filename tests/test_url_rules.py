@@ -917,3 +917,22 @@ def test_an_outlink_is_looked_up_only_under_the_acting_rules_that_touch_its_path
             m.setattr(RuleBook, "_acting_touching", scan)
             assert book.avoid_many(urls) == indexed
         book.close()
+
+
+def test_an_avoided_request_is_named_by_the_kept_page_its_content_is_in():
+    """The rule's page of a form may have been dropped as a near-duplicate of another URL: the avoided line
+    named that dropped page, so following ``duplicate_of`` led to a page in no index nor feed."""
+    from scrapy.statscollectors import MemoryStatsCollector
+    from scrapy.utils.test import get_crawler
+
+    from scrapy_neardup.crawler.config import NearDupConfig
+    from scrapy_neardup.crawler.filter.verdict import Verdicts
+    from scrapy_neardup.dedup.store import SimhashStore
+
+    crawler = get_crawler(settings_dict={})
+    store = SimhashStore.open(None, max_distance=3)
+    store.add(0xF0F0_F0F0_F0F0_F0F0, f"{H}/kept.html")
+    verdicts = Verdicts(NearDupConfig.of(crawler), MemoryStatsCollector(crawler), store, None)
+    assert verdicts.kept_twin(f"{H}/dropped.html?ref=feed", 0xF0F0_F0F0_F0F0_F0F1) == f"{H}/kept.html"
+    assert verdicts.kept_twin(f"{H}/kept.html", 0xF0F0_F0F0_F0F0_F0F0) == f"{H}/kept.html"
+    assert verdicts.kept_twin(f"{H}/other.html", 0x0F0F_0F0F_0F0F_0F0F) == f"{H}/other.html"  # (nothing near)

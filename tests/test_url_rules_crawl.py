@@ -47,6 +47,10 @@ def test_the_trap_site_learns_its_traps_and_skips_them(tmp_path):
     # every avoided URL would have served what the page it was mapped to served
     assert avoided and all(site.truth(target(a["url"])) == site.truth(target(a["duplicate_of"])) for a in avoided)
     assert all(set(a) >= {"url", "duplicate_of", "rule", "referer", "time"} for a in avoided)
+    # each names a kept page (the rule's page of the form may itself have been dropped: then its kept twin)
+    drops = {d["url"] for d in read_jsonl(tmp_path / "rules" / "store" / "duplicates.jsonl")
+             if not d.get("avoided") and not d.get("requeued")}
+    assert not [a for a in avoided if a["duplicate_of"] in drops]
     # nothing distinct was lost: every content plain Scrapy fetched was fetched
     assert {site.truth(t) for t in targets} == {site.truth(t) for t in plain}
     # each kind of trap was learned and acted on

@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urldefrag
 
@@ -105,6 +105,9 @@ class LearnedRules:
         self._written = self._synced = 0  # avoided requests noted / committed (the gate)
         self.confirm_bytes = config.url_rules_confirm_bytes
         self._made_whole: set[str] = set()  # URLs whose ranged GET's bytes did not match: made whole after it
+        #: (URL, fingerprint) of a fetched page -> the kept page its content is in: itself, or the page it was
+        #: dropped against (``Verdicts.kept_twin``: set by the filter), for the avoided lines' ``duplicate_of``
+        self.kept_twin: Callable[[str, int], str] = lambda url, fp: url
         # (each fetched page's head, what a ranged GET is checked against, is kept in the rule book:
         # ``_keep_head``, committed through the gate with the book, so that a resumed crawl confirms too)
         AckTracker.of(crawler).add_gate(self)
@@ -155,7 +158,7 @@ class LearnedRules:
         for request, url, verdict in zip(todo, urls, verdicts):
             if verdict is None:
                 continue
-            spec, target, explored = verdict
+            spec, target, explored, target_fp = verdict
             if explored:
                 self.stats.inc_value("neardup/url_rules/explored")
                 continue
@@ -178,7 +181,8 @@ class LearnedRules:
             if first:
                 self._avoided_here[url] = spec
                 self.stats.inc_value(REQUESTS_AVOIDED)
-                self.duplicates.avoided(url, target, spec, referer)
+                # (named by the kept page: the rule's page may itself have been dropped as a near-duplicate)
+                self.duplicates.avoided(url, self.kept_twin(target, target_fp), spec, referer)
         return out
 
     def close(self) -> None:

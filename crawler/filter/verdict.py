@@ -179,6 +179,22 @@ class Verdicts:
         seen.add(key)
         return True
 
+    def kept_twin(self, url: str, fp: int) -> str:
+        """The kept page whose content fetched page ``url`` (fingerprint ``fp``) has: ``url`` itself when the
+        store holds it, else the nearest stored page within k of it (with ``NEARDUP_SCOPE``, of its host or
+        domain): the page it was dropped against. ``url`` when the store cannot say (not stored, unchecked;
+        its store unreachable). O(a store query)."""
+        try:
+            matches = self.store.query(fp)
+        except Exception:  # (a name in a duplicates line is not worth a crawl's failing: the page's own)
+            return url
+        if any(m.key == url for m in matches):
+            return url
+        if self._scope is not None:
+            mine = self._scope(url)
+            matches = [m for m in matches if self._scope(m.key) == mine]
+        return matches[0].key if matches else url
+
     def _check(self, response: Response, url: str, fp: int, retried: bool) -> tuple[str, Match | None]:
         """The store's verdict on a fingerprinted page, and the stored match it
         rests on (None for a page kept as new). A drop is explained here."""

@@ -378,24 +378,25 @@ class RuleBook:
         gives ``url`` the form of a page already fetched, else None. ``explored``:
         it is one of the share ``explore`` requested all the same, to keep
         testing the rule (a stable draw: the same URL, the same answer)."""
-        return self.avoid_many([url])[0]
+        got = self.avoid_many([url])[0]
+        return None if got is None else got[:3]
 
-    def avoid_many(self, urls: list[str]) -> list[tuple[str, str, bool] | None]:
-        """``avoid`` for each URL, with one look-up round for all (``Storage.forms``),
-        and one more for those it would avoid (``Storage.fetched``)."""
+    def avoid_many(self, urls: list[str]) -> list[tuple[str, str, bool, int] | None]:
+        """``avoid`` for each URL, with the fetched page's fingerprint, with one look-up round for all
+        (``Storage.forms``), and one more for those it would avoid (``Storage.fetched``)."""
         if not self.acts():  # (most crawls, most of the time: no outlink is canonicalised for nothing)
             return [None] * len(urls)
         asks = [(j, st, self._form(st, url)) for j, url in enumerate(urls)
                 for st in self._acting_touching(host_of(url), parts_of(url)[2])]
         firsts = self.store.forms([(st.rule.spec, form) for _, st, form in asks]) if asks else []
-        out: list[tuple[str, str, bool] | None] = [None] * len(urls)
+        out: list[tuple[str, str, bool, int] | None] = [None] * len(urls)
         for (j, st, _), first in zip(asks, firsts):
             url = urls[j]
             if out[j] is not None or first is None or first[0] == url:
                 continue
             # (drawn from the path and query: the same URLs explored on every run, whatever the port)
             draw = mmh3.hash(url.split("/", 3)[-1], signed=False) % 10_000
-            out[j] = (st.rule.spec, first[0], draw < self.explore * 10_000)
+            out[j] = (st.rule.spec, first[0], draw < self.explore * 10_000, first[1])
         # A URL fetched already (before the rule acted) is not avoided: the dupe filter
         # refuses it anyway, and it must not be counted as a request not made.
         maybe = [j for j, verdict in enumerate(out) if verdict is not None and not verdict[2]]
