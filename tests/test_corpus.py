@@ -694,6 +694,16 @@ def test_a_truncated_warc_file_is_named(tmp_path):
         assert [e["file"] for e in summary["file_errors"]] == [str(path)], gz
         assert "ends early" in summary["file_errors"][0]["error"]
         assert summary["records"] == 5, gz
+        if gz:
+            continue
+        # cut inside the third record's header: warcio ended there without a word (2 records, no error) or
+        # failed inside its parser (an AttributeError named as the file's fault)
+        third = data.index(b"WARC/1.0", data.index(b"WARC/1.0", 1) + 1)
+        for cut in (30, 60, 200):
+            path.write_bytes(data[: third + cut])
+            summary, _ = run(tmp_path, [path], out=f"header{cut}", fields=FieldOptions())
+            assert summary["records"] == 2 and [e["file"] for e in summary["file_errors"]] == [str(path)], cut
+            assert "ends early (truncated?) or is damaged" in summary["file_errors"][0]["error"], cut
 
 
 def test_query_and_stats_of_a_store(tmp_path, capsys):

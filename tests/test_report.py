@@ -398,3 +398,28 @@ def test_a_chart_that_leaves_languages_out_says_so_and_urls_read_as_a_browser_sh
     # a shared crawl's JOBDIR: requests avoided by rules whose book is on Redis, not "no rule was learned"
     data.avoided = 3
     assert "keeps it on its Redis" in render._rules_section(data)
+
+
+def test_a_spark_jobs_output_and_a_store_alone(tmp_path):
+    """The Spark job writes OUT/duplicates/ as part files: the report said "not a crawl" beside its
+    summary.json. A store alone (a neardup dedup --store run's) has no duplicates file: the report said
+    "Nothing was dropped" of a run that dropped thousands."""
+    from scrapy_neardup.dedup import SimhashStore
+    from scrapy_neardup.dedup.cli import main as dedup_main
+
+    out = tmp_path / "spark"
+    (out / "duplicates").mkdir(parents=True)
+    (out / "summary.json").write_text(json.dumps({"records": 5, "kept": 2, "dropped": 3}))
+    lines = [json.dumps({"id": f"d{i}", "duplicate_of": "k0", "distance": i % 3}) for i in range(3)]
+    (out / "duplicates" / "part-00000").write_text("\n".join(lines[:2]) + "\n")
+    (out / "duplicates" / "part-00001").write_text(lines[2] + "\n")
+    (out / "duplicates" / "_SUCCESS").write_text("")
+    for where in (out, out / "duplicates"):
+        data = read(locate(where))
+        assert data.inputs.kind == "dedup" and data.dropped == 3 and dict(data.distances) == {0: 1, 1: 1, 2: 1}
+    store = tmp_path / "store"
+    SimhashStore.open(store, max_distance=3).close()
+    assert dedup_main(["stats", str(store), "--duplicates", str(out / "duplicates")]) == 0
+    build_report(store, tmp_path / "r.html")
+    html = _body((tmp_path / "r.html").read_text())
+    assert "No duplicates file" in html and "Nothing was dropped" not in html and "dropped as near" not in html

@@ -209,12 +209,15 @@ def _cards(data: CrawlData) -> str:
         cards.append(("kept", data.kept, "pages kept"))
         if data.unchecked:
             cards.append(("", data.unchecked, "pages passed through unchecked (in the index too)"))
-    cards.append(("dropped", data.dropped, "dropped as near-duplicates"))
-    if data.inputs.kind == "crawl":
+    known = data.inputs.duplicates is not None or data.counts_from_stats  # (else: a store alone, drops unknown)
+    if known:
+        cards.append(("dropped", data.dropped, "dropped as near-duplicates"))
+    if data.inputs.kind == "crawl" and known:
         cards.append(("avoided", data.avoided, "requests avoided by URL rules"))
     if data.fingerprints is not None:
         cards.append(("", data.fingerprints, "fingerprints in the store"))
-    cards.append(("", data.cluster_count, "pages with near-duplicates"))
+    if known:
+        cards.append(("", data.cluster_count, "pages with near-duplicates"))
     return '<div class="cards">' + "".join(
         f'<div class="card {kind}"><b>{_n(value)}</b><span>{esc(label)}</span></div>'
         for kind, value, label in cards) + "</div>"
@@ -431,7 +434,12 @@ def render(data: CrawlData) -> str:
         _clusters_section(data), _avoided_section(data), _rules_section(data), _languages_section(data),
         _runs_section(data),
     ]
-    if not data.dropped and not data.avoided:
+    if data.inputs.duplicates is None and not data.counts_from_stats:  # (a store alone: what it dropped is unknown)
+        body.insert(1, '<section><h2>No duplicates file</h2><p class="note">There is no duplicates file here, so '
+                       "what was dropped is not known: a crawl writes it beside its store (with JOBDIR, "
+                       "NEARDUP_STORE or NEARDUP_DUPLICATES_FILE), a neardup dedup run into its OUT directory, "
+                       "even with --store. Give that.</p></section>")
+    elif not data.dropped and not data.avoided:
         body.insert(1, '<section><h2>No near-duplicates</h2><p class="note">Nothing was dropped as a '
                        "near-duplicate.</p></section>")
     notes = []

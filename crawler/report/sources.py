@@ -4,7 +4,7 @@
 (``neardup crawl --out DIR``: ``DIR/index.sqlite3``, ``DIR/store/``,
 ``DIR/job``), a store directory (``NEARDUP_STORE``, or ``JOBDIR/neardup``), a
 ``JOBDIR``, a duplicates file, or a ``neardup dedup`` output directory
-(``summary.json`` and ``duplicates.jsonl`` or ``.parquet``). ``read(inputs)`` reads them,
+(``summary.json`` and ``duplicates.jsonl``, ``.parquet``, or the Spark job's ``duplicates/``). ``read(inputs)`` reads them,
 read-only, into a ``CrawlData``: counts, histograms and the largest
 clusters, never a list of every page, so that a report of 100,000 pages
 stays small. Input that is not what it should be raises ``ReportInputError``
@@ -68,6 +68,10 @@ def _first(*candidates: Path) -> Path | None:
     return next((c for c in candidates if c.is_file()), None)
 
 
+def _dir(candidate: Path) -> Path | None:
+    return candidate if candidate.is_dir() else None
+
+
 def _store_dir(d: Path, where: str, jobdir: Path | None = None) -> Inputs:
     """A store directory (also ``JOBDIR/neardup``): its duplicates file, rule
     book, capture and store, and the index a crawl writes beside them."""
@@ -96,9 +100,13 @@ def locate(path: str | Path) -> Inputs:
         found = _store_dir(p.parent, where)
         found.duplicates = p
         return found
-    # (neardup dedup's output: its duplicates as JSON lines, or as Parquet with --format parquet)
-    if (p / "summary.json").is_file() and (dup := _first(p / "duplicates.jsonl", p / "duplicates.parquet")):
+    # (neardup dedup's output: its duplicates as JSON lines, or as Parquet with --format parquet, or the Spark
+    # job's directory of part files)
+    if (p / "summary.json").is_file() and (dup := _first(p / "duplicates.jsonl", p / "duplicates.parquet")
+                                           or _dir(p / "duplicates")):
         return Inputs("dedup", where, duplicates=dup, summary=p / "summary.json")
+    if p.name == "duplicates" and (p.parent / "summary.json").is_file():  # (the Spark job's, named itself)
+        return Inputs("dedup", where, duplicates=p, summary=p.parent / "summary.json")
     if (p / "store").is_dir() and ((p / "index.sqlite3").is_file() or (p / "store" / "duplicates.jsonl").is_file()):
         found = _store_dir(p / "store", where, jobdir=p / "job")
         found.index = _first(p / "index.sqlite3")

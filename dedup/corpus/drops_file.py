@@ -35,6 +35,10 @@ def read_records(path: str | Path) -> Iterator[dict[str, Any] | None]:
     run that resumes writes that drop again. Raises ``OSError`` when the file cannot be read, and for a
     Parquet file without pyarrow (``InputError``, a ``ValueError``, naming the extra) or a damaged one
     (``ValueError``). O(records) time, one line or one batch of memory."""
+    if Path(path).is_dir():  # (the Spark job's: its part files, in order)
+        for part in part_files(Path(path)):
+            yield from read_records(part)
+        return
     if is_parquet(path):
         yield from _parquet_rows(Path(path))
         return
@@ -49,6 +53,15 @@ def read_records(path: str | Path) -> Iterator[dict[str, Any] | None]:
             except (ValueError, UnicodeDecodeError):
                 record = None
             yield record if isinstance(record, dict) else None
+
+
+def part_files(directory: Path) -> list[Path]:
+    """The part files of a directory a Spark job wrote (``part-*``; not ``_SUCCESS`` nor checksums), in
+    order; ``OSError`` for a directory with none (no such output)."""
+    parts = sorted(p for p in directory.iterdir() if p.name.startswith("part-") and not p.name.endswith(".crc"))
+    if not parts:
+        raise OSError(f"{directory}: no part files (part-*) in it")
+    return parts
 
 
 def _parquet_rows(path: Path) -> Iterator[dict[str, Any]]:

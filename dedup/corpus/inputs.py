@@ -326,20 +326,37 @@ class Reader:
         box: list[RawRecord | None] = [None]
         try:
             yield from self._warc_records(it, box)
-        except Exception:
+        except Exception as exc:
             # (a fault reading the next record, such as a gzip member cut short: the record before it is
             # whole, and goes first, ending where warcio says it does)
             if box[0] is not None:
                 yield box[0]
+            if isinstance(exc, (AttributeError, TypeError, IndexError)):  # (warcio's, on a header cut short)
+                raise InputError(f"{self.file.path}: ends early (truncated?) or is damaged: a record's header "
+                                 f"cannot be read ({type(exc).__name__}: {exc})") from exc
             raise
         if box[0] is not None:
+            own_end = box[0].end
             box[0].end = self.file.size
             yield box[0]
+            # (warcio ends quietly at a header cut short before its blank line: what follows the last whole
+            # record must be the blank lines that end it, else records were lost without a word)
+            with open(self.file.path, "rb") as fh:
+                fh.seek(own_end)
+                tail = fh.read(65536)
+            if tail.strip() if not self.file.path.lower().endswith(".gz") else tail:
+                raise InputError(f"{self.file.path}: ends early (truncated?) or is damaged: "
+                                 f"{self.file.size - own_end} bytes after its last whole record are no record")
 
     def _warc_records(self, it: Any, box: list[RawRecord | None]) -> Iterator[RawRecord]:
         """``_warc``'s records but the last, each once the next is met; the last (or the one read
         before a fault) is left in ``box``, its ``end`` where warcio says it ends."""
         for rec in it:
+            if rec.rec_headers.get_header("Content-Length") is None:
+                # (every WARC record has one: a header without it was cut short, and warcio read the rest of
+                # the file, if any, as that record's: its records were lost without a word)
+                raise InputError(f"{self.file.path}: ends early (truncated?) or is damaged: a record's header "
+                                 "has no Content-Length")
             content_type = (rec.http_headers.get_header("Content-Type") or "") if rec.http_headers else ""
             uri = rec.rec_headers.get_header("WARC-Target-URI")
             rid = rec.rec_headers.get_header("WARC-Record-ID")
