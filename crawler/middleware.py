@@ -127,7 +127,8 @@ class NearDupMiddleware:
         self.verdicts = Verdicts(config, self.stats, self.store, self.duplicates,
                                  self.rules.learn if self.rules is not None else None,
                                  blind_resume=_blind_resume(crawler, config),
-                                 storing=lambda response: tracker.storing(response_id(response)))
+                                 storing=lambda response: tracker.storing(response_id(response)),
+                                 stored_nothing=lambda response: tracker.stored_nothing(response_id(response)))
         if self.rules is not None:
             self.rules.kept_twin = self.verdicts.kept_twin
         self.outage = StoreOutage(config, self.stats)

@@ -918,3 +918,14 @@ def test_a_byte_order_mark_opening_an_input_is_not_copied_into_the_output(tmp_pa
     assert summary["kept"] == 6 and not summary["bad"]
     assert b"\xef\xbb\xbf" not in (out / "unique.jsonl").read_bytes()
     assert [u["id"] for u in read_lines(out / "unique.jsonl")] == [r["id"] for r in a + b]
+
+
+def test_a_link_to_nothing_in_an_input_directory_is_named(tmp_path):
+    """A dangling symlink in a directory of inputs was left out without a word (exit 0): a file of the
+    corpus gone missing. It is now read, and named in file_errors (exit 1 from the command)."""
+    site = tmp_path / "in"
+    site.mkdir()
+    write_jsonl(site / "a.jsonl", make_corpus(10, 44))
+    (site / "b.jsonl").symlink_to(tmp_path / "gone.jsonl")
+    summary, _ = run(tmp_path, [site], fields=FieldOptions())
+    assert summary["records"] == 10 and [e["file"] for e in summary["file_errors"]] == [str(site / "b.jsonl")]

@@ -77,30 +77,37 @@ def test_in_flight_requests_are_queued_again_after_a_crash(tmp_path):
         db.push("h", 0, f"r{i}")
     db.commit()
     db.push("h", 0, "r3")
+    db.push("h", 0, "r4")
     db.commit()
+    raced = db.pop("h")
     stored = db.pop("h")
     taken = db.pop("h")
     waiting = db.pop("h")  # (handed out, still waiting in the downloader: no response yet)
-    for rid in (stored.id, taken.id):
+    for rid in (raced.id, stored.id, taken.id):
         db.reached(rid)  # (its response arrived: committed at once)
-    db.storing(stored.id)  # (its page is being stored as new: committed at once)
+    for rid in (raced.id, stored.id):
+        db.storing(rid)  # (its page is being stored as new: committed at once)
+    db.stored_nothing(raced.id)  # (a shared store's other process had stored it first)
+    db.commit()
     # the process dies here: no close
     db.db.close()
     os.close(db._lock_fd)
     db2 = FrontierDB(tmp_path)
     # the three are queued again; the two answered count a kill; only the one that stored its page is emitted
     # again (its outputs may be half committed), the others produced nothing
-    assert db2.redelivered == 3 and len(db2) == 4
-    rows = [db2.pop("h") for _ in range(4)]
+    assert db2.redelivered == 4 and len(db2) == 5
+    rows = [db2.pop("h") for _ in range(5)]
     assert {r.data: (r.redelivered, r.kills, r.emit) for r in rows} == {
-        stored.data: (1, 1, 1), taken.data: (1, 1, 0), waiting.data: (1, 0, 0), "r0": (0, 0, 0)}
+        stored.data: (1, 1, 1), raced.data: (1, 1, 0), taken.data: (1, 1, 0), waiting.data: (1, 0, 0),
+        "r0": (0, 0, 0)}
     db2.commit()
     db2.db.close()  # (killed again, handed out: the emit mark stays until the request is done)
     os.close(db2._lock_fd)
     db3 = FrontierDB(tmp_path)
-    rows = [db3.pop("h") for _ in range(4)]
+    rows = [db3.pop("h") for _ in range(5)]
     assert {r.data: (r.redelivered, r.kills, r.emit) for r in rows} == {
-        stored.data: (2, 1, 1), taken.data: (2, 1, 0), waiting.data: (2, 0, 0), "r0": (1, 0, 0)}
+        stored.data: (2, 1, 1), raced.data: (2, 1, 0), taken.data: (2, 1, 0), waiting.data: (2, 0, 0),
+        "r0": (1, 0, 0)}
     db3.close()
 
 

@@ -419,7 +419,7 @@ def test_a_request_counts_a_death_only_once_its_server_answered(where, request):
 
     url = request.getfixturevalue("shared_redis" if where == "redis" else "cluster_frontier")
     more = {"REDIS_PARAMS": CLUSTER_PARAMS} if where == "cluster" else {}
-    urls = [f"http://127.0.0.1/{name}" for name in ("stored", "answered", "waiting")]
+    urls = [f"http://127.0.0.1/{name}" for name in ("stored", "answered", "waiting", "raced")]
     emitted = {}
     for life in range(3):
         crawler = get_crawler(Spider, {**REDIS_SETTINGS, "REDIS_URL": url, **more})
@@ -436,6 +436,9 @@ def test_a_request_counts_a_death_only_once_its_server_answered(where, request):
                 scheduler.tracker.reached(got[u].meta["neardup_frontier_id"])
             if life == 0:  # (its page stored as new in the first life only: the mark stays until it is done)
                 assert scheduler.tracker.storing(got[urls[0]].meta["neardup_frontier_id"])
+                raced = got[urls[3]].meta["neardup_frontier_id"]  # (marked, then another process stored it first)
+                assert scheduler.tracker.storing(raced)
+                scheduler.tracker.stored_nothing(raced)
         finally:
             scheduler.close("shutdown")  # (its requests go back to the queue, as at a death)
     assert emitted == {0: [], 1: [urls[0]], 2: [urls[0]]}

@@ -89,7 +89,7 @@ class Verdicts:
 
     def __init__(self, config: NearDupConfig, stats: StatsCollector, store: SimhashStore,
                  duplicates: DuplicatesLog, learn: Learn | None = None, *, blind_resume: bool = False,
-                 storing: Storing | None = None) -> None:
+                 storing: Storing | None = None, stored_nothing: Callable[[Response], None] | None = None) -> None:
         self.config = config
         #: the crawl persists (JOBDIR) but its scheduler does not say which requests it hands out again
         #: after a kill: a page fetched again is emitted again (see the module docstring)
@@ -100,6 +100,7 @@ class Verdicts:
         self.learn = learn
         #: the frontier's record that a page is being stored (then a kill has it emitted again)
         self.storing = storing
+        self.stored_nothing = stored_nothing  # (a page marked storing, not stored after all: a lost race)
         #: URL -> the callbacks it was fetched for in this crawl, for URLs a ``dont_filter`` request fetched
         self.callbacks: dict[str, set[tuple[str | None, Any]]] = {}
         #: unchanged pages whose items go out all the same: fetched for another callback (``_another_callback``)
@@ -219,6 +220,8 @@ class Verdicts:
                 match = self.store.check_and_add(fp, url)
                 if match is not None:
                     self.stats.inc_value("neardup/lost_race")
+                    if self.stored_nothing is not None:  # (not this request's page: a kill must not emit it)
+                        self.stored_nothing(response)
                     if match.key == url:
                         return self._same_url(response, match, retried), match
             if match is None:

@@ -87,6 +87,8 @@ class AckTracker:
         #: called with a request's id before its page is stored as new (``storing``); says whether the
         #: frontier recorded it. None: nothing to record
         self.on_storing: Callable[[int], bool] | None = None
+        #: called with a request's id when its page, marked ``storing``, was not stored after all
+        self.on_stored_nothing: Callable[[int], None] | None = None
 
     @classmethod
     def of(cls, crawler: Crawler) -> AckTracker:
@@ -197,6 +199,14 @@ class AckTracker:
             return True
         assert rid is not None
         return self.on_storing(rid)
+
+    def stored_nothing(self, rid: int | None) -> None:
+        """Request ``rid``'s page, marked ``storing``, was not stored after all: a shared store's other
+        process had stored it first (its items are that process's). Unmarked, so that a kill does not
+        emit them again. O(1)."""
+        if self._entry(rid) is not None and self.on_stored_nothing is not None:
+            assert rid is not None
+            self.on_stored_nothing(rid)
 
     def is_replacement(self, rid: int | None) -> bool:
         """A request carrying ``rid`` that arrives before ``rid`` had a response

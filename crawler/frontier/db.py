@@ -285,6 +285,12 @@ class FrontierDB:
         self._run("UPDATE requests SET state = 3 WHERE id = ? AND state IN (1, 2)", (rid,))
         self.commit()
 
+    def stored_nothing(self, rid: int) -> None:
+        """Request ``rid``'s page, marked ``storing``, was not stored after all (another process of a shared
+        store had stored it first): back to state 2, committed with the next commit (a kill before it
+        only emits the page again)."""
+        self._run("UPDATE requests SET state = 2 WHERE id = ? AND state = 3", (rid,))
+
     def ack(self, ids: list[int]) -> None:
         """Forget requests that are done."""
         try:

@@ -307,6 +307,7 @@ class ReliableRedisScheduler(ScrapyRedisScheduler):
         self.tracker.active = True
         self.tracker.on_reached = self._answered
         self.tracker.on_storing = self._storing
+        self.tracker.on_stored_nothing = self._stored_nothing
         self._heartbeat()
         self._loop = task.LoopingCall(self._checkpoint)
         self._loop.start(CHECKPOINT_INTERVAL, now=False)
@@ -333,6 +334,7 @@ class ReliableRedisScheduler(ScrapyRedisScheduler):
         self.tracker.active = False
         self.tracker.on_reached = None
         self.tracker.on_storing = None
+        self.tracker.on_stored_nothing = None
         super().close(reason)
 
     # -- the queue --------------------------------------------------------------------
@@ -558,6 +560,14 @@ class ReliableRedisScheduler(ScrapyRedisScheduler):
             self._redis_down(exc)
             raise StoreUnavailable(f"the shared frontier's Redis did not answer ({exc!r})") from exc
         return True
+
+    def _stored_nothing(self, rid: int) -> None:
+        """Request ``rid``'s page was not stored after all (another process stored it first): unmarked.
+        Redis away: left marked (a death then emits the page again: a duplicate, never a loss)."""
+        try:
+            self.server.srem(self.stored_key, rid)
+        except Exception as exc:
+            self._redis_down(exc)
 
     def _heartbeat(self) -> None:
         try:

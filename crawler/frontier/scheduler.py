@@ -100,6 +100,7 @@ class DurableScheduler(BaseScheduler):
         self.tracker.active = True
         self.tracker.on_reached = self._reached
         self.tracker.on_storing = self._storing
+        self.tracker.on_stored_nothing = self._stored_nothing
         try:
             self.feeds.attach(self.db)  # the last run's feed files: cut to what is committed, closed
         except OSError as exc:
@@ -132,6 +133,7 @@ class DurableScheduler(BaseScheduler):
             self.tracker.active = False
             self.tracker.on_reached = None
             self.tracker.on_storing = None
+            self.tracker.on_stored_nothing = None
             self.feeds.detach()
             self.db.close()
             self._db = None
@@ -250,6 +252,14 @@ class DurableScheduler(BaseScheduler):
             self._fail(exc)
             return False
         return True
+
+    def _stored_nothing(self, rid: int) -> None:
+        if self._db is None or self._failed:
+            return
+        try:
+            self.db.stored_nothing(rid)
+        except FrontierError as exc:
+            self._fail(exc)
 
     def _downloader(self) -> Any:
         try:

@@ -128,7 +128,11 @@ def expand_inputs(args: list[str], out: str | os.PathLike[str] | None = None,
     files: list[InputFile] = []
     for arg in args:
         if os.path.isdir(arg):
-            found = sorted(str(p) for p in Path(arg).rglob("*") if p.is_file() and kind_of(p.name) and not inside(p))
+            # (a link to nothing is listed too: skipped here, a file of the corpus went missing without a word;
+            # read, it is named in file_errors)
+            found = sorted(str(p) for p in Path(arg).rglob("*")
+                           if (p.is_file() or (p.is_symlink() and not p.exists())) and kind_of(p.name)
+                           and not inside(p))
             if not found:
                 raise InputError(f"{arg}: a directory with no file this reads (.jsonl, .html, .parquet, .warc...)")
         elif os.path.exists(arg):
@@ -155,7 +159,7 @@ def expand_inputs(args: list[str], out: str | os.PathLike[str] | None = None,
             if real in seen:  # (its records would all be named duplicates of themselves, under the same ids)
                 raise InputError(f"{path}: given twice (as {seen[real]} before)")
             seen[real] = path
-            files.append(InputFile(path, kind, os.path.getsize(path)))
+            files.append(InputFile(path, kind, os.path.getsize(path) if os.path.exists(path) else 0))
     return files
 
 
