@@ -232,34 +232,30 @@ class DurableScheduler(BaseScheduler):
             return None
         return self.tracker.hand_out(request, row.id, row.emit)
 
-    def _reached(self, rid: int) -> None:
-        """Frontier row ``rid``'s server answered (its headers came): from now on a kill counts against it."""
-        if self._db is None or self._failed:
-            return
-        try:
-            self.db.reached(rid)
-        except FrontierError as exc:
-            self._fail(exc)
-
-    def _storing(self, rid: int) -> bool:
-        """Frontier row ``rid``'s page is about to be stored as new: recorded (committed) first. False: the
-        frontier failed (then the crawl stops), and the page is held for the resume."""
+    def _mark(self, write: str, rid: int) -> bool:
+        """One of the frontier's marks of row ``rid`` (``write``: the ``FrontierDB`` method, ``reached``,
+        ``storing`` or ``stored_nothing``). False: not written, as the frontier failed (then the crawl
+        stops) or is closed."""
         if self._db is None or self._failed:
             return False
         try:
-            self.db.storing(rid)
+            getattr(self.db, write)(rid)
         except FrontierError as exc:
             self._fail(exc)
             return False
         return True
 
+    def _reached(self, rid: int) -> None:
+        """Frontier row ``rid``'s server answered (its headers came): from now on a kill counts against it."""
+        self._mark("reached", rid)
+
+    def _storing(self, rid: int) -> bool:
+        """Frontier row ``rid``'s page is about to be stored as new: recorded (committed) first. False: the
+        frontier failed (then the crawl stops), and the page is held for the resume."""
+        return self._mark("storing", rid)
+
     def _stored_nothing(self, rid: int) -> None:
-        if self._db is None or self._failed:
-            return
-        try:
-            self.db.stored_nothing(rid)
-        except FrontierError as exc:
-            self._fail(exc)
+        self._mark("stored_nothing", rid)
 
     def _downloader(self) -> Any:
         try:
