@@ -103,6 +103,7 @@ class Verdicts:
         self.stored_nothing = stored_nothing  # (a page marked storing, not stored after all: a lost race)
         #: URL -> the callbacks it was fetched for in this crawl, for URLs a ``dont_filter`` request fetched
         self.callbacks: dict[str, set[tuple[str | None, Any]]] = {}
+        self._callbacks_full = False  # (MAX_UNFILTERED_URLS reached: said once)
         #: unchanged pages whose items go out all the same: fetched for another callback (``_another_callback``)
         self._items_out: weakref.WeakSet[Response] = weakref.WeakSet()
         self._scope = scope_of(config.scope)
@@ -128,13 +129,14 @@ class Verdicts:
         fp = result.value
         url = urldefrag(response.url)[0]  # a #fragment names the same document
         verdict, match = self._check(response, url, fp, retried)
-        if verdict in (KEPT, UNCHANGED) and self._another_callback(response, url, note=verdict == KEPT) \
-                and verdict == UNCHANGED and not self.config.emit_unchanged:
-            # its items go out: marked in the frontier first, as a page stored, so that a kill before they are
-            # committed has them emitted again
-            if self.storing is not None and not self.storing(response):
-                raise NotRecorded(url)
-            self._items_out.add(response)
+        if verdict in (KEPT, UNCHANGED):
+            other = self._another_callback(response, url, note=verdict == KEPT)
+            if other and verdict == UNCHANGED and not self.config.emit_unchanged:
+                # its items go out: marked in the frontier first, as a page stored, so that a kill before they
+                # are committed has them emitted again
+                if self.storing is not None and not self.storing(response):
+                    raise NotRecorded(url)
+                self._items_out.add(response)
         if self.learn is not None:
             self.learn(url, fp, match.key if verdict == DROPPED and match is not None else None)
         return verdict
@@ -168,8 +170,8 @@ class Verdicts:
             if note and request.dont_filter:
                 if len(self.callbacks) < MAX_UNFILTERED_URLS:
                     self.callbacks[url] = {key}
-                elif len(self.callbacks) == MAX_UNFILTERED_URLS:
-                    self.callbacks[""] = set()  # (said once)
+                elif not self._callbacks_full:
+                    self._callbacks_full = True
                     logger.warning("near-duplicate filter: %d URLs fetched by dont_filter requests noted; a page "
                                    "fetched again for another callback is now taken for unchanged (its items "
                                    "held back: neardup_skip on such requests lets them through)",
@@ -191,10 +193,15 @@ class Verdicts:
             return url
         if any(m.key == url for m in matches):
             return url
-        if self._scope is not None:
-            mine = self._scope(url)
-            matches = [m for m in matches if self._scope(m.key) == mine]
+        matches = self._in_scope(url, matches)
         return matches[0].key if matches else url
+
+    def _in_scope(self, url: str, matches: list[Match]) -> list[Match]:
+        """``matches`` that count for ``url``: with ``NEARDUP_SCOPE``, those of its host or domain."""
+        if self._scope is None:
+            return matches
+        mine = self._scope(url)
+        return [m for m in matches if self._scope(m.key) == mine]
 
     def _check(self, response: Response, url: str, fp: int, retried: bool) -> tuple[str, Match | None]:
         """The store's verdict on a fingerprinted page, and the stored match it
@@ -205,9 +212,7 @@ class Verdicts:
             if same.key == url:
                 return self._same_url(response, same, retried), same
         nearby = bool(matches)
-        if self._scope is not None:  # NEARDUP_SCOPE: only pages of the same host or domain count
-            mine = self._scope(url)
-            matches = [m for m in matches if self._scope(m.key) == mine]
+        matches = self._in_scope(url, matches)  # (NEARDUP_SCOPE: only pages of the same host or domain count)
         match: Match | None = matches[0] if matches else None  # nearest; ties: the oldest
         if match is None:
             if self.storing is not None and not self.storing(response):

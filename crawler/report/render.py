@@ -209,7 +209,7 @@ def _cards(data: CrawlData) -> str:
         cards.append(("kept", data.kept, "pages kept"))
         if data.unchecked:
             cards.append(("", data.unchecked, "pages passed through unchecked (in the index too)"))
-    known = data.inputs.duplicates is not None or data.counts_from_stats  # (else: a store alone, drops unknown)
+    known = data.drops_known
     if known:
         cards.append(("dropped", data.dropped, "dropped as near-duplicates"))
     if data.inputs.kind == "crawl" and known:
@@ -375,7 +375,6 @@ def _rules_section(data: CrawlData) -> str:
         else:
             why = "No rule was learned (or the rule book is not there)."
         return f'<section id="rules"><h2>Learned URL rules</h2><p class="note">{why}</p></section>'
-
     ranked = sorted(data.rules, key=lambda r: (_STATE_ORDER.get(r["state"], 4), -r["evidence"], r["rule"]))
     shown = [r for r in ranked if r["state"] != "candidate"]
     shown += [r for r in ranked if r["state"] == "candidate"][:TOP_ROWS]
@@ -434,7 +433,7 @@ def render(data: CrawlData) -> str:
         _clusters_section(data), _avoided_section(data), _rules_section(data), _languages_section(data),
         _runs_section(data),
     ]
-    if data.inputs.duplicates is None and not data.counts_from_stats:  # (a store alone: what it dropped is unknown)
+    if not data.drops_known:  # (a store alone)
         body.insert(1, '<section><h2>No duplicates file</h2><p class="note">There is no duplicates file here, so '
                        "what was dropped is not known: a crawl writes it beside its store (with JOBDIR, "
                        "NEARDUP_STORE or NEARDUP_DUPLICATES_FILE), a neardup dedup run into its OUT directory, "

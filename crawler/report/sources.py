@@ -178,6 +178,11 @@ class CrawlData:
         got = sum(int(r.get("bytes_downloaded") or 0) for r in closed)
         return got / fetched if fetched else None
 
+    @property
+    def drops_known(self) -> bool:
+        """Whether what was dropped is known: a duplicates file, or the crawl's stats (a store alone: not)."""
+        return self.inputs.duplicates is not None or self.counts_from_stats
+
 
 def _seconds(value: Any) -> float | None:
     try:

@@ -21,12 +21,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from .inputs import _need, kind_of
+
 #: Parquet rows read at a time (memory: one batch)
 BATCH = 4096
-
-
-def is_parquet(path: str | Path) -> bool:
-    return str(path).lower().endswith(".parquet")
 
 
 def read_records(path: str | Path) -> Iterator[dict[str, Any] | None]:
@@ -39,7 +37,7 @@ def read_records(path: str | Path) -> Iterator[dict[str, Any] | None]:
         for part in part_files(Path(path)):
             yield from read_records(part)
         return
-    if is_parquet(path):
+    if kind_of(str(path)) == "parquet":
         yield from _parquet_rows(Path(path))
         return
     with open(path, "rb") as fh:
@@ -65,8 +63,6 @@ def part_files(directory: Path) -> list[Path]:
 
 
 def _parquet_rows(path: Path) -> Iterator[dict[str, Any]]:
-    from .inputs import _need
-
     _need("pyarrow", f"{path} (Parquet)")
     import pyarrow as pa
     import pyarrow.parquet as pq

@@ -336,8 +336,7 @@ class Reader:
             if box[0] is not None:
                 yield box[0]
             if isinstance(exc, (AttributeError, TypeError, IndexError)):  # (warcio's, on a header cut short)
-                raise InputError(f"{self.file.path}: ends early (truncated?) or is damaged: a record's header "
-                                 f"cannot be read ({type(exc).__name__}: {exc})") from exc
+                raise self._damaged(f"a record's header cannot be read ({type(exc).__name__}: {exc})") from exc
             raise
         if box[0] is not None:
             own_end = box[0].end
@@ -348,9 +347,14 @@ class Reader:
             with open(self.file.path, "rb") as fh:
                 fh.seek(own_end)
                 tail = fh.read(65536)
-            if tail.strip() if not self.file.path.lower().endswith(".gz") else tail:
-                raise InputError(f"{self.file.path}: ends early (truncated?) or is damaged: "
-                                 f"{self.file.size - own_end} bytes after its last whole record are no record")
+            if not self.file.path.lower().endswith(".gz"):  # (a plain file's records end with blank lines)
+                tail = tail.strip()
+            if tail:
+                raise self._damaged(f"{self.file.size - own_end} bytes after its last whole record are no record")
+
+    def _damaged(self, why: str) -> InputError:
+        """The error of a WARC file cut short, or damaged, where warcio says nothing of it: ``why``."""
+        return InputError(f"{self.file.path}: ends early (truncated?) or is damaged: {why}")
 
     def _warc_records(self, it: Any, box: list[RawRecord | None]) -> Iterator[RawRecord]:
         """``_warc``'s records but the last, each once the next is met; the last (or the one read
@@ -359,8 +363,7 @@ class Reader:
             if rec.rec_headers.get_header("Content-Length") is None:
                 # (every WARC record has one: a header without it was cut short, and warcio read the rest of
                 # the file, if any, as that record's: its records were lost without a word)
-                raise InputError(f"{self.file.path}: ends early (truncated?) or is damaged: a record's header "
-                                 "has no Content-Length")
+                raise self._damaged("a record's header has no Content-Length")
             content_type = (rec.http_headers.get_header("Content-Type") or "") if rec.http_headers else ""
             uri = rec.rec_headers.get_header("WARC-Target-URI")
             rid = rec.rec_headers.get_header("WARC-Record-ID")
