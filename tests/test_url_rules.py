@@ -667,7 +667,7 @@ def test_a_ranged_get_carries_if_range_and_confirms_by_bytes_alone(tmp_path):
                         headers={"Content-Range": f"bytes {start}-{start + len(body) - 1}/{total}"})
 
     copy = predicted(9)
-    spec, target, length, offset, _ = copy.meta[CONFIRM_KEY]
+    spec, target, length, offset, *_ = copy.meta[CONFIRM_KEY]
     assert (copy.headers[b"Range"], copy.headers[b"If-Range"]) == (f"bytes={offset}-{offset + 15}".encode(), b'"en-9"')
     assert target == f"{H}/en/api/p9.html" and length == len(bodies[9])
     assert rules.confirmation(copy, answer(copy, 206, bodies[9][offset : offset + 16], length)) is None
@@ -699,6 +699,41 @@ def test_a_ranged_get_carries_if_range_and_confirms_by_bytes_alone(tmp_path):
     assert {st.rule.spec: st.state for st in book.rules()}[sub] == RETIRED and released == [sub]
     assert stats["neardup/url_rules/retired"] == 1 and stats["neardup/url_rules/missed_whole"] == 1
     rules.close()
+
+
+def test_a_copy_confirmed_by_its_bytes_names_the_kept_page_not_a_dropped_target(tmp_path):
+    """The page a rule predicts a copy of may itself have been dropped as a near-duplicate of another: the
+    confirmed copy's ``avoided`` line names the page kept (``kept_twin`` of the target's fingerprint, as
+    a rule's avoided lines do), so that every line names a kept twin."""
+    import json
+
+    from scrapy import Request
+    from scrapy.http import Response
+
+    from scrapy_neardup.crawler.filter.learned_rules import CONFIRM_KEY
+
+    rules, bodies = confirming_rules(tmp_path, "en", "de", (9,))
+    kept = f"{H}/en/api/kept.html"
+    asked: list[tuple[str, int]] = []
+    rules.kept_twin = lambda url, fp: asked.append((url, fp)) or kept  # (the filter's Verdicts.kept_twin)
+    copy = Request(f"{H}/de/api/p9.html")
+    assert rules.avoided([copy], None, scheduled=True) == set()
+    spec, target, length, offset, _, target_fp = copy.meta[CONFIRM_KEY]
+    body = bodies[9][offset : offset + 16]
+    answer = Response(copy.url, status=206, body=body, request=copy,
+                      headers={"Content-Range": f"bytes {offset}-{offset + 15}/{length}"})
+    assert rules.confirmation(copy, answer) is None
+    rules.close()
+    rules.duplicates.close()
+    lines = [json.loads(line) for line in (tmp_path / "d.jsonl").read_text().splitlines()]
+    assert asked == [(target, target_fp)] and target_fp == 5009
+    assert [(d["url"], d["duplicate_of"]) for d in lines if d.get("avoided")] == [(copy.url, kept)]
+    # a ranged GET queued by an earlier version (no fingerprint in its mark) still confirms, naming its target
+    old = Request(f"{H}/de/api/p9.html", meta={CONFIRM_KEY: [spec, target, length, offset, _]})
+    rules2, _bodies = confirming_rules(tmp_path / "b", "en", "de", (9,))
+    assert rules2.confirmation(old, Response(old.url, status=206, body=body, request=old,
+                                             headers={"Content-Range": f"bytes {offset}-{offset + 15}/{length}"})) is None
+    rules2.close()
 
 
 def test_a_rule_a_copy_came_whole_under_sends_no_if_range_and_a_miss_then_retires_it(tmp_path):

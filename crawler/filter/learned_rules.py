@@ -69,7 +69,8 @@ logger = logging.getLogger(__name__)
 
 #: Seconds between two warnings that the rule book is unavailable
 WARN_EVERY = 60.0
-#: request.meta key of a ranged GET confirming a predicted copy: (rule, target URL, its length, window offset, hash)
+#: request.meta key of a ranged GET confirming a predicted copy: (rule, target URL, its length, window offset, hash,
+#: the target's fingerprint)
 CONFIRM_KEY = "neardup_confirm"
 
 
@@ -164,7 +165,7 @@ class LearnedRules:
                 continue
             if self.book.confirmed_only(spec):
                 if scheduled:
-                    self._to_confirm(request, spec, target)
+                    self._to_confirm(request, spec, target, target_fp)
                 continue
             try:
                 data: str | None = encode_request(self._as_made_again(request, referer), self.crawler.spider)
@@ -190,7 +191,7 @@ class LearnedRules:
 
     # -- confirmation by content before the body (NEARDUP_URL_RULES_CONFIRM_BYTES)
 
-    def _to_confirm(self, request: Request, spec: str, target: str) -> None:
+    def _to_confirm(self, request: Request, spec: str, target: str, target_fp: int | None) -> None:
         """Make ``request`` a ranged GET of ``confirm_bytes`` bytes from the middle of
         ``target``'s body (the fetched page a rule says it copies: pages of one template
         share their first and last bytes, their middle is their text), to be compared
@@ -220,7 +221,7 @@ class LearnedRules:
         request.headers[b"Range"] = f"bytes={offset}-{offset + self.confirm_bytes - 1}"
         if etag and not self.book.if_range_off(spec):
             request.headers[b"If-Range"] = etag
-        request.meta[CONFIRM_KEY] = (spec, target, length, offset, digest)
+        request.meta[CONFIRM_KEY] = (spec, target, length, offset, digest, target_fp)
 
     def _key(self, url: str) -> int:
         """A fetched page's key in the rule book's heads: its URL's 64-bit hash, seeded with the
@@ -272,7 +273,7 @@ class LearnedRules:
         that is not one costs a ranged GET and then the whole, which retires the rule (``_came_whole``).
         Kept with the rule in the rule book (``RuleBook.turn_if_range_off``): a resumed crawl does not
         send it again. O(the window): its hash is the head's, made once more."""
-        spec, _, length, offset, digest = request.meta[CONFIRM_KEY]
+        spec, _, length, offset, digest, *_ = request.meta[CONFIRM_KEY]
         body = response.body
         if self.book.if_range_off(spec) or len(body) != length \
                 or mmh3.hash(body[offset : offset + self.confirm_bytes], signed=False) != digest:
@@ -298,7 +299,8 @@ class LearnedRules:
         has seen it) when they differ; ``response`` itself when the server sent the
         whole body (the page's ETag is not the target's, ``If-Range``; or it ignores
         ranges). Validators never confirm: files installed together share mtime and size."""
-        spec, target, length, offset, digest = request.meta[CONFIRM_KEY]
+        # (a request queued by an earlier version has no 6th element, the target's fingerprint)
+        spec, target, length, offset, digest, *target_fp = request.meta[CONFIRM_KEY]
         if response.status == 200:
             self.stats.inc_value("neardup/url_rules/range_whole")
             return response
@@ -311,7 +313,9 @@ class LearnedRules:
             self.stats.inc_value(COPIES_CONFIRMED)
             self.stats.inc_value("neardup/url_rules/bytes_saved_estimate", max(0, length - len(response.body)))
             referer = request.headers.get("Referer")
-            self.duplicates.avoided(url, target, spec, referer.decode("latin-1") if referer else None)
+            # (named by the kept page: ``target`` may itself have been dropped as a near-duplicate)
+            twin = self.kept_twin(target, target_fp[0]) if target_fp and target_fp[0] is not None else target
+            self.duplicates.avoided(url, twin, spec, referer.decode("latin-1") if referer else None)
             return None
         self.stats.inc_value("neardup/url_rules/range_mismatch")
         self._made_whole.add(url)  # (a miss that costs a request more than a plain crawl: see _came_whole)
