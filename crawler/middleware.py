@@ -128,7 +128,8 @@ class NearDupMiddleware:
                                  self.rules.learn if self.rules is not None else None,
                                  blind_resume=_blind_resume(crawler, config),
                                  storing=lambda response: tracker.storing(response_id(response)),
-                                 stored_nothing=lambda response: tracker.stored_nothing(response_id(response)))
+                                 stored_nothing=lambda response: tracker.stored_nothing(response_id(response)),
+                                 notes=tracker)
         if self.rules is not None:
             self.rules.kept_twin = self.verdicts.kept_twin
         self.outage = StoreOutage(config, self.stats)

@@ -215,16 +215,20 @@ class FollowParseSpider(FollowSpider):
 '''
 
 
-def test_a_page_linked_again_and_killed_in_flight_is_emitted_once(tmp_path):
+@pytest.mark.parametrize("spider", ["follow", "titles"])
+def test_a_page_linked_again_and_killed_in_flight_is_emitted_once(tmp_path, spider):
     """The start page is requested again through a link back to it (start requests skip the dupe filter),
     and the crawl is killed while that second request waits for its server's answer. It had produced
     nothing, but every request in flight was handed out again to be emitted again: the start page's item
-    was in the feed twice after the resume. Now only a request that had stored its page is."""
+    was in the feed twice after the resume (``follow``). Now only a request that had stored its page is.
+    A ``CrawlSpider`` (``titles``) gives the start page's item from that second request only, a rule's
+    callback: the resumed crawl knows from the frontier which callback the start page was stored for,
+    so its item is not held back as an unchanged page's."""
     project = user_project(tmp_path / "proj")
     (project / "userproj" / "spiders" / "follow.py").write_text(FOLLOW_SPIDER)
     jobdir, feed = tmp_path / "job", tmp_path / "feed.jsonl"
     with linked_back.serve(hold=True) as site:
-        cmd = [sys.executable, "-m", "scrapy", "crawl", "follow", "-a", f"start={site.url}/index.html",
+        cmd = [sys.executable, "-m", "scrapy", "crawl", spider, "-a", f"start={site.url}/index.html",
                "-o", str(feed), "-s", f"JOBDIR={jobdir}", "-s", "LOG_LEVEL=INFO", "-s", "STATS_DUMP=True"]
         proc = subprocess.Popen(cmd, cwd=project, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         assert site.held.wait(120), "the link back to the start page was never requested"

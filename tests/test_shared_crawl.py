@@ -555,3 +555,35 @@ def test_a_storing_mark_redis_refuses_is_the_stores_outage_not_a_held_page(share
     finally:
         del scheduler.server.sadd
         scheduler.close("shutdown")
+
+
+def test_a_note_one_process_makes_is_read_by_another(shared_redis):
+    """``AckTracker.note`` on the shared frontier: which callbacks a start page was stored for, noted by the
+    process that stored it, is what another process asks when the site's link back to that page comes to
+    it (a ``CrawlSpider``'s start page gives its rule's item there). Read by prefix: a URL that begins
+    another's is not that one."""
+    from scrapy import Spider
+    from scrapy.utils.misc import load_object
+    from scrapy.utils.test import get_crawler
+
+    from scrapy_neardup.crawler.addon import REDIS_SETTINGS
+
+    schedulers = []
+    for _ in range(2):
+        crawler = get_crawler(Spider, {**REDIS_SETTINGS, "REDIS_URL": shared_redis})
+        crawler.spider = spider = Spider.from_crawler(crawler, "noting")
+        scheduler = load_object(crawler.settings["SCHEDULER"]).from_crawler(crawler)
+        scheduler.open(spider)
+        schedulers.append(scheduler)
+    one, other = (s.tracker for s in schedulers)
+    try:
+        one.note('callback http://h/a\n["parse", null]')
+        one.note('callback http://h/ab\n["_callback", 0]')
+        other.note('callback http://h/a\n["_callback", 0]')
+        assert other.notes("callback http://h/a\n") == ['callback http://h/a\n["_callback", 0]',
+                                                        'callback http://h/a\n["parse", null]']
+        assert one.notes("callback http://h/é\n") == []
+    finally:
+        for scheduler in schedulers:
+            scheduler.close("finished")
+        schedulers[0].server.delete(schedulers[0].notes_key)

@@ -19,7 +19,9 @@ store is only touched in the crawl's thread, so every check is atomic):
   request its dupe filter let pass (``dont_filter``: a start request) for
   another callback: a ``CrawlSpider``'s start page, parsed by
   ``parse_start_url`` and then linked from the site to a rule's callback,
-  gives that callback's items as it does without the filter. Not in a crawl with ``JOBDIR`` whose
+  gives that callback's items as it does without the filter (which callbacks such a page was fetched
+  for is noted in the frontier, ``AckTracker.note``: a resumed crawl and the other processes of a
+  shared one know it too). Not in a crawl with ``JOBDIR`` whose
   scheduler is not the durable frontier's (the project set its own, or
   ``NEARDUP_FRONTIER = False``): nothing tells which pages had their items
   committed before a kill, so the same URL is emitted again
@@ -33,6 +35,7 @@ told to the rule book.
 
 from __future__ import annotations
 
+import json
 import logging
 import weakref
 from collections.abc import Callable
@@ -49,7 +52,7 @@ from scrapy_neardup.dedup.store import Match, SimhashStore
 from .. import counts
 from ..canonical import declared_canonical
 from ..config import NearDupConfig
-from ..frontier.acks import EMIT_AGAIN_KEY
+from ..frontier.acks import EMIT_AGAIN_KEY, AckTracker
 from ..scope import scope_of
 from .duplicates_log import DuplicatesLog
 
@@ -64,6 +67,9 @@ Storing = Callable[[Response], bool]
 #: URLs fetched by ``dont_filter`` requests whose callbacks a crawl remembers (``Verdicts.callbacks``); past
 #: it, a URL fetched again for another callback is unchanged, its items held back (as before the memory)
 MAX_UNFILTERED_URLS = 100_000
+#: the frontier's note of a callback a ``dont_filter`` request fetched a URL for: this, the URL, a newline and
+#: the callback's key as JSON
+CALLBACK_NOTE = "callback "
 
 
 def callback_key(request: Request | None) -> tuple[str | None, Any]:
@@ -89,7 +95,8 @@ class Verdicts:
 
     def __init__(self, config: NearDupConfig, stats: StatsCollector, store: SimhashStore,
                  duplicates: DuplicatesLog, learn: Learn | None = None, *, blind_resume: bool = False,
-                 storing: Storing | None = None, stored_nothing: Callable[[Response], None] | None = None) -> None:
+                 storing: Storing | None = None, stored_nothing: Callable[[Response], None] | None = None,
+                 notes: AckTracker | None = None) -> None:
         self.config = config
         #: the crawl persists (JOBDIR) but its scheduler does not say which requests it hands out again
         #: after a kill: a page fetched again is emitted again (see the module docstring)
@@ -103,6 +110,7 @@ class Verdicts:
         self.stored_nothing = stored_nothing  # (a page marked storing, not stored after all: a lost race)
         #: URL -> the callbacks it was fetched for in this crawl, for URLs a ``dont_filter`` request fetched
         self.callbacks: dict[str, set[tuple[str | None, Any]]] = {}
+        self.notes = notes  # (where they are noted for a resume and the shared crawl's other processes)
         self._callbacks_full = False  # (MAX_UNFILTERED_URLS reached: said once)
         #: unchanged pages whose items go out all the same: fetched for another callback (``_another_callback``)
         self._items_out: weakref.WeakSet[Response] = weakref.WeakSet()
@@ -158,29 +166,52 @@ class Verdicts:
         """Whether ``response``'s page was stored by this crawl from a ``dont_filter`` request (a start
         request) for other callbacks than this one's: then its items are this callback's first. ``note``:
         the page is kept (stored now); a ``dont_filter`` request's is noted here with its callback (at most
-        ``MAX_UNFILTERED_URLS`` URLs). A page stored by an earlier crawl is not: its items were out then (and
-        the memory is this process's: after a resume, a page the run before stored is unchanged again).
-        O(1)."""
+        ``MAX_UNFILTERED_URLS`` URLs), and in the frontier, so that a resumed crawl, or another process
+        of a shared one, knows it. A page stored by an earlier crawl (another frontier) is not: its items
+        were out then. O(1); an unchanged page not noted here asks the frontier (a Redis round trip on a
+        shared one)."""
         request = response.request
         if request is None:
             return False
         key = callback_key(request)
         seen = self.callbacks.get(url)
+        if seen is None and not note:
+            seen = self._recalled(url)
         if seen is None:
             if note and request.dont_filter:
-                if len(self.callbacks) < MAX_UNFILTERED_URLS:
-                    self.callbacks[url] = {key}
-                elif not self._callbacks_full:
+                self._note(url, key)
+            return False
+        if key in seen:
+            return False
+        self._note(url, key)
+        return True
+
+    def _note(self, url: str, key: tuple[str | None, Any]) -> None:
+        """Note that ``url`` was fetched for callback ``key``, here and in the frontier."""
+        seen = self.callbacks.get(url)
+        if seen is None:
+            if len(self.callbacks) >= MAX_UNFILTERED_URLS:
+                if not self._callbacks_full:
                     self._callbacks_full = True
                     logger.warning("near-duplicate filter: %d URLs fetched by dont_filter requests noted; a page "
                                    "fetched again for another callback is now taken for unchanged (its items "
                                    "held back: neardup_skip on such requests lets them through)",
                                    MAX_UNFILTERED_URLS)
-            return False
-        if key in seen:
-            return False
+                return
+            seen = self.callbacks[url] = set()
         seen.add(key)
-        return True
+        if self.notes is not None:
+            self.notes.note(f"{CALLBACK_NOTE}{url}\n{json.dumps(key, default=str)}")
+
+    def _recalled(self, url: str) -> set[tuple[str | None, Any]] | None:
+        """The callbacks the frontier noted for ``url`` (a run before a kill, another process), or None."""
+        names = self.notes.notes(f"{CALLBACK_NOTE}{url}\n") if self.notes is not None else None
+        if not names:
+            return None
+        seen = {tuple(json.loads(name.partition("\n")[2])) for name in names}
+        if len(self.callbacks) < MAX_UNFILTERED_URLS:
+            self.callbacks[url] = seen  # type: ignore[assignment]
+        return seen  # type: ignore[return-value]
 
     def kept_twin(self, url: str, fp: int) -> str:
         """The kept page whose content fetched page ``url`` (fingerprint ``fp``) has: ``url`` itself when the

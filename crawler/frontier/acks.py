@@ -89,6 +89,9 @@ class AckTracker:
         self.on_storing: Callable[[int], bool] | None = None
         #: called with a request's id when its page, marked ``storing``, was not stored after all
         self.on_stored_nothing: Callable[[int], None] | None = None
+        #: the frontier's notes (``note``, ``notes``): written, and the names under a prefix. None: no frontier
+        self.on_note: Callable[[str], None] | None = None
+        self.on_notes: Callable[[str], list[str]] | None = None
 
     @classmethod
     def of(cls, crawler: Crawler) -> AckTracker:
@@ -207,6 +210,18 @@ class AckTracker:
         if self._entry(rid) is not None and self.on_stored_nothing is not None:
             assert rid is not None
             self.on_stored_nothing(rid)
+
+    def note(self, name: str) -> None:
+        """Keep ``name`` in the frontier for the rest of the crawl, resumes and the other processes of a
+        shared one included; in its next commit, so before any request still in flight is acknowledged (a
+        request whose page ``name`` is about is acknowledged after it, or handed out again). Nothing without
+        a frontier. O(1) plus the frontier's write (a Redis round trip on a shared one)."""
+        if self.on_note is not None:
+            self.on_note(name)
+
+    def notes(self, prefix: str) -> list[str] | None:
+        """The names ``note`` kept that start with ``prefix``; None without a frontier. O(log n + found)."""
+        return None if self.on_notes is None else self.on_notes(prefix)
 
     def is_replacement(self, rid: int | None) -> bool:
         """A request carrying ``rid`` that arrives before ``rid`` had a response

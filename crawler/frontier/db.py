@@ -231,6 +231,11 @@ class FrontierDB:
         except sqlite3.Error as exc:
             raise self._fault(exc) from exc
 
+    def marks_under(self, prefix: str) -> list[str]:
+        """The marks (``mark_once``) that start with ``prefix``, committed or in the open transaction."""
+        return [name for (name,) in self._run("SELECT name FROM marks WHERE name >= ? AND name < ?",
+                                               (prefix, prefix + "\U0010ffff"))]
+
     def push(self, slot: str, priority: int, data: str) -> int:
         self._seq += 1
         try:

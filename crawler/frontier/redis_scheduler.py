@@ -288,6 +288,7 @@ class ReliableRedisScheduler(ScrapyRedisScheduler):
         self._pop = self.server.register_script(_POP)
         self._seen_push = self.server.register_script(_SEEN_PUSH) if self._df_in_step() else None
         self.marks_key = f"{key}:marks"  # (``push_marked``: the queue's hash tag, so its slot)
+        self.notes_key = f"{key}:notes"  # (``AckTracker.note``: a sorted set of score 0, read by prefix)
         self._mark_push = self.server.register_script(_MARK_PUSH)
         self._beat = self.server.register_script(_BEAT)
         self._ack = self.server.register_script(_ACK)
@@ -308,6 +309,8 @@ class ReliableRedisScheduler(ScrapyRedisScheduler):
         self.tracker.on_reached = self._answered
         self.tracker.on_storing = self._storing
         self.tracker.on_stored_nothing = self._stored_nothing
+        self.tracker.on_note = self._note
+        self.tracker.on_notes = self._notes
         self._heartbeat()
         self._loop = task.LoopingCall(self._checkpoint)
         self._loop.start(CHECKPOINT_INTERVAL, now=False)
@@ -335,6 +338,7 @@ class ReliableRedisScheduler(ScrapyRedisScheduler):
         self.tracker.on_reached = None
         self.tracker.on_storing = None
         self.tracker.on_stored_nothing = None
+        self.tracker.on_note = self.tracker.on_notes = None
         super().close(reason)
 
     # -- the queue --------------------------------------------------------------------
@@ -568,6 +572,23 @@ class ReliableRedisScheduler(ScrapyRedisScheduler):
             self.server.srem(self.stored_key, rid)
         except Exception as exc:
             self._redis_down(exc)
+
+    def _note(self, name: str) -> None:
+        """``AckTracker.note``, for every process of the crawl. Redis away: not kept (what it was for is then
+        this process's own memory)."""
+        try:
+            self.server.zadd(self.notes_key, {name: 0})
+        except Exception as exc:
+            self._redis_down(exc)
+
+    def _notes(self, prefix: str) -> list[str]:
+        start = prefix.encode()
+        try:
+            found = self.server.zrangebylex(self.notes_key, b"[" + start, b"[" + start + b"\xff")
+        except Exception as exc:
+            self._redis_down(exc)
+            return []
+        return [name.decode() if isinstance(name, bytes) else name for name in found]
 
     def _heartbeat(self) -> None:
         try:

@@ -101,6 +101,8 @@ class DurableScheduler(BaseScheduler):
         self.tracker.on_reached = self._reached
         self.tracker.on_storing = self._storing
         self.tracker.on_stored_nothing = self._stored_nothing
+        self.tracker.on_note = self._note
+        self.tracker.on_notes = self._notes
         try:
             self.feeds.attach(self.db)  # the last run's feed files: cut to what is committed, closed
         except OSError as exc:
@@ -134,6 +136,7 @@ class DurableScheduler(BaseScheduler):
             self.tracker.on_reached = None
             self.tracker.on_storing = None
             self.tracker.on_stored_nothing = None
+            self.tracker.on_note = self.tracker.on_notes = None
             self.feeds.detach()
             self.db.close()
             self._db = None
@@ -256,6 +259,24 @@ class DurableScheduler(BaseScheduler):
 
     def _stored_nothing(self, rid: int) -> None:
         self._mark("stored_nothing", rid)
+
+    def _note(self, name: str) -> None:
+        """``AckTracker.note``: a mark in the open transaction (committed before any later acknowledgement)."""
+        if self._db is None or self._failed:
+            return
+        try:
+            self.db.mark_once(name)
+        except FrontierError as exc:
+            self._fail(exc)
+
+    def _notes(self, prefix: str) -> list[str]:
+        if self._db is None or self._failed:
+            return []
+        try:
+            return self.db.marks_under(prefix)
+        except FrontierError as exc:
+            self._fail(exc)
+            return []
 
     def _downloader(self) -> Any:
         try:
