@@ -200,6 +200,21 @@ def test_a_jobdir_without_the_durable_frontier_emits_a_page_fetched_again(site, 
     assert stat(r2.stderr, "neardup/unchanged") is None
 
 
+def test_an_addon_loaded_after_the_filters_with_its_own_scheduler_leaves_a_jobdir_crawl_whole(site, tmp_path):
+    """An add-on after the filter's sets ``SCHEDULER``: the durable frontier's dupe filter, set by the filter,
+    had no file then and raised at every request: the crawl "finished" after its first page. Scrapy's own
+    dupe filter now takes its place, and the crawl is the one with the project's own scheduler."""
+    s, server = site
+    addons = json.dumps({"scrapy_neardup.NearDupAddon": 0, "tests.fixtures.scheduler_addon.OwnSchedulerAddon": 10})
+    r = scrapy_crawl(server.url, tmp_path / "a", f"JOBDIR={tmp_path / 'job'}", f"ADDONS={addons}")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "JOBDIR without the durable frontier (SCHEDULER tests.fixtures.scheduler_addon.OwnScheduler" in r.stderr
+    assert "RFPDupeFilter takes its place" in r.stderr and "Traceback" not in r.stderr, r.stderr[-3000:]
+    urls = paths([i["url"] for i in read_jsonl(tmp_path / "a" / "pages.jsonl")], server.url)
+    assert set(urls) == s.expected_kept() | {"/short.html"} and len(urls) == len(set(urls))
+    assert (tmp_path / "job" / "requests.seen").exists()  # (Scrapy's seen set, in JOBDIR as without the filter)
+
+
 @pytest.mark.parametrize("command", ["shell", "fetch"])
 def test_commands_that_look_at_a_page_leave_the_crawls_files_alone(site, tmp_path, command):
     """With JOBDIR in a project's settings, ``scrapy fetch`` and ``scrapy shell`` wrote the page they

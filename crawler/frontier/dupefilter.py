@@ -8,8 +8,10 @@ set): a bounded cache (``RECENT_SEEN``, least recently used out) answers most
 repeats, the many links to the same pages, without a statement on the file;
 the rest cost O(log n).
 
-Its file is opened by ``DurableScheduler``; used with another scheduler it
-has nothing to write to, and says so.
+Its file is opened by ``DurableScheduler``. Used with another scheduler (an
+add-on loaded after this project's that sets its own ``SCHEDULER``, say) it
+has no file: Scrapy's ``RFPDupeFilter`` does its work (its ``JOBDIR`` file
+included), and it says so, rather than failing at every request.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from collections import OrderedDict
 
 from scrapy import Request, Spider
 from scrapy.crawler import Crawler
-from scrapy.dupefilters import BaseDupeFilter
+from scrapy.dupefilters import BaseDupeFilter, RFPDupeFilter
 
 from .db import FrontierDB
 
@@ -39,6 +41,7 @@ class DurableDupeFilter(BaseDupeFilter):
         self.db: FrontierDB | None = None
         self._logged = False
         self._recent: OrderedDict[bytes, None] = OrderedDict()
+        self._plain: RFPDupeFilter | None = None  # (no durable frontier: Scrapy's own does the work)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> DurableDupeFilter:
@@ -47,7 +50,21 @@ class DurableDupeFilter(BaseDupeFilter):
     def attach(self, db: FrontierDB) -> None:
         self.db = db
 
+    def open(self) -> None:
+        """Opened by the scheduler, after ``attach`` if it is the durable frontier's."""
+        if self.db is None and self._plain is None:
+            logger.warning("DUPEFILTER_CLASS %s without the durable frontier (SCHEDULER %s): Scrapy's "
+                           "RFPDupeFilter takes its place", type(self).__name__, self.crawler.settings["SCHEDULER"])
+            self._plain = RFPDupeFilter.from_crawler(self.crawler)
+            self._plain.open()
+
+    def close(self, reason: str) -> None:
+        if self._plain is not None:
+            self._plain.close(reason)
+
     def request_seen(self, request: Request) -> bool:
+        if self._plain is not None:
+            return self._plain.request_seen(request)
         if self.db is None:
             raise RuntimeError("DurableDupeFilter works with crawler.frontier.scheduler.DurableScheduler "
                                "(SCHEDULER), which holds its file")
@@ -63,6 +80,9 @@ class DurableDupeFilter(BaseDupeFilter):
         return seen
 
     def log(self, request: Request, spider: Spider) -> None:
+        if self._plain is not None:
+            self._plain.log(request, spider)
+            return
         if self.debug:
             logger.debug("Filtered duplicate request: %(request)s", {"request": request}, extra={"spider": spider})
         elif not self._logged:
