@@ -36,7 +36,7 @@ from urllib.parse import urldefrag
 
 from scrapy import Request, signals
 from scrapy.crawler import Crawler
-from scrapy.exceptions import NotConfigured
+from scrapy.exceptions import CloseSpider, NotConfigured
 from scrapy.http import Response, TextResponse
 from scrapy.utils.misc import load_object
 
@@ -56,7 +56,7 @@ from .filter.items import fill
 from .filter.learned_rules import LearnedRules
 from .filter.runs_log import RunsLog
 from .filter.store_faults import FILE_ERRORS, StoreOutage, stop_the_crawl
-from .filter.unchecked import HostilePageWithheld, declared_encoding, hostile_to_withhold, unchecked_reason
+from .filter.unchecked import CALLBACK_ERROR, HostilePageWithheld, declared_encoding, hostile_to_withhold, unchecked_reason
 from .filter.verdict import DROPPED, KEPT, NotRecorded, Verdicts
 from .filter.workers import OUT_OF_MEMORY, TIMEOUT, WORKER_DIED, FingerprintWorkers, answer
 from .frontier.acks import AckTracker, response_id
@@ -206,6 +206,13 @@ class NearDupMiddleware:
     # -- 2. decide and filter ---------------------------------------------------
 
     async def process_spider_output(self, response: Response, result: AsyncIterator[Any]) -> AsyncIterator[Any]:
+        if isinstance(self._pending.get(response), str) and self._store_failure is None:
+            # passes unchecked (not HTML, an error page, neardup_skip...): nothing to wait for, so its output
+            # leaves as the callback yields it, as without the filter (a sitemap's or an API's long output,
+            # a callback that awaits a request it yielded)
+            async for item in self._unchecked_output(response, result):
+                yield item
+            return
         # Run the callback (link extraction, item building) while the worker
         # fingerprints; nothing leaves before the verdict.
         outputs: list[Any] = []
@@ -216,6 +223,11 @@ class NearDupMiddleware:
         except Exception as exc:  # e.g. CloseSpider after the page's item: deliver what came first
             error = exc
         fp_result = await self._fingerprint(response)
+        if error is not None and not isinstance(error, CloseSpider):
+            # The callback failed on the page: it is not stored, so that a near-copy of it, whose callback may
+            # not fail, is kept rather than dropped against a page that gave nothing (or part of its output)
+            counts.count_unchecked(self.stats, CALLBACK_ERROR)
+            fp_result = CALLBACK_ERROR
         held = False
         if self._store_failure is None:
             try:
@@ -251,6 +263,17 @@ class NearDupMiddleware:
             yield item
         if error is not None:
             raise error
+
+    async def _unchecked_output(self, response: Response, result: AsyncIterator[Any]) -> AsyncIterator[Any]:
+        """A page that passes unchecked (its reason counted at input): its output as it comes, each outlink
+        left out if a learned URL rule says a fetched page has its content. O(1) an output (a rule book's
+        look-up an outlink while a rule acts)."""
+        self._pending.pop(response, None)
+        async for item in result:
+            if isinstance(item, Request) and self.rules is not None and self.rules.acting() \
+                    and self.avoided([item], response.url):
+                continue
+            yield item
 
     def process_spider_exception(self, response: Response, exception: BaseException) -> list[Any] | None:
         """A page withheld from the callbacks (``NEARDUP_WITHHOLD_HOSTILE``)

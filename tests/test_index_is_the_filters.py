@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import subprocess
 import sys
@@ -24,6 +25,7 @@ from scrapy_neardup.crawler.filter.duplicates_log import DuplicatesLog
 from scrapy_neardup.crawler.index import PageIndex, PageRow
 from scrapy_neardup.dedup.fingerprint import DEFAULT_MIN_TOKENS
 from scrapy_neardup.dedup.fingerprint.jobs import fingerprint_job
+from tests.fixtures.http import PageServer
 from tests.test_crawl import paths, read_jsonl, scrapy_crawl, site, stat  # noqa: F401 (site: a fixture)
 
 SETTINGS = '''
@@ -237,3 +239,97 @@ def test_a_crawlspiders_start_page_linked_again_gives_its_rules_items(tmp_path):
             r = user_crawl(project, spider, f"{site.url}/index.html", feed=feed)
             assert r.returncode == 0 and "'neardup/unchanged': 1" in r.stderr, r.stderr[-3000:]
             assert sorted(feed_urls(feed)) == site.urls(), spider
+
+
+#: A callback that fails on one URL of a pair of near-copies, and one that waits for a request it yielded
+CALLBACK_SPIDERS = '''
+import asyncio
+import json
+
+import scrapy
+
+
+class FailingSpider(scrapy.Spider):
+    """Its callback raises on the tracking copy of an article (fetched first), not on the article."""
+
+    name = "failing"
+    custom_settings = {"CONCURRENT_REQUESTS": 1}
+
+    def __init__(self, start="", **kwargs):
+        self.base = start
+        super().__init__(**kwargs)
+
+    async def start(self):
+        yield scrapy.Request(self.base + "a.html?utm=1", dont_filter=True)
+        await asyncio.sleep(1)
+        yield scrapy.Request(self.base + "a.html", dont_filter=True)
+
+    def parse(self, response):
+        if "utm" in response.url:
+            raise ValueError("cannot parse a tracking copy")
+        yield {"url": response.url}
+
+
+class WaitingSpider(scrapy.Spider):
+    """An API's callback (JSON: passes unchecked) that yields a request and awaits what it brings."""
+
+    name = "waiting"
+
+    def __init__(self, start="", **kwargs):
+        self.start_urls = [start + "api.json"]
+        self.base = start
+        self.came = asyncio.Event()
+        super().__init__(**kwargs)
+
+    async def parse(self, response):
+        yield scrapy.Request(self.base + "a.html", callback=self.parse_page)
+        await asyncio.wait_for(self.came.wait(), 20)
+        yield {"url": response.url, "pages": json.loads(response.text)["pages"]}
+
+    def parse_page(self, response):
+        self.came.set()
+        yield {"url": response.url}
+'''
+
+
+def _callback_site(target: str) -> tuple[int, dict[str, str], bytes]:
+    if target.startswith("/api.json"):
+        return 200, {"Content-Type": "application/json"}, b'{"pages": 1}'
+    if target.startswith("/a.html"):
+        text = " ".join(f"{w}{i}" for i, w in enumerate(["harbour", "lantern", "meadow", "copper"] * 40))
+        ad = "tracking banner" if "utm" in target else "plain banner"
+        return 200, {"Content-Type": "text/html; charset=utf-8"}, \
+            f"<html><head><title>A</title></head><body><p>{text}</p><div>{ad}</div></body></html>".encode()
+    return 404, {}, b""
+
+
+def test_a_page_whose_callback_raises_is_not_stored_and_its_near_copy_keeps_its_items(tmp_path):
+    """The callback raised on the first of two near-copies: that page was stored all the same, so the second,
+    whose callback works, was dropped as its duplicate, and the article had no item at all. A page whose
+    callback raises now passes unchecked (``neardup/skipped/callback_error``), as without the filter."""
+    project = user_project(tmp_path / "proj")
+    (project / "userproj" / "spiders" / "callbacks.py").write_text(CALLBACK_SPIDERS)
+    with PageServer(_callback_site) as server:
+        base = server.url + "/"
+        feed = tmp_path / "items.jsonl"
+        r = user_crawl(project, "failing", base, feed=feed)
+        assert r.returncode == 0 and "cannot parse a tracking copy" in r.stderr, r.stderr[-3000:]
+        assert [json.loads(line)["url"] for line in feed.read_text().splitlines()] == [f"{base}a.html"]
+        assert stat(r.stderr, "neardup/skipped/callback_error") == 1 and stat(r.stderr, "neardup/dropped") is None
+        assert stat(r.stderr, "neardup/kept") == 1
+
+
+def test_an_unchecked_pages_output_leaves_as_the_callback_yields_it(tmp_path):
+    """A JSON page passes unchecked: nothing waits for a verdict, so its callback's output leaves as it is
+    yielded, as without the filter. Held until the callback ended, a callback that awaits the page a
+    request it yielded brings waited for ever (here: timed out, its item lost)."""
+    project = user_project(tmp_path / "proj")
+    (project / "userproj" / "spiders" / "callbacks.py").write_text(CALLBACK_SPIDERS)
+    with PageServer(_callback_site) as server:
+        base = server.url + "/"
+        feed = tmp_path / "items.jsonl"
+        r = user_crawl(project, "waiting", base, feed=feed)
+        assert r.returncode == 0 and "TimeoutError" not in r.stderr, r.stderr[-3000:]
+        assert sorted(json.loads(line)["url"] for line in feed.read_text().splitlines()) == \
+            [f"{base}a.html", f"{base}api.json"]
+        assert stat(r.stderr, "neardup/skipped/non_html") == 1
