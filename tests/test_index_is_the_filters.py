@@ -289,6 +289,27 @@ class WaitingSpider(scrapy.Spider):
     def parse_page(self, response):
         self.came.set()
         yield {"url": response.url}
+
+
+class AgainSpider(scrapy.Spider):
+    """Requests a page again itself (``dont_filter``) for another callback."""
+
+    name = "again"
+
+    def __init__(self, start="", **kwargs):
+        self.start_urls = [start + "api.json"]
+        self.base = start
+        super().__init__(**kwargs)
+
+    def parse(self, response):
+        yield scrapy.Request(self.base + "a.html", callback=self.parse_page)
+
+    def parse_page(self, response):
+        yield {"url": response.url}
+        yield response.request.replace(callback=self.parse_comments, dont_filter=True)
+
+    def parse_comments(self, response):
+        yield {"comments_of": response.url}
 '''
 
 
@@ -333,3 +354,19 @@ def test_an_unchecked_pages_output_leaves_as_the_callback_yields_it(tmp_path):
         assert sorted(json.loads(line)["url"] for line in feed.read_text().splitlines()) == \
             [f"{base}a.html", f"{base}api.json"]
         assert stat(r.stderr, "neardup/skipped/non_html") == 1
+
+
+def test_items_held_back_from_a_page_the_spider_requests_again_are_said_once(tmp_path):
+    """A page the spider requests again itself (``dont_filter``, another callback) is unchanged, and its
+    items are held back, as ``NEARDUP_EMIT_UNCHANGED`` says: an INFO line now says so, once, naming the
+    way out (``neardup_skip``); before, nothing in the log did."""
+    project = user_project(tmp_path / "proj")
+    (project / "userproj" / "spiders" / "callbacks.py").write_text(CALLBACK_SPIDERS)
+    with PageServer(_callback_site) as server:
+        base = server.url + "/"
+        feed = tmp_path / "items.jsonl"
+        r = user_crawl(project, "again", base, feed=feed)
+        assert r.returncode == 0, r.stderr[-3000:]
+        assert [json.loads(line) for line in feed.read_text().splitlines()] == [{"url": f"{base}a.html"}]
+        assert r.stderr.count(f"{base}a.html, requested again (dont_filter), is unchanged: its items are held "
+                              "back") == 1

@@ -114,6 +114,7 @@ class Verdicts:
         self._callbacks_full = False  # (MAX_UNFILTERED_URLS reached: said once)
         #: unchanged pages whose items go out all the same: fetched for another callback (``_another_callback``)
         self._items_out: weakref.WeakSet[Response] = weakref.WeakSet()
+        self._told_held = False  # (an unchanged page's items held back from a dont_filter request: said once)
         self._scope = scope_of(config.scope)
 
     def decide(self, response: Response, result: JobResult | str, retried: bool = False) -> str:
@@ -159,7 +160,14 @@ class Verdicts:
                 self.stats.inc_value(counts.OUTLINKS_DROPPED, requests)
             return []
         if verdict == UNCHANGED and not self.config.emit_unchanged and response not in self._items_out:
-            return [output for output in outputs if isinstance(output, Request)]
+            requests = [output for output in outputs if isinstance(output, Request)]
+            if not self._told_held and len(requests) < len(outputs) and response is not None \
+                    and response.request is not None and response.request.dont_filter:
+                self._told_held = True  # (said once a crawl: a spider's own dont_filter requests are easy to miss)
+                logger.info("near-duplicate filter: %s, requested again (dont_filter), is unchanged: its items are "
+                            "held back (NEARDUP_EMIT_UNCHANGED; the meta key neardup_skip on such a request lets "
+                            "them through); said once", response.url)
+            return requests
         return outputs
 
     def _another_callback(self, response: Response, url: str, note: bool) -> bool:
