@@ -268,12 +268,14 @@ class NearDupMiddleware:
         """A page that passes unchecked (its reason counted at input): its output as it comes, each outlink
         left out if a learned URL rule says a fetched page has its content. O(1) an output (a rule book's
         look-up an outlink while a rule acts)."""
-        self._pending.pop(response, None)
-        async for item in result:
-            if isinstance(item, Request) and self.rules is not None and self.rules.acting() \
-                    and self.avoided([item], response.url):
-                continue
-            yield item
+        try:
+            async for item in result:
+                if isinstance(item, Request) and self.rules is not None and self.rules.acting() \
+                        and self.avoided([item], response.url):
+                    continue
+                yield item
+        finally:  # (not before: the callback may ask why, ``too_costly_to_parse``)
+            self._pending.pop(response, None)
 
     def process_spider_exception(self, response: Response, exception: BaseException) -> list[Any] | None:
         """A page withheld from the callbacks (``NEARDUP_WITHHOLD_HOSTILE``)

@@ -443,3 +443,13 @@ def test_neardup_crawl_says_the_counts_of_its_stats(tmp_path):
     assert len(read_jsonl(out / "pages.jsonl")) == printed["kept"] + 1
     listed = [line.strip() for line in r.stdout.splitlines() if line.startswith("    duplicates ")]
     assert len(listed) == printed["dropped as near-duplicates"]
+
+
+def test_the_ready_spider_does_not_parse_a_page_past_the_size_the_filter_checks(site, tmp_path):
+    """A page past ``NEARDUP_MAX_PAGE_BYTES`` passes unchecked, and the ready spider does not parse it in the
+    crawl's thread either (the filter says why, ``too_costly_to_parse``, while the callback runs)."""
+    s, server = site
+    r = scrapy_crawl(server.url, tmp_path / "a", "NEARDUP_MAX_PAGE_BYTES=1500")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert (stat(r.stderr, "neardup/skipped/too_large") or 0) > 0, r.stderr[-3000:]
+    assert "is not parsed for its links or text: past NEARDUP_MAX_PAGE_BYTES" in r.stderr
