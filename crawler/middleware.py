@@ -132,6 +132,7 @@ class NearDupMiddleware:
                                  notes=tracker)
         if self.rules is not None:
             self.rules.kept_twin = self.verdicts.kept_twin
+            self.rules.twins = self.verdicts.twins
         self.outage = StoreOutage(config, self.stats)
         self._store_failure: BaseException | None = None
         # response -> pending fingerprint (a worker's Future), the fingerprint, or why it passes unchecked

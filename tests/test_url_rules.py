@@ -971,3 +971,47 @@ def test_an_avoided_request_is_named_by_the_kept_page_its_content_is_in():
     assert verdicts.kept_twin(f"{H}/dropped.html?ref=feed", 0xF0F0_F0F0_F0F0_F0F1) == f"{H}/kept.html"
     assert verdicts.kept_twin(f"{H}/kept.html", 0xF0F0_F0F0_F0F0_F0F0) == f"{H}/kept.html"
     assert verdicts.kept_twin(f"{H}/other.html", 0x0F0F_0F0F_0F0F_0F0F) == f"{H}/other.html"  # (nothing near)
+
+
+def test_a_request_whose_own_page_the_store_holds_is_never_left_out(tmp_path):
+    """A kill after a page was stored and before the rule book's commit (a second later) leaves the book
+    not knowing the page was fetched; resumed, its request is handed out again, and a session-id copy
+    fetched first, dropped against it, is the book's page of its form. The parameter rule then left the
+    page's own request out as a copy of itself (``duplicate_of`` its own URL), and its items were lost.
+    A request whose own URL the store holds is now made (``neardup/url_rules/stored_itself``); another
+    is still left out, named by the kept page."""
+    import json
+
+    from scrapy import Request
+    from scrapy.settings import Settings
+    from scrapy.utils.test import get_crawler
+
+    from scrapy_neardup.crawler.config import NearDupConfig
+    from scrapy_neardup.crawler.filter.duplicates_log import DuplicatesLog
+    from scrapy_neardup.crawler.filter.learned_rules import LearnedRules
+    from scrapy_neardup.crawler.filter.verdict import Verdicts
+    from scrapy_neardup.dedup.store import SimhashStore
+
+    crawler = get_crawler(settings_dict={})
+    config = NearDupConfig.from_settings(Settings({"NEARDUP_URL_RULES_MIN_EVIDENCE": 2,
+                                                   "NEARDUP_URL_RULES_EXPLORE": 0.0,
+                                                   "NEARDUP_URL_RULES_FILE": str(tmp_path / "r.sqlite3"),
+                                                   "NEARDUP_DUPLICATES_FILE": str(tmp_path / "d.jsonl")}))
+    duplicates = DuplicatesLog(crawler, config.duplicates_file)
+    rules = LearnedRules(crawler, config, duplicates)
+    store = SimhashStore.open(None, max_distance=3)
+    verdicts = Verdicts(config, crawler.stats, store, duplicates)
+    rules.kept_twin, rules.twins = verdicts.kept_twin, verdicts.twins
+    for i in range(3):
+        store.add(1000 + i, f"{H}/a{i}.html")
+        rules.learn(f"{H}/a{i}.html", 1000 + i)
+        rules.learn(f"{H}/a{i}.html?sid={i}", 1000 + i, duplicate_of=f"{H}/a{i}.html")
+    store.add(1 << 40, f"{H}/a5.html")  # stored before the kill; the book never heard of it
+    rules.learn(f"{H}/a5.html?sid=9", 1 << 40, duplicate_of=f"{H}/a5.html")  # its copy, fetched first
+    own, other = Request(f"{H}/a5.html"), Request(f"{H}/a1.html?sid=zz")
+    assert rules.avoided([own, other], f"{H}/", scheduled=True) == {other}
+    assert crawler.stats.get_value("neardup/url_rules/stored_itself") == 1
+    rules.close()
+    duplicates.close()
+    lines = [json.loads(line) for line in (tmp_path / "d.jsonl").read_text().splitlines()]
+    assert [(d["url"], d["duplicate_of"]) for d in lines if d.get("avoided")] == [(other.url, f"{H}/a1.html")]

@@ -109,6 +109,10 @@ class LearnedRules:
         #: (URL, fingerprint) of a fetched page -> the kept page its content is in: itself, or the page it was
         #: dropped against (``Verdicts.kept_twin``: set by the filter), for the avoided lines' ``duplicate_of``
         self.kept_twin: Callable[[str, int], str] = lambda url, fp: url
+        #: ``Verdicts.twins`` (set by the filter): for requests a rule would leave out, None for one whose own
+        #: page the store holds, else the kept page to name
+        self.twins: Callable[[list[tuple[str, str, int | None]]], list[str | None]] = \
+            lambda asked: [target for _, target, _ in asked]
         # (each fetched page's head, what a ranged GET is checked against, is kept in the rule book:
         # ``_keep_head``, committed through the gate with the book, so that a resumed crawl confirms too)
         AckTracker.of(crawler).add_gate(self)
@@ -155,13 +159,25 @@ class LearnedRules:
         except FILE_ERRORS as exc:
             self._unavailable(exc)
             return set()
-        out = set()
+        out: set[Request] = set()
+        found = []
         for request, url, verdict in zip(todo, urls, verdicts):
             if verdict is None:
                 continue
             spec, target, explored, target_fp = verdict
             if explored:
                 self.stats.inc_value("neardup/url_rules/explored")
+                continue
+            found.append((request, url, spec, target, target_fp))
+        if not found:
+            return out
+        # (named by the kept page: the rule's page may itself have been dropped as a near-duplicate; and
+        # never a request whose own page the store holds: stored before a kill, it is handed out again, and
+        # the book, committed a second later, may not know it was fetched)
+        twins = self.twins([(url, target, target_fp) for _, url, _, target, target_fp in found])
+        for (request, url, spec, target, target_fp), twin in zip(found, twins):
+            if twin is None:
+                self.stats.inc_value("neardup/url_rules/stored_itself")
                 continue
             if self.book.confirmed_only(spec):
                 if scheduled:
@@ -182,8 +198,7 @@ class LearnedRules:
             if first:
                 self._avoided_here[url] = spec
                 self.stats.inc_value(REQUESTS_AVOIDED)
-                # (named by the kept page: the rule's page may itself have been dropped as a near-duplicate)
-                self.duplicates.avoided(url, self.kept_twin(target, target_fp), spec, referer)
+                self.duplicates.avoided(url, twin, spec, referer)
         return out
 
     def close(self) -> None:

@@ -230,6 +230,26 @@ class Verdicts:
             matches = self.store.query(fp)
         except Exception:  # (a name in a duplicates line is not worth a crawl's failing: the page's own)
             return url
+        return self._twin_of(url, matches)
+
+    def twins(self, asked: list[tuple[str, str, int | None]]) -> list[str | None]:
+        """For each ``(url, target, target_fp)``, a request for ``url`` that a learned URL rule says fetched
+        page ``target`` has the content of: None when the store holds ``url`` itself (its page was stored,
+        before a kill, say, and its request is handed out again: it must be made, or its items are lost),
+        else the kept page to name (``kept_twin`` of ``target``). One store round (``query_many``)."""
+        fps = [fp for _, _, fp in asked if fp is not None]
+        try:
+            found = iter(self.store.query_many(fps) if fps else [])
+        except Exception:  # (the store unreachable: named as the rule says, as kept_twin does)
+            return [target for _, target, _ in asked]
+        out: list[str | None] = []
+        for url, target, fp in asked:
+            matches = next(found) if fp is not None else []
+            out.append(None if any(m.key == url for m in matches) else self._twin_of(target, matches))
+        return out
+
+    def _twin_of(self, url: str, matches: list[Match]) -> str:
+        """``kept_twin`` of ``url``, given the store's matches of its fingerprint."""
         if any(m.key == url for m in matches):
             return url
         matches = self._in_scope(url, matches)
