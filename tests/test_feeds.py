@@ -219,3 +219,49 @@ def test_gzip_batches_and_other_exporters_stay_at_least_once():
                   {"format": "pickle"}):
         options = feed_complete_default_values_from_settings({**base, **extra}, crawler.settings)
         assert shape_of(crawler, options) is None, extra
+
+
+#: A spider whose items have another field first in its second run (``-a run=2``)
+CSV_SPIDER = '''
+import scrapy
+
+
+class CsvFieldsSpider(scrapy.Spider):
+    name = "csvfields"
+
+    def __init__(self, start="", run="1", **kwargs):
+        self.start_urls = [start]
+        self.run = run
+        super().__init__(**kwargs)
+
+    def parse(self, response):
+        item = {"url": response.url, "title": response.css("title::text").get()}
+        yield {"extra": 1, **item} if self.run == "2" else item
+        yield from response.follow_all(css="a")
+'''
+
+
+def test_a_resumed_csv_feed_keeps_the_columns_of_its_document(tmp_path):
+    """A CSV exporter takes its columns from its first item. Resumed, the crawl's exporter took them from the
+    resumed run's first item, of other fields: a second header row came mid-file, its rows of other columns.
+    The resumed exporter now writes the document's columns, as one uninterrupted run's would have."""
+    import subprocess
+    import sys
+
+    from tests.fixtures import linked_back
+    from tests.test_index_is_the_filters import user_project
+
+    project = user_project(tmp_path / "proj")
+    (project / "userproj" / "spiders" / "csvfields.py").write_text(CSV_SPIDER)
+    feed = tmp_path / "items.csv"
+    with linked_back.serve() as site:
+        for run, more in (("1", ["-s", "CLOSESPIDER_ITEMCOUNT=1", "-s", "CONCURRENT_REQUESTS=1"]), ("2", [])):
+            r = subprocess.run([sys.executable, "-m", "scrapy", "crawl", "csvfields", "-a",
+                                f"start={site.url}/index.html", "-a", f"run={run}", "-o", str(feed),
+                                "-s", f"JOBDIR={tmp_path / 'job'}", *more],
+                               cwd=project, capture_output=True, text=True, timeout=300)
+            assert r.returncode == 0, r.stderr[-3000:]
+            assert "second header row" not in r.stderr
+        rows = list(csv.reader(io.StringIO(feed.read_text())))
+        assert rows[0] == ["url", "title"] and all(len(row) == 2 for row in rows)
+        assert sorted(row[0] for row in rows[1:]) == site.urls()

@@ -39,6 +39,7 @@ per commit, one flush and one row update per feed file whose offset moved.
 
 from __future__ import annotations
 
+import csv
 import io
 import logging
 import os
@@ -128,6 +129,7 @@ class FeedFile(io.RawIOBase):
         self._skip_row = skip_row  # the CSV header row the document already has
         self._capture_row = capture_row
         self.csv_header: bytes | None = None  # a new CSV document's header row, once written
+        self.earlier_csv_header = skip_row  # (the document's header row, for its columns: ``csv_fields``)
         self.failed = False  # a write raised: nothing past ``committed`` may be trusted
 
     def writable(self) -> bool:
@@ -376,6 +378,26 @@ class FeedLedger:
         return [r for r in candidates if r in ok], set(candidates) - ok
 
 
+#: the arguments of ``csv.writer`` a CSV exporter takes from ``item_export_kwargs``
+_CSV_FORMAT = ("delimiter", "quotechar", "escapechar", "doublequote", "skipinitialspace", "lineterminator",
+               "quoting", "strict", "dialect")
+
+
+def csv_fields(header: bytes, feed_options: dict[str, Any]) -> list[str] | None:
+    """The columns of a CSV header row a feed's exporter wrote (its fields, in order), or None if it does
+    not read as one row.
+
+    >>> csv_fields(b"url,title\\r\\n", {"encoding": "utf-8"})
+    ['url', 'title']
+    """
+    kwargs = {k: v for k, v in (feed_options.get("item_export_kwargs") or {}).items() if k in _CSV_FORMAT}
+    try:
+        rows = list(csv.reader(io.StringIO(header.decode(feed_options.get("encoding") or "utf-8")), **kwargs))
+    except (UnicodeDecodeError, csv.Error, TypeError):
+        return None
+    return rows[0] if len(rows) == 1 and rows[0] else None
+
+
 class DurableFeedStorage(FileFeedStorage):
     """Scrapy's local file storage, written exactly once across kills when the
     durable frontier runs (see the module docstring); otherwise Scrapy's own."""
@@ -395,7 +417,12 @@ class DurableFeedStorage(FileFeedStorage):
             ledger = FeedLedger.of(self.crawler)
             if (ledger.active or ledger.detached) and (shape := shape_of(self.crawler, self.feed_options)):
                 if ledger.active:
-                    return cast(IO[bytes], ledger.open(self.path, self.write_mode, shape))
+                    file = ledger.open(self.path, self.write_mode, shape)
+                    if file.earlier_csv_header is not None and self.feed_options.get("fields") is None:
+                        # (the same dict Scrapy then builds the exporter with: it writes the columns the
+                        # document has, as one uninterrupted run's exporter would have, from its first item)
+                        self.feed_options["fields"] = csv_fields(file.earlier_csv_header, self.feed_options)
+                    return cast(IO[bytes], file)
                 if self.write_mode == "ab" and os.path.exists(self.path) and os.path.getsize(self.path):
                     # FEED_STORE_EMPTY at the close of a run that exported nothing (the frontier is
                     # closed): the file's document, closed when the frontier opened, stays one document
