@@ -432,3 +432,21 @@ def test_a_retry_of_a_request_to_emit_again_is_one_too():
     tracker.responded(7)  # (its response came: what it yields now is no replacement)
     child = Request("http://a.test/next", meta=dict(request.meta))
     assert tracker.adopt(child) is None and EMIT_AGAIN_KEY not in child.meta
+
+
+def test_a_frontier_is_refused_to_another_spider(tmp_path):
+    """A JOBDIR resumed with another spider: its queued requests name the first spider's callbacks, so the
+    crawl logged an error for each, dropped them (their URLs staying seen: the first spider could never
+    fetch them again), and "finished". The frontier records its spider, and another is refused at start."""
+    db = FrontierDB(tmp_path, spider="chain")
+    db.push("s", 0, '{"url": "http://h/a"}')
+    db.commit()
+    db.close()
+    refuse_a_damaged_frontier(tmp_path, "chain")
+    with pytest.raises(FrontierError, match="is the queue of spider 'chain', not 'plain'"):
+        refuse_a_damaged_frontier(tmp_path, "plain")
+    with pytest.raises(FrontierError, match="scrapy crawl chain"):
+        FrontierDB(tmp_path, spider="plain")
+    again = FrontierDB(tmp_path, spider="chain")
+    assert len(again) == 1
+    again.close()

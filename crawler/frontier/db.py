@@ -107,10 +107,19 @@ def _check_format(path: Path, found: str | None) -> None:
         raise FrontierError(f"frontier {path} has format {found}, this version reads {', '.join(READS)}")
 
 
-def refuse_a_damaged_frontier(jobdir: str | os.PathLike[str]) -> None:
+def _check_spider(path: Path, found: str | None, spider: str | None) -> None:
+    """``FrontierError`` when the file is the queue of another spider than ``spider`` (``found``: the one it
+    records; None: none yet). Its requests name that spider's callbacks: this one could read none of them,
+    and they would be dropped while their URLs stay seen."""
+    if spider is not None and found is not None and found != spider:
+        raise FrontierError(f"frontier {path} is the queue of spider {found!r}, not {spider!r}: resume it with "
+                            f"`scrapy crawl {found}`, or give spider {spider!r} a JOBDIR of its own")
+
+
+def refuse_a_damaged_frontier(jobdir: str | os.PathLike[str], spider: str | None = None) -> None:
     """Raise ``FrontierError`` when ``jobdir`` holds a frontier file this crawl
     cannot resume from: not SQLite, another kind of SQLite file, or another
-    format. Called as Scrapy builds the crawl's components, before the engine
+    format, or the queue of another spider than ``spider``. Called as Scrapy builds the crawl's components, before the engine
     exists (``frontier.ack_middlewares``), so such a crawl stops with one error
     rather than inside the engine's failing start, where Scrapy's scraper,
     stats and signal errors follow it. O(1): reads the schema and one row.
@@ -125,12 +134,13 @@ def refuse_a_damaged_frontier(jobdir: str | os.PathLike[str]) -> None:
         raise FrontierError(f"frontier {path}: cannot resume from it: {exc} (restore JOBDIR from a copy, "
                             f"or start a new JOBDIR)") from None
     try:
-        row = db.execute("SELECT value FROM meta WHERE name = 'format'").fetchone()
+        meta = dict(db.execute("SELECT name, value FROM meta WHERE name IN ('format', 'spider')").fetchall())
     except sqlite3.Error:
-        row = None  # (no meta table yet: an empty file)
+        meta = {}  # (no meta table yet: an empty file)
     finally:
         db.close()
-    _check_format(path, None if row is None else row[0])
+    _check_format(path, meta.get("format"))
+    _check_spider(path, meta.get("spider"), spider)
 
 
 class FrontierDB:
@@ -139,7 +149,8 @@ class FrontierDB:
 
     FILE = "frontier.sqlite3"
 
-    def __init__(self, jobdir: str | os.PathLike[str], *, lifo: bool = True, fsync: bool = False) -> None:
+    def __init__(self, jobdir: str | os.PathLike[str], *, lifo: bool = True, fsync: bool = False,
+                 spider: str | None = None) -> None:
         self.dir = Path(jobdir)
         self.path = self.dir / self.FILE
         self.lifo = lifo
@@ -165,8 +176,11 @@ class FrontierDB:
             self.db.executescript(_SCHEMA)
             meta = dict(self.db.execute("SELECT name, value FROM meta").fetchall())
             _check_format(self.path, meta.get("format"))
+            _check_spider(self.path, meta.get("spider"), spider)
             self.db.execute("BEGIN IMMEDIATE")
             self.db.execute("INSERT OR REPLACE INTO meta VALUES ('format', ?)", (FORMAT,))
+            if spider is not None:
+                self.db.execute("INSERT OR REPLACE INTO meta VALUES ('spider', ?)", (spider,))
             #: the requests in flight at the last stop, by their stored form (a few: at most the requests
             #: the crawl had under way), for ``taken_back``
             self.in_flight_at_stop: dict[str, list[int]] = {}

@@ -91,7 +91,7 @@ class DurableScheduler(BaseScheduler):
 
     def open(self, spider: Spider) -> Any:
         self.spider = spider
-        self._db = FrontierDB(self.jobdir, lifo=self.lifo)  # FrontierError: the crawl stops, naming the file
+        self._db = FrontierDB(self.jobdir, lifo=self.lifo, spider=spider.name)  # FrontierError: the crawl stops, naming the file
         if isinstance(self.df, DurableDupeFilter):
             self.df.attach(self.db)
         else:
