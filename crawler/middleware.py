@@ -60,6 +60,7 @@ from .filter.unchecked import CALLBACK_ERROR, HostilePageWithheld, declared_enco
 from .filter.verdict import DROPPED, KEPT, NotRecorded, Verdicts
 from .filter.workers import OUT_OF_MEMORY, TIMEOUT, WORKER_DIED, FingerprintWorkers, answer
 from .frontier.acks import AckTracker, response_id
+from .frontier.db import recorded_store_size
 from .in_use import CrawlInUse, refuse_a_jobdir_in_use, store_in_use, store_is_in_use
 from .pipelines import index_page
 
@@ -115,6 +116,8 @@ class NearDupMiddleware:
         self.scheme = Fingerprinter(min_tokens=config.min_text).scheme
         self.workers = FingerprintWorkers(config, self.stats)  # (first: nothing compiles in the crawl's thread)
         self.store = self._open_store()
+        if not config.shared_store:
+            self._refuse_a_store_that_lost_fingerprints(crawler.settings.get("JOBDIR"))
         self.duplicates = DuplicatesLog(crawler, config.duplicates_file)
         # for the report (crawler.report): dropped pages' text (opt-in), a line per run of a JOBDIR
         self.captured = CapturedText(capture_path(config.duplicates_file), config.dropped_text_bytes, self.stats) \
@@ -124,6 +127,8 @@ class NearDupMiddleware:
         # learned URL rules (crawler.url_rules): outlinks whose content a fetched page already has are not requested
         self.rules = LearnedRules(crawler, config, self.duplicates) if config.url_rules else None
         tracker = AckTracker.of(crawler)
+        if not config.shared_store:
+            tracker.store_size = self.store.__len__
         self.verdicts = Verdicts(config, self.stats, self.store, self.duplicates,
                                  self.rules.learn if self.rules is not None else None,
                                  blind_resume=_blind_resume(crawler, config),
@@ -179,6 +184,20 @@ class NearDupMiddleware:
             if config.store and not config.shared_store and store_is_in_use(config.store):
                 raise CrawlInUse(store_in_use(config.store)) from None
             raise
+
+    def _refuse_a_store_that_lost_fingerprints(self, jobdir: str | None) -> None:
+        """``StoreError`` when the durable frontier recorded more fingerprints in the store than it holds
+        now: replaced, restored from an older copy, its ``-wal`` file lost. Resumed from it, the crawl would
+        keep the near-copies of every page it lost again, and not fetch those pages (done, for the frontier)."""
+        if not jobdir:
+            return
+        recorded = recorded_store_size(jobdir)
+        held = len(self.store)
+        if recorded is not None and held < recorded:
+            self.store.close()
+            raise StoreError(f"the store {self.config.store} holds {held} fingerprints, and the frontier in {jobdir} "
+                             f"recorded {recorded} committed there: it was replaced, restored from an older copy, or "
+                             "lost its -wal file; restore it, or start a new JOBDIR")
 
     # -- 1. start fingerprinting ------------------------------------------------
 

@@ -26,6 +26,7 @@ writer is drained there, so that commit acknowledges the last pages.
 from __future__ import annotations
 
 import logging
+import os
 import queue
 import threading
 import weakref
@@ -42,6 +43,7 @@ from .clock import utc_now
 from .config import NearDupConfig
 from .filter.verdict import DROPPED
 from .frontier.acks import AckTracker
+from .frontier.db import recorded_store_size
 from .index import CanonicalFetched, PageIndex, PageRow
 
 logger = logging.getLogger(__name__)
@@ -61,7 +63,13 @@ class IndexPipeline:
         self._handed = 0  # pages handed to the writer (the crawl's thread)
         self._done = 0  # pages the writer has committed (the writer's thread)
         self._total = 0  # pages in the index when the writer stops
+        existed = os.path.exists(path)
         PageIndex(path).close()  # here, so that a bad path fails the crawl at start, naming it
+        jobdir = crawler.settings.get("JOBDIR")
+        if not existed and jobdir and recorded_store_size(jobdir):
+            # (removed between runs: the pages kept before are done for the frontier and are not fetched again)
+            logger.warning("index %s is new, but the crawl in %s ran before: the pages its earlier runs kept "
+                           "are not in it (they are not fetched again)", path, jobdir)
         self._writer = threading.Thread(target=self._write, name="neardup-index", daemon=True)
         self._writer.start()
         AckTracker.of(crawler).add_gate(self)  # (a gate of the durable frontier, if there is one)

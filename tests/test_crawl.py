@@ -453,3 +453,35 @@ def test_the_ready_spider_does_not_parse_a_page_past_the_size_the_filter_checks(
     assert r.returncode == 0, r.stderr[-2000:]
     assert (stat(r.stderr, "neardup/skipped/too_large") or 0) > 0, r.stderr[-3000:]
     assert "is not parsed for its links or text: past NEARDUP_MAX_PAGE_BYTES" in r.stderr
+
+
+def test_a_resume_refuses_a_store_that_lost_fingerprints(site, tmp_path):
+    """The store of a JOBDIR replaced, restored from an older copy, or left without its ``-wal`` file: the
+    resume kept the near-copies of every page the store had lost, and never fetched those pages again. The
+    frontier records the store's size at each commit, and a resume refuses a store that holds fewer."""
+    s, server = site
+    jobdir = tmp_path / "job"
+    r = scrapy_crawl(server.url, tmp_path / "a", f"JOBDIR={jobdir}", args=("-a", "max_pages=6"))
+    assert r.returncode == 0, r.stderr[-2000:]
+    for name in ("store.sqlite3", "store.sqlite3-wal", "store.sqlite3-shm"):
+        (jobdir / "neardup" / name).unlink(missing_ok=True)
+    r = scrapy_crawl(server.url, tmp_path / "b", f"JOBDIR={jobdir}")
+    assert r.returncode != 0
+    assert re.search(r"the store \S+ holds 0 fingerprints, and the frontier in \S+ recorded \d+ committed there",
+                     r.stderr), r.stderr[-2000:]
+    assert not (tmp_path / "b" / "pages.jsonl").exists() or not read_jsonl(tmp_path / "b" / "pages.jsonl")
+
+
+def test_a_resume_says_its_index_was_removed(site, tmp_path):
+    """The index of a JOBDIR removed between runs: the resume made a new one without the pages kept before
+    (done for the frontier, never fetched again), and said nothing. It now says so."""
+    s, server = site
+    jobdir = tmp_path / "job"
+    r = scrapy_crawl(server.url, tmp_path / "a", f"JOBDIR={jobdir}", args=("-a", "max_pages=6"))
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "is new, but the crawl in" not in r.stderr
+    for name in ("index.sqlite3", "index.sqlite3-wal", "index.sqlite3-shm"):
+        (jobdir / "neardup" / name).unlink(missing_ok=True)
+    r = scrapy_crawl(server.url, tmp_path / "b", f"JOBDIR={jobdir}")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert f"index {jobdir / 'neardup' / 'index.sqlite3'} is new, but the crawl in {jobdir} ran before" in r.stderr

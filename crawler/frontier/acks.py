@@ -91,6 +91,9 @@ class AckTracker:
         self.on_stored_nothing: Callable[[int], None] | None = None
         #: the frontier's notes (``note``, ``notes``): written, and the names under a prefix. None: no frontier
         self.on_note: Callable[[str], None] | None = None
+        #: the crawl's local store's fingerprints, all committed (the filter's), recorded by the durable
+        #: frontier at each commit: a resume refuses a store that holds fewer
+        self.store_size: Callable[[], int] | None = None
         self.on_notes: Callable[[str], list[str]] | None = None
 
     @classmethod

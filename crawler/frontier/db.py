@@ -116,6 +116,25 @@ def _check_spider(path: Path, found: str | None, spider: str | None) -> None:
                             f"`scrapy crawl {found}`, or give spider {spider!r} a JOBDIR of its own")
 
 
+def recorded_store_size(jobdir: str | os.PathLike[str]) -> int | None:
+    """How many fingerprints the crawl's store held at the frontier's last commit (``FrontierDB.commit``
+    records it, ``store_size``), or None: no frontier, or none recorded. O(1); reads the file read-only."""
+    path = Path(jobdir) / FrontierDB.FILE
+    if not path.is_file() or path.stat().st_size == 0:
+        return None
+    try:
+        db = open_readonly(path, FRONTIER, allow_empty=True)
+    except WrongFileError:
+        return None  # (refuse_a_damaged_frontier says what it is)
+    try:
+        row = db.execute("SELECT value FROM meta WHERE name = 'store_size'").fetchone()
+    except sqlite3.Error:
+        row = None
+    finally:
+        db.close()
+    return int(row[0]) if row is not None and str(row[0]).isdigit() else None
+
+
 def refuse_a_damaged_frontier(jobdir: str | os.PathLike[str], spider: str | None = None) -> None:
     """Raise ``FrontierError`` when ``jobdir`` holds a frontier file this crawl
     cannot resume from: not SQLite, another kind of SQLite file, or another
@@ -322,10 +341,14 @@ class FrontierDB:
         row = self._run("SELECT data FROM requests WHERE id = ?", (rid,)).fetchone()
         return None if row is None else row[0]
 
-    def commit(self) -> None:
+    def commit(self, store_size: int | None = None) -> None:
+        """Commit; ``store_size``: the crawl's store's fingerprints now (all committed), recorded with it, so
+        that a resume finds out a store that lost some (``recorded_store_size``)."""
         if self._broken is not None:
             raise FrontierError(f"frontier {self.path}: takes no more writes after {self._broken}")
         try:
+            if store_size is not None:
+                self.db.execute("INSERT OR REPLACE INTO meta VALUES ('store_size', ?)", (str(store_size),))
             self.db.execute("COMMIT")
             self.db.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as exc:

@@ -305,7 +305,7 @@ class DurableScheduler(BaseScheduler):
         if done:
             self.db.ack(done)
             self.stats.inc_value("neardup/frontier/acknowledged", len(done))
-        self.db.commit()
+        self.db.commit(self.tracker.store_size() if self.tracker.store_size is not None else None)
 
     def _checkpoint(self) -> None:
         if self._db is None or self._failed:
