@@ -56,7 +56,8 @@ from .filter.items import fill
 from .filter.learned_rules import LearnedRules
 from .filter.runs_log import RunsLog
 from .filter.store_faults import FILE_ERRORS, StoreOutage, stop_the_crawl
-from .filter.unchecked import CALLBACK_ERROR, HostilePageWithheld, declared_encoding, hostile_to_withhold, unchecked_reason
+from .filter.unchecked import (CALLBACK_ERROR, HostilePageWithheld, declared_encoding, hostile_to_withhold,
+                               unchecked_reason)
 from .filter.verdict import DROPPED, KEPT, NotRecorded, Verdicts
 from .filter.workers import OUT_OF_MEMORY, TIMEOUT, WORKER_DIED, FingerprintWorkers, answer
 from .frontier.acks import AckTracker, response_id
@@ -203,7 +204,7 @@ class NearDupMiddleware:
 
     def process_spider_input(self, response: Response) -> None:
         self.stats.inc_value(counts.FETCHED)
-        if self.config.withhold_hostile and (why := hostile_to_withhold(response)) is not None:
+        if self.config.withhold_hostile and (why := hostile_to_withhold(response, self.config.max_page_bytes)) is not None:
             # (raised here, the page never reaches the callback; see process_spider_exception)
             counts.count_unchecked(self.stats, "hostile")
             self.stats.inc_value("neardup/withheld_hostile")

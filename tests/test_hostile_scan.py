@@ -108,7 +108,7 @@ def test_no_real_page_is_hostile():
     pages = [gzip.decompress(p.read_bytes()) for p in sorted(aeb.glob("*.html.gz"))]
     pages += [p.read_bytes() for p in sorted(zh.glob("*.html"))]
     assert len(pages) > 200
-    assert [i for i, page in enumerate(pages) if hostile_reason(page) is not None] == []
+    assert [i for i, page in enumerate(pages) if hostile_reason(page, thorough=True) is not None] == []
 
 
 def test_no_page_of_the_shared_sites_is_hostile():
@@ -119,6 +119,23 @@ def test_no_page_of_the_shared_sites_is_hostile():
             for member in tf:
                 if member.isfile() and member.name.endswith((".html", ".htm")):
                     page = tf.extractfile(member).read()  # type: ignore[union-attr]
-                    assert hostile_reason(page) is None, member.name
+                    assert hostile_reason(page, thorough=True) is None, member.name
                     seen += 1
     assert seen > 1000
+
+
+def test_a_greater_than_sign_in_a_quoted_value_hides_nothing():
+    """A ``>`` inside a quoted attribute value does not end the tag: a page of 1,000 ``<b x="y>N">`` then
+    14,000 ``<p>x</p>`` (125 KB) took the scan's count for 1,000 copies of ``<b x="y``, 3 of which stay
+    open, and passed; lexbor made 14 million elements of it (21 s, 6 GB; 15-31 s on the crawl's thread while
+    the worker started). And a tag of attributes each ``a="x>"`` hid its count in runs between the ``>``: found
+    where no time budget stops a parse (``thorough``: the crawl's thread; a worker's budget stops it)."""
+    reopen = b"".join(b'<b x="y>%d">' % i for i in range(1000)) + b"<p>x</p>" * 14_000
+    assert hostile_reason(reopen) == "more than 200000 formatting elements opened again"
+    for quote in (b'"', b"'"):
+        tag = b"<div " + b" ".join(b"a%d=%sx>%s" % (i, quote, quote) for i in range(20_000)) + b">hi</div>"
+        page = b"<html><body>" + tag + b"</body></html>"
+        assert hostile_reason(page, thorough=True) == "more than 1000 attributes in one <div>"
+    # real markup with ">" in its values (scripts in attributes) is not hostile
+    links = b"".join(b'<a href="/x" onclick="if(a>b)">link %d</a> ' % i for i in range(3000))
+    assert hostile_reason(b"<html><body>" + links + b"</body></html>", thorough=True) is None

@@ -172,3 +172,33 @@ def test_withheld_hostile_pages_never_reach_a_users_callback(tmp_path):
     assert stat(again.stderr, "neardup/frontier/redelivered") is None
     assert server.hits["/attributes.html"] == server.hits["/bold.html"] == 1
     assert not (tmp_path / "again.jsonl").read_text().strip()
+
+
+def test_pages_that_hide_their_markup_or_size_do_not_stall_the_crawls_thread(tmp_path):
+    """Where no time budget stops a parse (``NEARDUP_WORKERS=0``: every page in the crawl's thread, as while
+    the worker starts): 1,000 ``<b x="y>N">`` then 14,000 ``<p>x</p>`` (125 KB: a ``>`` in each quoted value
+    hid the elements from the scan; lexbor makes 14 million of them, 15-31 s), and one ``<div>`` of 20,000
+    attributes ``a="x>"``. And a 5 MB text/plain body of ``<b>``, past ``NEARDUP_MAX_PAGE_BYTES``, that the
+    ready spider scanned in the crawl's thread all the same (150 MB took 4.6 s)."""
+    html = {"Content-Type": "text/html; charset=utf-8"}
+    hostile = {
+        "/reopen-quoted.html": (html, b"<!doctype html><html><head><title>r</title></head><body><p>"
+                                + b"".join(b'<b x="y>%d">' % i for i in range(1000)) + b"<p>x</p>" * 14_000
+                                + b"</body></html>"),
+        "/attributes-quoted.html": (html, b"<html><body><div " + b" ".join(b'a%d="x>"' % i for i in range(20_000))
+                                    + b">hi</div></body></html>"),
+        "/big.txt": ({"Content-Type": "text/plain; charset=utf-8"}, b"<b>" * 1_700_000),
+    }
+    normal, page = _site(hostile, n_normal=3)
+    with PageServer(page) as server:
+        r = scrapy_crawl(f"{server.url}/index.html", tmp_path, "NEARDUP_WORKERS=0", "NEARDUP_MAX_PAGE_BYTES=1000000",
+                         "LOG_LEVEL=INFO", PROBE)
+    log = r.stderr
+    assert r.returncode == 0 and "'finish_reason': 'finished'" in log, log[-4000:]
+    assert stat(log, "neardup/skipped/hostile") == 2, log[-4000:]
+    assert "more than 200000 formatting elements opened again" in log
+    assert "more than 1000 attributes in one <div>" in log
+    assert f"{server.url}/big.txt is not parsed for its links or text: past NEARDUP_MAX_PAGE_BYTES" in log
+    lag = stat(log, "lag_probe/max_ms")
+    print(f"crawl's thread at most {lag} ms late")
+    assert lag is not None and lag < LAG_BOUND * 1000, (lag, log[-3000:])

@@ -192,11 +192,11 @@ class FingerprintWorkers:
         ``links``: the worker reads the page's outlinks too (``JobResult.links``; not here)."""
         encoding = declared_encoding(response)
         if not self.count:
-            return fingerprint_job(response.body, encoding, self.min_text)
+            return fingerprint_job(response.body, encoding, self.min_text, no_budget=True)
         if not self.up.is_set():
             if len(response.body) <= START_PATH_MAX_BYTES:
                 self.stats.inc_value("neardup/fingerprinted_while_workers_start")
-                return fingerprint_job(response.body, encoding, self.min_text)
+                return fingerprint_job(response.body, encoding, self.min_text, no_budget=True)
             # too big for the crawl's thread: it waits in the queue for the first worker
             self.stats.inc_value("neardup/waited_for_worker")
             logger.debug("near-duplicate filter: %s (%d bytes) waits for the worker process to start",

@@ -41,14 +41,16 @@ class JobResult(NamedTuple):
     links: list[str] | None = None
 
 
-def fingerprint_job(body: bytes, encoding: str | None, min_tokens: int, links: LinkJob | None = None) -> JobResult:
+def fingerprint_job(body: bytes, encoding: str | None, min_tokens: int, links: LinkJob | None = None, *,
+                    no_budget: bool = False) -> JobResult:
     """Fingerprint HTML bytes (one ``Fingerprinter`` per process and ``min_tokens``);
-    with ``links``, read the page's outlinks from the same tree (``links.page_links``)."""
+    with ``links``, read the page's outlinks from the same tree (``links.page_links``). ``no_budget``: in
+    a thread no time budget stops (``Fingerprinter.fingerprint_html``)."""
     fper = _FINGERPRINTERS.get(min_tokens)
     if fper is None:
         fper = _FINGERPRINTERS[min_tokens] = Fingerprinter(min_tokens=min_tokens)
     if links is None:
-        r = fper.fingerprint_html(body, encoding)
+        r = fper.fingerprint_html(body, encoding, no_budget=no_budget)
         return JobResult(r.value, r.reason, r.title, r.text, r.language)
     found: list[list[str] | None] = []
 
@@ -60,7 +62,7 @@ def fingerprint_job(body: bytes, encoding: str | None, min_tokens: int, links: L
         except Exception:  # (never at the fingerprint's cost: the spider falls back to its LinkExtractor)
             found.append(None)
 
-    r = fper.fingerprint_html(body, encoding, on_document=read_links)
+    r = fper.fingerprint_html(body, encoding, on_document=read_links, no_budget=no_budget)
     if not found and r.reason == "empty":  # (blank bytes are not parsed: they have no links)
         found.append([])
     # (a binary page, one the pre-parse scan calls hostile, one that failed to parse: None)

@@ -107,17 +107,19 @@ class Fingerprinter:
         return Fingerprint(value ^ language_mask(language, self.seed), None, page.title, text, n_tokens, page, language)
 
     def fingerprint_html(self, data: bytes, encoding: str | None = None,
-                         compiled: bool | None = None, on_document: OnDocument | None = None) -> Fingerprint:
+                         compiled: bool | None = None, on_document: OnDocument | None = None, *,
+                         no_budget: bool = False) -> Fingerprint:
         """Never raises on bad bytes: unparsable input gives reason
         ``unparsable``, a binary file (PDF, image, archive...) ``binary: KIND``,
         a page past a bound of the pre-parse scan (``text.hostile_scan``: an
         element of 200,000 attributes, millions of elements) ``hostile: WHY``,
         without parsing it. ``compiled`` as in ``fingerprint_page``;
-        ``on_document`` as in ``text.extract`` (not called for such pages)."""
+        ``on_document`` as in ``text.extract`` (not called for such pages). ``no_budget``: nothing stops
+        the parse if it runs long (the crawl's thread, not a worker): the scan is ``thorough``."""
         kind = binary_kind(data)
         if kind is not None:
             return Fingerprint(None, f"binary: {kind}")
-        hostile = hostile_reason(data)
+        hostile = hostile_reason(data, thorough=no_budget)
         if hostile is not None:
             return Fingerprint(None, f"hostile: {hostile}")
         if compiled is None:
