@@ -129,7 +129,7 @@ class NearDupMiddleware:
         self.rules = LearnedRules(crawler, config, self.duplicates) if config.url_rules else None
         tracker = AckTracker.of(crawler)
         if not config.shared_store:
-            tracker.store_size = self.store.__len__
+            tracker.store_size = self._committed_store_size
         self.verdicts = Verdicts(config, self.stats, self.store, self.duplicates,
                                  self.rules.learn if self.rules is not None else None,
                                  blind_resume=_blind_resume(crawler, config),
@@ -185,6 +185,11 @@ class NearDupMiddleware:
             if config.store and not config.shared_store and store_is_in_use(config.store):
                 raise CrawlInUse(store_in_use(config.store)) from None
             raise
+
+    def _committed_store_size(self) -> int | None:
+        """The local store's fingerprints, all committed (``commit_every=1``), for the frontier to record;
+        None once a write to it failed (the tables may count a fingerprint whose commit raised)."""
+        return None if self._store_failure is not None else len(self.store)
 
     def _refuse_a_store_that_lost_fingerprints(self, jobdir: str | None) -> None:
         """``StoreError`` when the durable frontier recorded more fingerprints in the store than it holds

@@ -485,3 +485,16 @@ def test_a_resume_says_its_index_was_removed(site, tmp_path):
     r = scrapy_crawl(server.url, tmp_path / "b", f"JOBDIR={jobdir}")
     assert r.returncode == 0, r.stderr[-2000:]
     assert f"index {jobdir / 'neardup' / 'index.sqlite3'} is new, but the crawl in {jobdir} ran before" in r.stderr
+
+
+def test_a_spider_renamed_by_its_arguments_resumes_its_jobdir(site, tmp_path):
+    """The frontier records the spider instance's name (``-a name=...`` renames a spider): that spider resumes
+    it, and the class's own name, another spider, is refused."""
+    s, server = site
+    jobdir = tmp_path / "job"
+    r = scrapy_crawl(server.url, tmp_path / "a", f"JOBDIR={jobdir}", args=("-a", "name=shop", "-a", "max_pages=4"))
+    assert r.returncode == 0, r.stderr[-2000:]
+    r = scrapy_crawl(server.url, tmp_path / "b", f"JOBDIR={jobdir}", args=("-a", "name=shop"))
+    assert r.returncode == 0 and "'finish_reason': 'finished'" in r.stderr, r.stderr[-2000:]
+    r = scrapy_crawl(server.url, tmp_path / "c", f"JOBDIR={jobdir}")
+    assert r.returncode != 0 and "is the queue of spider 'shop', not 'site'" in r.stderr, r.stderr[-2000:]

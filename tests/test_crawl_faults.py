@@ -357,3 +357,26 @@ def test_start_requests_in_flight_at_a_kill_are_emitted_once_after_the_resume(tm
     urls = [json.loads(line)["url"] for line in feed.read_text().splitlines()]
     assert sorted(urls) == [f"{server.url}/p{i}" for i in range(4)], urls
     assert all(server.hits[f"/p{i}"] == 2 for i in range(4)), server.hits
+
+
+def test_a_store_whose_disk_fills_is_resumed_from_what_it_committed(tmpfs, tmp_path):
+    """The store (``NEARDUP_STORE``) on a disk that fills, the JOBDIR on another: the store's tables counted
+    the fingerprint whose commit failed, and the frontier, still writable, recorded that count as it
+    closed, so every resume was refused as of a store that had lost fingerprints. Once a store write
+    has failed, the frontier records its size no more; the resume, the store moved to a disk with room,
+    goes on from what it committed."""
+    site = DupSite()
+    job, feed = tmp_path / "job", tmp_path / "feed.jsonl"
+    filler = DiskFiller(site, tmpfs, at=5, leave=16 * 1024)
+    with PageServer(site.page, filler.delay) as server:
+        filler.server = server
+        r = run([*crawl_cmd(server.url, job, feed), "-s", f"NEARDUP_STORE={tmpfs / 'store'}"])
+        (tmp_path / "first.log").write_text(r.stderr)
+        assert filler.filled.is_set(), r.stderr[-3000:]
+        assert "'finish_reason': 'finished'" not in r.stderr, "the store should have run out of disk"
+        moved = tmp_path / "store"
+        shutil.copytree(tmpfs / "store", moved)
+        r2 = run([*crawl_cmd(server.url, job, feed), "-s", f"NEARDUP_STORE={moved}"])
+        (tmp_path / "resume.log").write_text(r2.stderr)
+        assert "lost its -wal file" not in r2.stderr, r2.stderr[-3000:]
+        assert "'finish_reason': 'finished'" in r2.stderr, r2.stderr[-3000:]

@@ -445,7 +445,7 @@ def test_a_frontier_is_refused_to_another_spider(tmp_path):
     refuse_a_damaged_frontier(tmp_path, "chain")
     with pytest.raises(FrontierError, match="is the queue of spider 'chain', not 'plain'"):
         refuse_a_damaged_frontier(tmp_path, "plain")
-    with pytest.raises(FrontierError, match="scrapy crawl chain"):
+    with pytest.raises(FrontierError, match="resume it with the spider named 'chain'"):
         FrontierDB(tmp_path, spider="plain")
     again = FrontierDB(tmp_path, spider="chain")
     assert len(again) == 1

@@ -32,7 +32,9 @@ def _frontier_tracker(crawler: Crawler) -> AckTracker:
     jobdir = crawler.settings.get("JOBDIR")
     if jobdir:  # (here, before the engine exists: one clear error rather than the engine's failing start)
         refuse_a_jobdir_in_use(jobdir)
-        refuse_a_damaged_frontier(jobdir, getattr(crawler.spidercls, "name", None))
+        # (the spider instance's name: ``-a name=...`` or its __init__ may rename it; made before the engine)
+        spider = getattr(crawler, "spider", None)
+        refuse_a_damaged_frontier(jobdir, getattr(spider, "name", None))
     return AckTracker.of(crawler)
 
 

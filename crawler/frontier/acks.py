@@ -93,7 +93,7 @@ class AckTracker:
         self.on_note: Callable[[str], None] | None = None
         #: the crawl's local store's fingerprints, all committed (the filter's), recorded by the durable
         #: frontier at each commit: a resume refuses a store that holds fewer
-        self.store_size: Callable[[], int] | None = None
+        self.store_size: Callable[[], int | None] | None = None
         self.on_notes: Callable[[str], list[str]] | None = None
 
     @classmethod

@@ -112,8 +112,8 @@ def _check_spider(path: Path, found: str | None, spider: str | None) -> None:
     records; None: none yet). Its requests name that spider's callbacks: this one could read none of them,
     and they would be dropped while their URLs stay seen."""
     if spider is not None and found is not None and found != spider:
-        raise FrontierError(f"frontier {path} is the queue of spider {found!r}, not {spider!r}: resume it with "
-                            f"`scrapy crawl {found}`, or give spider {spider!r} a JOBDIR of its own")
+        raise FrontierError(f"frontier {path} is the queue of spider {found!r}, not {spider!r}: resume it with the "
+                            f"spider named {found!r}, or give spider {spider!r} a JOBDIR of its own")
 
 
 def recorded_store_size(jobdir: str | os.PathLike[str]) -> int | None:
@@ -138,7 +138,7 @@ def recorded_store_size(jobdir: str | os.PathLike[str]) -> int | None:
 def refuse_a_damaged_frontier(jobdir: str | os.PathLike[str], spider: str | None = None) -> None:
     """Raise ``FrontierError`` when ``jobdir`` holds a frontier file this crawl
     cannot resume from: not SQLite, another kind of SQLite file, or another
-    format, or the queue of another spider than ``spider``. Called as Scrapy builds the crawl's components, before the engine
+    format (or, given ``spider``, the queue of another spider). Called as Scrapy builds the crawl's components, before the engine
     exists (``frontier.ack_middlewares``), so such a crawl stops with one error
     rather than inside the engine's failing start, where Scrapy's scraper,
     stats and signal errors follow it. O(1): reads the schema and one row.
