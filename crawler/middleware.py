@@ -56,8 +56,7 @@ from .filter.items import fill
 from .filter.learned_rules import LearnedRules
 from .filter.runs_log import RunsLog
 from .filter.store_faults import FILE_ERRORS, StoreOutage, stop_the_crawl
-from .filter.unchecked import (CALLBACK_ERROR, HostilePageWithheld, declared_encoding, hostile_to_withhold,
-                               unchecked_reason)
+from .filter.unchecked import HostilePageWithheld, declared_encoding, hostile_to_withhold, unchecked_reason
 from .filter.verdict import DROPPED, KEPT, NotRecorded, Verdicts
 from .filter.workers import OUT_OF_MEMORY, TIMEOUT, WORKER_DIED, FingerprintWorkers, answer
 from .frontier.acks import AckTracker, response_id
@@ -249,17 +248,15 @@ class NearDupMiddleware:
         except Exception as exc:  # e.g. CloseSpider after the page's item: deliver what came first
             error = exc
         fp_result = await self._fingerprint(response)
-        if error is not None and not isinstance(error, CloseSpider):
-            # The callback failed on the page: it is not stored, so that a near-copy of it, whose callback may
-            # not fail, is kept rather than dropped against a page that gave nothing (or part of its output)
-            counts.count_unchecked(self.stats, CALLBACK_ERROR)
-            fp_result = CALLBACK_ERROR
+        # The callback failed on the page (CloseSpider aside): checked, but not stored, so that a near-copy of
+        # it, whose callback may not fail, is kept rather than dropped against a page that gave nothing
+        store = error is None or isinstance(error, CloseSpider)
         held = False
         if self._store_failure is None:
             try:
                 verdict = await self.outage.decide(
                     not isinstance(fp_result, str) and fp_result.value is not None,
-                    lambda retried: self.verdicts.decide(response, fp_result, retried))
+                    lambda retried: self.verdicts.decide(response, fp_result, retried, store=store))
             except FILE_ERRORS as exc:
                 self._store_failure = exc
                 stop_the_crawl(self.crawler, self.config, exc)

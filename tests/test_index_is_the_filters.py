@@ -255,14 +255,16 @@ class FailingSpider(scrapy.Spider):
     name = "failing"
     custom_settings = {"CONCURRENT_REQUESTS": 1}
 
-    def __init__(self, start="", **kwargs):
+    def __init__(self, start="", order="tracking first", **kwargs):
         self.base = start
+        self.order = order
         super().__init__(**kwargs)
 
     async def start(self):
-        yield scrapy.Request(self.base + "a.html?utm=1", dont_filter=True)
-        await asyncio.sleep(1)
-        yield scrapy.Request(self.base + "a.html", dont_filter=True)
+        urls = [self.base + "a.html?utm=1", self.base + "a.html"]
+        for url in urls if self.order == "tracking first" else urls[::-1]:
+            yield scrapy.Request(url, dont_filter=True)
+            await asyncio.sleep(1)
 
     def parse(self, response):
         if "utm" in response.url:
@@ -338,6 +340,15 @@ def test_a_page_whose_callback_raises_is_not_stored_and_its_near_copy_keeps_its_
         assert [json.loads(line)["url"] for line in feed.read_text().splitlines()] == [f"{base}a.html"]
         assert stat(r.stderr, "neardup/skipped/callback_error") == 1 and stat(r.stderr, "neardup/dropped") is None
         assert stat(r.stderr, "neardup/kept") == 1
+        # the other way round, the page whose callback raises is a near-copy of a kept page: checked, and dropped
+        # as any (its outlinks with it), not passed unchecked
+        feed = tmp_path / "items2.jsonl"
+        cmd = [sys.executable, "-m", "scrapy", "crawl", "failing", "-a", f"start={base}", "-a", "order=article first",
+               "-o", str(feed), "-s", "LOG_LEVEL=INFO", "-s", "STATS_DUMP=True"]
+        r = subprocess.run(cmd, cwd=project, capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr[-3000:]
+        assert [json.loads(line)["url"] for line in feed.read_text().splitlines()] == [f"{base}a.html"]
+        assert stat(r.stderr, "neardup/dropped") == 1 and stat(r.stderr, "neardup/skipped/callback_error") is None
 
 
 def test_an_unchecked_pages_output_leaves_as_the_callback_yields_it(tmp_path):

@@ -5,10 +5,10 @@ its request asked for it (``meta``), when it is an error page and error
 pages are not checked (``error_status``), when it is not HTML
 (``non_html``) or when it is too large to fingerprint (``too_large``). The
 library adds its own reasons once it has the text (``too_short``,
-``binary``, ``empty``, ``unparsable``, ``hostile``), and the filter one
-once the callback has run: ``callback_error`` (it raised, so the page is
-not stored: a near-copy of it is not dropped against a page that gave
-nothing).
+``binary``, ``empty``, ``unparsable``, ``hostile``), and the verdict one
+once the callback has run: ``callback_error`` (a new page on which it
+raised is not stored: a near-copy of it is not dropped against a page that
+gave nothing).
 
 With ``NEARDUP_WITHHOLD_HOSTILE``, an HTML page the pre-parse scan marks
 hostile (``dedup.text.hostile_scan``: an element of 200,000 attributes,

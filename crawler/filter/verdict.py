@@ -54,6 +54,7 @@ from ..canonical import declared_canonical
 from ..config import NearDupConfig
 from ..frontier.acks import EMIT_AGAIN_KEY, AckTracker
 from ..scope import scope_of
+from .unchecked import CALLBACK_ERROR
 from .duplicates_log import DuplicatesLog
 
 logger = logging.getLogger(__name__)
@@ -117,11 +118,15 @@ class Verdicts:
         self._told_held = False  # (an unchanged page's items held back from a dont_filter request: said once)
         self._scope = scope_of(config.scope)
 
-    def decide(self, response: Response, result: JobResult | str, retried: bool = False) -> str:
+    def decide(self, response: Response, result: JobResult | str, retried: bool = False, store: bool = True) -> str:
         """The page's verdict. ``result``: its fingerprint, or why it passes
         unchecked. ``retried``: an earlier attempt for this page failed (the
-        shared store went away), so its record may be half-written. Raises
-        what the store raises (``StoreUnavailable``...), and ``NotRecorded``."""
+        shared store went away), so its record may be half-written. ``store``:
+        False when the spider's callback raised on the page: checked (dropped,
+        or unchanged, as any page), but a new one is not stored and passes
+        unchecked (``callback_error``), so that a near-copy whose callback
+        works is kept. Raises what the store raises (``StoreUnavailable``...),
+        and ``NotRecorded``."""
         if isinstance(result, str):  # (counted when the reason was found)
             return SKIPPED
         if result.value is None:
@@ -137,7 +142,9 @@ class Verdicts:
             return SKIPPED
         fp = result.value
         url = urldefrag(response.url)[0]  # a #fragment names the same document
-        verdict, match = self._check(response, url, fp, retried)
+        verdict, match = self._check(response, url, fp, retried, store)
+        if verdict == SKIPPED:  # (a new page whose callback raised: not stored, nothing learned of it)
+            return verdict
         if verdict in (KEPT, UNCHANGED):
             other = self._another_callback(response, url, note=verdict == KEPT)
             if other and verdict == UNCHANGED and not self.config.emit_unchanged:
@@ -262,9 +269,11 @@ class Verdicts:
         mine = self._scope(url)
         return [m for m in matches if self._scope(m.key) == mine]
 
-    def _check(self, response: Response, url: str, fp: int, retried: bool) -> tuple[str, Match | None]:
+    def _check(self, response: Response, url: str, fp: int, retried: bool,
+               store: bool = True) -> tuple[str, Match | None]:
         """The store's verdict on a fingerprinted page, and the stored match it
-        rests on (None for a page kept as new). A drop is explained here."""
+        rests on (None for a page kept as new; ``SKIPPED`` for a new one not to
+        store, ``decide``). A drop is explained here."""
         matches = self.store.query(fp)
         self.stats.inc_value("neardup/checked")
         for same in matches:
@@ -273,6 +282,9 @@ class Verdicts:
         nearby = bool(matches)
         matches = self._in_scope(url, matches)  # (NEARDUP_SCOPE: only pages of the same host or domain count)
         match: Match | None = matches[0] if matches else None  # nearest; ties: the oldest
+        if match is None and not store:
+            counts.count_unchecked(self.stats, CALLBACK_ERROR)
+            return SKIPPED, None
         if match is None:
             if self.storing is not None and not self.storing(response):
                 raise NotRecorded(url)
