@@ -381,3 +381,21 @@ def test_items_held_back_from_a_page_the_spider_requests_again_are_said_once(tmp
         assert [json.loads(line) for line in feed.read_text().splitlines()] == [{"url": f"{base}a.html"}]
         assert r.stderr.count(f"{base}a.html, requested again (dont_filter), is unchanged: its items are held "
                               "back") == 1
+
+
+def test_no_word_of_held_items_for_start_requests_made_again(tmp_path):
+    """A crawl of a store that has the start page (here: the same crawl run twice on one store) makes its start
+    request again, ``dont_filter``, and its items are held back as an unchanged page's: that is what an
+    earlier crawl emitted, not the spider's own request again, so the INFO line is not said."""
+    from tests.fixtures import linked_back
+    from tests.test_kill_resume import FOLLOW_SPIDER
+
+    project = user_project(tmp_path / "proj")
+    (project / "userproj" / "spiders" / "follow.py").write_text(FOLLOW_SPIDER)
+
+    with linked_back.serve() as site:
+        for run in ("a", "b"):
+            r = user_crawl(project, "follow", f"{site.url}/index.html", f"NEARDUP_STORE={tmp_path / 'store'}")
+            assert r.returncode == 0, r.stderr[-3000:]
+        assert "'neardup/unchanged'" in r.stderr and "is unchanged: its items are held back" not in r.stderr
+

@@ -86,6 +86,14 @@ def callback_key(request: Request | None) -> tuple[str | None, Any]:
     return (getattr(request.callback, "__name__", None) or "parse", request.meta.get("rule"))
 
 
+def _requested_again_by_the_spider(request: Request | None) -> bool:
+    """Whether ``request`` is one the spider made of a URL again itself (``dont_filter``), not a start request
+    (made again at each resume, by each process of a shared crawl, at each crawl of a store) nor a retry
+    (which Scrapy makes ``dont_filter``). O(1)."""
+    return request is not None and request.dont_filter and not request.meta.get("is_start_request") \
+        and not request.meta.get("retry_times")
+
+
 class NotRecorded(Exception):
     """The frontier could not record that a page is about to be stored (its file failed, its Redis is
     away): the page is not stored and nothing of it goes out; it is held for the resume."""
@@ -169,7 +177,7 @@ class Verdicts:
         if verdict == UNCHANGED and not self.config.emit_unchanged and response not in self._items_out:
             requests = [output for output in outputs if isinstance(output, Request)]
             if not self._told_held and len(requests) < len(outputs) and response is not None \
-                    and response.request is not None and response.request.dont_filter:
+                    and _requested_again_by_the_spider(response.request):
                 self._told_held = True  # (said once a crawl: a spider's own dont_filter requests are easy to miss)
                 logger.info("near-duplicate filter: %s, requested again (dont_filter), is unchanged: its items are "
                             "held back (NEARDUP_EMIT_UNCHANGED; the meta key neardup_skip on such a request lets "
