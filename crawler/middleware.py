@@ -69,6 +69,8 @@ __all__ = ["NearDupMiddleware", "declared_encoding"]  # (the ready spider decode
 logger = logging.getLogger(__name__)
 
 #: The reasons a page passed unchecked that make it too costly for the crawl's thread to parse
+#: Outlinks of an unchecked page looked up at once in a shared rule book (a Redis round trip a batch)
+SHARED_RULES_BATCH = 100
 TOO_COSTLY = frozenset({TIMEOUT, OUT_OF_MEMORY, WORKER_DIED, "too_large"})
 
 _FILTERS: weakref.WeakKeyDictionary[Crawler, NearDupMiddleware] = weakref.WeakKeyDictionary()
@@ -289,16 +291,35 @@ class NearDupMiddleware:
 
     async def _unchecked_output(self, response: Response, result: AsyncIterator[Any]) -> AsyncIterator[Any]:
         """A page that passes unchecked (its reason counted at input): its output as it comes, each outlink
-        left out if a learned URL rule says a fetched page has its content. O(1) an output (a rule book's
-        look-up an outlink while a rule acts)."""
+        left out if a learned URL rule says a fetched page has its content. O(1) an output; while a rule
+        acts, a local rule book's look-up an outlink, and a shared one's (a Redis round trip) a batch of up
+        to ``SHARED_RULES_BATCH`` outlinks, sent on before the page's next item and at its end."""
+        batch: list[Request] = []
         try:
             async for item in result:
-                if isinstance(item, Request) and self.rules is not None and self.rules.acting() \
-                        and self.avoided([item], response.url):
-                    continue
-                yield item
+                if not isinstance(item, Request) or self.rules is None or not self.rules.acting():
+                    if batch:
+                        for request in self._not_avoided(batch, response.url):
+                            yield request
+                        batch = []
+                    yield item
+                elif self.rules.shared:
+                    batch.append(item)
+                    if len(batch) >= SHARED_RULES_BATCH:
+                        for request in self._not_avoided(batch, response.url):
+                            yield request
+                        batch = []
+                elif not self.avoided([item], response.url):
+                    yield item
+            for request in self._not_avoided(batch, response.url):
+                yield request
         finally:  # (not before: the callback may ask why, ``too_costly_to_parse``)
             self._pending.pop(response, None)
+
+    def _not_avoided(self, requests: list[Request], referer: str) -> list[Request]:
+        """Those of ``requests`` no learned URL rule leaves out, in order (one look-up round for all)."""
+        skip = self.avoided(requests, referer) if requests else set()
+        return [r for r in requests if r not in skip] if skip else requests
 
     def process_spider_exception(self, response: Response, exception: BaseException) -> list[Any] | None:
         """A page withheld from the callbacks (``NEARDUP_WITHHOLD_HOSTILE``)

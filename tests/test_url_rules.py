@@ -1015,3 +1015,46 @@ def test_a_request_whose_own_page_the_store_holds_is_never_left_out(tmp_path):
     duplicates.close()
     lines = [json.loads(line) for line in (tmp_path / "d.jsonl").read_text().splitlines()]
     assert [(d["url"], d["duplicate_of"]) for d in lines if d.get("avoided")] == [(other.url, f"{H}/a1.html")]
+
+
+@pytest.mark.parametrize("book", ["sqlite", "redis"])
+def test_an_unchecked_pages_outlinks_stream_and_learned_rules_still_leave_copies_out(tmp_path, request, book):
+    """The output of a page that passes unchecked (a JSON API, a sitemap) leaves as the callback yields it;
+    while a learned rule acts, its outlinks are still looked up: one by one in a local rule book, in batches
+    (a Redis round trip each, sent on before the page's next item and at its end) in a shared one. The
+    copies a rule predicts are left out; everything else comes in the callback's order."""
+    import asyncio
+
+    from scrapy import Request
+    from scrapy.http import TextResponse
+    from scrapy.utils.test import get_crawler
+
+    from scrapy_neardup.crawler.middleware import NearDupMiddleware
+
+    where = str(tmp_path / "r.sqlite3") if book == "sqlite" else request.getfixturevalue("redis_url")
+    crawler = get_crawler(settings_dict={"NEARDUP_URL_RULES_MIN_EVIDENCE": 2, "NEARDUP_URL_RULES_EXPLORE": 0.0,
+                                         "NEARDUP_URL_RULES_FILE": where, "NEARDUP_WORKERS": 0,
+                                         "NEARDUP_DUPLICATES_FILE": str(tmp_path / "d.jsonl")})
+    mw = NearDupMiddleware.from_crawler(crawler)
+    assert mw.rules is not None and mw.rules.shared == (book == "redis")
+    for i in range(3):
+        mw.rules.learn(f"{H}/a{i}.html", 1000 + i)
+        mw.rules.learn(f"{H}/a{i}.html?sid={i}", 1000 + i, duplicate_of=f"{H}/a{i}.html")
+    assert mw.rules.acting()
+    response = TextResponse(f"{H}/api.json", body=b"{}", headers={"Content-Type": "application/json"},
+                            request=Request(f"{H}/api.json"))
+    mw.process_spider_input(response)
+    outputs = [Request(f"{H}/a1.html?sid=zz"), {"n": 1}, Request(f"{H}/b.html"), Request(f"{H}/a2.html?sid=q"),
+               Request(f"{H}/c.html"), {"n": 2}]
+
+    async def callback():
+        for output in outputs:
+            yield output
+
+    async def run() -> list:
+        return [item async for item in mw.process_spider_output(response, callback())]
+
+    got = asyncio.run(run())
+    assert got == [{"n": 1}, outputs[2], outputs[4], {"n": 2}]
+    assert crawler.stats.get_value("neardup/skipped/non_html") == 1
+    mw.rules.close()

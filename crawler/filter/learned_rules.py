@@ -58,7 +58,7 @@ from ..frontier.codec import CorruptRequest, UnserializableRequest, decode_reque
 from ..frontier.scheduler import DurableScheduler
 from ..url_rules import RuleBook
 from ..url_rules.book import RuleState
-from ..url_rules.storage import Avoided
+from ..url_rules.storage import Avoided, SqliteStorage
 from .duplicates_log import DuplicatesLog
 from .store_faults import FILE_ERRORS
 
@@ -134,6 +134,11 @@ class LearnedRules:
                     self._requeue(st)
         except FILE_ERRORS as exc:
             self._unavailable(exc)
+
+    @property
+    def shared(self) -> bool:
+        """Whether the rule book is a shared one (on Redis: a look-up is a round trip)."""
+        return not isinstance(self.book.store, SqliteStorage)
 
     def acting(self) -> bool:
         """Whether any rule acts (``RuleBook.acts``): with none, no request is avoided. O(1)."""
