@@ -176,14 +176,17 @@ class LearnedRules:
             found.append((request, url, spec, target, target_fp))
         if not found:
             return out
-        # (named by the kept page: the rule's page may itself have been dropped as a near-duplicate; and
-        # never a request whose own page the store holds: stored before a kill, it is handed out again, and
-        # the book, committed a second later, may not know it was fetched)
-        twins = self.twins([(url, target, target_fp) for _, url, _, target, target_fp in found])
-        for (request, url, spec, target, target_fp), twin in zip(found, twins):
-            if twin is None:
-                self.stats.inc_value("neardup/url_rules/stored_itself")
-                continue
+        if scheduled:
+            # never a request whose own page the store holds: stored before a kill, it is handed out again,
+            # and the book, committed a second later, may not know it was fetched (an outlink to it is the
+            # dupe filter's: not asked, so that repeated links cost no store query)
+            own = self.twins([(url, target, target_fp) for _, url, _, target, target_fp in found])
+            for entry, twin in zip(list(found), own):
+                if twin is None:
+                    self.stats.inc_value("neardup/url_rules/stored_itself")
+                    found.remove(entry)
+        named: list[tuple[str, str, int | None, str]] = []  # (url, target, its fingerprint, rule): lines to write
+        for request, url, spec, target, target_fp in found:
             if self.book.confirmed_only(spec):
                 if scheduled:
                     self._to_confirm(request, spec, target, target_fp)
@@ -203,7 +206,12 @@ class LearnedRules:
             if first:
                 self._avoided_here[url] = spec
                 self.stats.inc_value(REQUESTS_AVOIDED)
-                self.duplicates.avoided(url, twin, spec, referer)
+                named.append((url, target, target_fp, spec))
+        if named:
+            # (named by the kept page: the rule's page may itself have been dropped as a near-duplicate)
+            twins = self.twins([(url, target, target_fp) for url, target, target_fp, _ in named])
+            for (url, target, _, spec), twin in zip(named, twins):
+                self.duplicates.avoided(url, twin or target, spec, referer)
         return out
 
     def close(self) -> None:
