@@ -198,7 +198,7 @@ class Verdicts:
             return False
         key = callback_key(request)
         seen = self.callbacks.get(url)
-        if seen is None and not note:
+        if seen is None and not note and not self.config.emit_unchanged:  # (with it, the items go out anyway)
             seen = self._recalled(url)
         if seen is None:
             if note and request.dont_filter:
@@ -294,6 +294,11 @@ class Verdicts:
             counts.count_unchecked(self.stats, CALLBACK_ERROR)
             return SKIPPED, None
         if match is None:
+            request = response.request
+            if request is not None and request.dont_filter and url not in self.callbacks:
+                # noted before it is stored: another process of a shared crawl that fetches the link back in
+                # between finds the note (after, it would hold that link's items back)
+                self._note(url, callback_key(request))
             if self.storing is not None and not self.storing(response):
                 raise NotRecorded(url)
             if nearby:  # near-copies on other sites only (NEARDUP_SCOPE): stored beside them
