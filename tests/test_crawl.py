@@ -498,3 +498,34 @@ def test_a_spider_renamed_by_its_arguments_resumes_its_jobdir(site, tmp_path):
     assert r.returncode == 0 and "'finish_reason': 'finished'" in r.stderr, r.stderr[-2000:]
     r = scrapy_crawl(server.url, tmp_path / "c", f"JOBDIR={jobdir}")
     assert r.returncode != 0 and "is the queue of spider 'shop', not 'site'" in r.stderr, r.stderr[-2000:]
+
+
+def test_html_that_scrapy_takes_for_html_is_checked_and_gives_its_item(tmp_path):
+    """Served without a Content-Type, a page that opens with a long comment is HTML to Scrapy (its sniffing
+    reads 5,000 bytes), and its links were followed, but the filter sniffed 512 and passed it unchecked: its
+    exact copies were all kept. Served as ``application/octet-stream``, a page the filter checked and kept
+    had no item from the ready spider, which looked for "html" in the Content-Type."""
+    from tests.fixtures.http import PageServer
+
+    words = " ".join(f"word{i} harbour lantern" for i in range(60))
+    page = (b"<!-- " + b"x" * 600 + b" -->\n<html><head><title>Same</title></head><body><p>" + words.encode()
+            + b"</p></body></html>")
+    other = b"<html><head><title>Other</title></head><body><p>" + words.replace("word", "term").encode() + b"</p></body></html>"
+    index = b"<html><body>" + b"".join(b'<a href="/noct/%d">n</a> ' % i for i in range(3)) + b'<a href="/octet/1">o</a>' \
+        + b"<p>" + " ".join(f"index{i} meadow" for i in range(40)).encode() + b"</p></body></html>"
+
+    def respond(target: str) -> tuple[int, dict[str, str], bytes]:
+        if target.startswith("/noct/"):
+            return 200, {}, page
+        if target.startswith("/octet/"):
+            return 200, {"Content-Type": "application/octet-stream"}, other
+        return 200, {"Content-Type": "text/html"}, index
+
+    with PageServer(respond) as server:
+        base = server.url + "/"
+        r = scrapy_crawl(base, tmp_path, "ROBOTSTXT_OBEY=False")
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert stat(r.stderr, "neardup/skipped/non_html") is None, r.stderr[-3000:]
+    assert stat(r.stderr, "neardup/dropped") == 2
+    urls = sorted(i["url"] for i in read_jsonl(tmp_path / "pages.jsonl"))
+    assert f"{base}octet/1" in urls and len([u for u in urls if "/noct/" in u]) == 1, urls

@@ -19,7 +19,7 @@ millions of elements) does not reach the spider's callbacks at all
 from __future__ import annotations
 
 from scrapy.exceptions import IgnoreRequest
-from scrapy.http import Response, TextResponse
+from scrapy.http import HtmlResponse, Response, TextResponse
 from w3lib.encoding import http_content_type_encoding
 
 from scrapy_neardup.dedup.text.hostile_scan import hostile_reason
@@ -78,8 +78,8 @@ def is_html(response: TextResponse) -> bool:
     spider parses it as HTML and follows its links (an exact copy served as
     ``application/octet-stream`` would otherwise pass unchecked)."""
     ctype = (response.headers.get("Content-Type") or b"").lower()
-    if ctype and any(t in ctype for t in HTML_TYPES):
-        return True
+    if (ctype and any(t in ctype for t in HTML_TYPES)) or isinstance(response, HtmlResponse):
+        return True  # (an HtmlResponse: Scrapy's own sniffing, of 5,000 bytes, took it for HTML)
     head = response.body[:512].lstrip().lower()
     return head.startswith((b"<!doctype html", b"<html")) or b"<html" in head
 

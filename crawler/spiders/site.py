@@ -37,6 +37,7 @@ from scrapy_neardup.dedup.text.hostile_scan import hostile_reason
 
 from ..clock import utc_now
 from ..config import NearDupConfig
+from ..filter.unchecked import is_html
 from ..middleware import NearDupMiddleware, declared_encoding
 from .page_limit import PAGE_LIMIT_ORDER, PageLimitMiddleware
 
@@ -197,7 +198,7 @@ class SiteSpider(scrapy.Spider):
             hostile = hostile_reason(response.body, thorough=True)  # (the crawl's thread: ~0.4 ms a median page)
         if hostile is not None:
             logger.warning("%s is not parsed for its links or text: %s", response.url, hostile)
-        if b"html" in (response.headers.get("Content-Type", b"text/html") or b"").lower():
+        if is_html(response):  # (as the filter tells HTML: a page it checks has its item)
             # title, text and fingerprint are filled in by the near-duplicate
             # filter, which extracts them anyway (see crawler.middleware)
             page = extract(response.body, declared_encoding(response)) if self.extract_text and not hostile else None
