@@ -146,6 +146,19 @@ def test_a_page_past_the_time_budget_passes_unchecked_and_the_worker_is_replaced
     assert "http://127.0.0.1/held-0.html took the worker process more than 1 s (NEARDUP_WORKER_TIMEOUT)" in r.stderr
 
 
+def test_pages_past_the_time_budget_in_a_row_never_stop_the_filter():
+    """A site's slow pages one after another, no page answered between them: each timeout replaced the
+    worker, and the sixth switched the filter off for the rest of the crawl (its exact copies then kept).
+    A replacement that answers a small probe page shows the machine works: the count starts again."""
+    rounds = MAX_WORKER_RESTARTS + 1
+    r = _run(rounds, kill=False, timeout=1, after=False)
+    assert r.stdout.splitlines() == [
+        "first: Future JobResult", *["held: timeout"] * rounds, "later: Future JobResult",
+        "in the crawl's thread: 0", f"worker_restarts: {rounds}", "workers_stopped: 0", "skipped/worker_died: 0",
+        f"skipped/timeout: {rounds}", "skipped/no_worker: 0"]
+    assert "the filter STOPS CHECKING" not in r.stderr
+
+
 #: The slow page: elements of as many attributes each as the pre-parse scan lets through
 #: (``hostile_scan.MAX_ATTRIBUTES``): lexbor's time grows with their square, ~5 ms an element (7 s in all)
 SLOW_ATTRIBUTES = MAX_ATTRIBUTES

@@ -46,9 +46,11 @@ Once a worker is up the crawl's thread never fingerprints:
   filter stops checking: an error in the
   log, ``neardup/workers_stopped``, and every later page passes unchecked
   (``neardup/skipped/no_worker``). A page a worker answers starts the count
-  again, so a site's hostile pages, each costing one restart among pages
-  that are answered, never switch the filter off. ``neardup/worker_restarts``
-  counts all the restarts.
+  again, and so does the replacement of a worker that ran out of time or
+  memory over its page, once it answers a small probe page (``PROBE_PAGE``):
+  a site's hostile pages, even many in a row, each costing one restart,
+  never switch the filter off. ``neardup/worker_restarts`` counts all the
+  restarts.
 
 Warm-up: nothing compiles in the crawl's thread. ``FingerprintWorkers()``
 marks the compiled kernels not ready (``dedup.jit``) before the store is
@@ -103,6 +105,10 @@ STORE_SIZE_POLL = 1.0
 #: Worker restarts (after a death, a timeout or a failed start) in a row, with no page answered between them, past
 #: which the filter stops checking
 MAX_WORKER_RESTARTS = 5
+#: Seconds a replacement worker has for the probe page at least (``_answers_the_probe``)
+PROBE_TIMEOUT = 10.0
+#: What a replacement worker is given first (``_answers_the_probe``): a page any working process fingerprints
+PROBE_PAGE = b"<html><body><p>" + b" ".join(b"probe%d text" % i for i in range(20)) + b"</p></body></html>"
 #: Body bytes past which a page that arrives before the first worker is up waits for it rather than
 #: being fingerprinted in the crawl's thread (measured: see the module docstring)
 START_PATH_MAX_BYTES = 128 * 1024
@@ -285,12 +291,18 @@ class FingerprintWorkers:
         worker: WorkerProcess | None = None
         first = True
         self._thread.in_a_row = 0
+        probe = False  # (the last worker ran out of time or memory over its page: its replacement is probed)
         while True:
             if worker is None:
                 worker = self._start_worker(first)
                 first = False
                 if worker is None:  # stopped, or closing
                     return
+                if probe and not self._answers_the_probe(worker):
+                    self._retire(worker, kill=True)
+                    worker = None
+                    continue
+                probe = False
             job = self._jobs.get()
             if job is None or self._closing.is_set():
                 if job is not None and job[0].set_running_or_notify_cancel():
@@ -313,6 +325,7 @@ class FingerprintWorkers:
             except (WorkerTimeout, WorkerOutOfMemory, WorkerDied) as exc:
                 outcome = TIMEOUT if isinstance(exc, WorkerTimeout) else \
                     OUT_OF_MEMORY if isinstance(exc, WorkerOutOfMemory) else WORKER_DIED
+                probe = outcome != WORKER_DIED  # (a death unexplained may be the machine's: not probed)
             else:
                 self._thread.in_a_row = 0
                 pending.set_result(result)
@@ -326,6 +339,21 @@ class FingerprintWorkers:
                 if self._thread.in_a_row >= MAX_WORKER_RESTARTS and not self.stopped and not self._closing.is_set():
                     self._stop()
             pending.set_result(outcome)
+
+    def _answers_the_probe(self, worker: WorkerProcess) -> bool:
+        """Whether the replacement of a worker that ran out of time or memory over its page fingerprints a
+        small page of ordinary text in its time budget: then the machine works, and the page was what
+        stopped the one before (a site's hostile pages in a row, each a timeout, once switched the filter
+        off): the count of restarts in a row starts again. A worker that cannot is replaced, and counted.
+        (A worker that died unexplained is not probed: the machine may kill workers whatever the page.)
+        O(1 small page)."""
+        try:
+            # (its own budget: a fresh worker's first page may wait on a busy machine's CPU)
+            worker.run(PROBE_PAGE, "utf-8", 1, max(self.timeout, PROBE_TIMEOUT), None)
+        except (WorkerTimeout, WorkerOutOfMemory, WorkerDied, JobFailed):
+            return False
+        self._thread.in_a_row = 0
+        return True
 
     def _start_worker(self, first: bool) -> WorkerProcess | None:
         """A new worker, this thread's first or a replacement; None once the
