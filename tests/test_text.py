@@ -184,7 +184,10 @@ def test_utf8_bytes_go_to_the_parser_as_decoding_would(data, prefix):
     enc, skip = sniff_encoding(raw)
     if codecs.lookup(enc).name != "utf-8":
         return
-    fast, slow = extract(raw), extract_text(raw[skip:].decode("utf-8", "replace"))
+    from scrapy_neardup.dedup.text.visible import _extract_as
+
+    # (``_extract_as``: the decision to read a page mostly of U+FFFD in another encoding is ``extract``'s)
+    fast, slow = _extract_as(raw, enc, skip, None, None), extract_text(raw[skip:].decode("utf-8", "replace"))
     assert (fast.title, fast.text) == (slow.title, slow.text)
 
 
@@ -237,3 +240,32 @@ def test_undeclared_western_pages_are_not_read_with_an_east_asian_codec(guide_si
     # (not Russian and Greek: their letters, one byte each, come in runs as CJK characters do, and one
     # 200-character Russian excerpt of the guide's 36 still reads as GB18030, as it did before)
     assert east_asian == [], east_asian
+
+
+def test_a_page_declared_in_an_encoding_it_is_not_in_is_read_as_detected():
+    """A server's ``charset=utf-8`` over windows-1251 pages: every Cyrillic byte was U+FFFD, which makes no
+    token, so distinct articles of one template were fingerprinted by their template alone, and dropped as
+    near-duplicates of each other. Read mostly as U+FFFD, a page is read as detected instead; a UTF-8 page
+    with a few stray bytes stays UTF-8."""
+    words = "привет мир текст страница новости город человек время работа жизнь день рука дело глаз".split()
+    body = " ".join(f"{w}{i}" for i, w in enumerate(words * 6))
+    meta = '<meta charset="windows-1251">'
+    page = f"<html><head>{meta}<title>Статья</title></head><body><p>{body}</p></body></html>".encode("cp1251")
+    got = extract(page, "utf-8")  # (its <meta> says what it is in)
+    assert "\ufffd" not in got.text and "привет0" in got.text and got.title == "Статья"
+    # no <meta>: as detection reads it (here a guess of windows-1252: other letters, but one each, not U+FFFD)
+    got = extract(page.replace(meta.encode(), b""), "utf-8")
+    assert "\ufffd" not in got.text and len(got.text) == len(body)
+    stray = ("<html><body><p>" + "a café and a naïve résumé " * 20 + "</p></body></html>").encode() + b"\xe9" * 5
+    assert extract(stray, "utf-8").text.count("\ufffd") == 5
+
+
+@pytest.mark.parametrize("label", ["base64", "rot13", "hex", "zlib", "bz2", "quopri", "uu", "punycode", "cp037",
+                                   "unicode_escape", "utf-7"])
+def test_a_declared_codec_no_web_page_is_in_is_ignored(label):
+    """Python knows codecs no browser does: declared in a header, ``base64`` or ``zlib`` made a page
+    unparsable, ``punycode`` empty, and ``cp037`` (EBCDIC) read its bytes as other letters. They are ignored,
+    as browsers ignore labels they do not know."""
+    page = "<html><head><title>Les pages</title></head><body><p>Texte d'une page, café\\n</p></body></html>"
+    got = extract(page.encode(), label)
+    assert (got.title, got.text) == ("Les pages", "Texte d'une page, café\\n")

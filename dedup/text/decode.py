@@ -42,10 +42,51 @@ def sniff_encoding(data: bytes, encoding: str | None = None) -> tuple[str, int]:
             enc = http_content_type_encoding(f"text/html; charset={encoding}")
         except LookupError:
             logger.debug("unknown declared encoding %r, ignoring it", encoding)
-    enc = enc or html_body_declared_encoding(data) or _detect(data) or "utf-8"
+    enc = _page_encoding(enc) or meta_encoding(data) or _detect(data) or "utf-8"
     if enc in ("utf-16", "utf-32"):
         enc += "-be"
     return enc, 0
+
+
+#: Python's text codecs that read ASCII as ASCII and are no encoding of the web: escapes (a page's "\\n" would
+#: become a line break), domain names, and UTF-7, which the Encoding Standard leaves out
+_NOT_THE_WEBS = frozenset({"idna", "punycode", "raw-unicode-escape", "unicode-escape", "utf-7"})
+#: ASCII markup, which a page's encoding must decode as ASCII (``_page_encoding``)
+_MARKUP = b'<html lang="en"><meta charset=x><p class=a>Text, 0-9.</p>'
+
+
+@lru_cache(maxsize=None)
+def _page_encoding(enc: str | None) -> str | None:
+    """``enc`` if a page can be in it (a text encoding that reads ASCII markup as ASCII, as every encoding
+    of the web but UTF-16, which a BOM says), else None: a declared ``base64``, ``rot13``, ``zlib`` or
+    ``punycode`` (Python codecs, no web page's) made a page unparsable or empty, and ``cp037`` (EBCDIC) read
+    its bytes as other letters. Browsers ignore such labels. O(1) a label (cached).
+
+    >>> _page_encoding("cp1251"), _page_encoding("base64"), _page_encoding("cp037")
+    ('cp1251', None, None)
+    """
+    if not enc:
+        return None
+    try:
+        info = codecs.lookup(enc)
+        ok = info._is_text_encoding and info.name not in _NOT_THE_WEBS and (
+            info.name.startswith(("utf-16", "utf-32")) or _MARKUP.decode(enc) == _MARKUP.decode("ascii"))
+    except (LookupError, UnicodeDecodeError, ValueError, TypeError):
+        ok = False
+    if not ok:
+        logger.debug("declared encoding %r is not a web page's, ignoring it", enc)
+    return enc if ok else None
+
+
+def meta_encoding(data: bytes) -> str | None:
+    """The encoding the page's ``<meta>`` declares, if a page can be in it (``_page_encoding``), else None."""
+    return _page_encoding(html_body_declared_encoding(data))
+
+
+def detect_encoding(data: bytes) -> str | None:
+    """The encoding detection alone says ``data`` is in (no BOM, header nor ``<meta>`` asked), for a page
+    whose declared encoding reads it mostly as U+FFFD (``text.visible.extract``). See ``_detect``."""
+    return _page_encoding(_detect(data))
 
 
 def decode_html(data: bytes, encoding: str | None = None) -> tuple[str, str]:

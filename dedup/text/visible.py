@@ -54,7 +54,7 @@ from w3lib.encoding import to_unicode
 from .. import jit
 from . import html_scan
 from .deep_nesting import bound_nesting
-from .decode import sniff_encoding
+from .decode import detect_encoding, meta_encoding, sniff_encoding
 from .page import Page
 from .tags import BLOCK_TAGS, CODE_TAGS, DROPPED_TAGS, FURNITURE_ROLES, FURNITURE_TAGS
 
@@ -202,6 +202,24 @@ def extract(data: bytes, encoding: str | None = None, compiled: bool | None = No
     ``fingerprint.links``), and the encoding the bytes were decoded from.
     """
     enc, skip = sniff_encoding(data, encoding)
+    page = _extract_as(data, enc, skip, compiled, on_document)
+    if skip or not _mostly_invalid(page.text):
+        return page
+    # Declared in an encoding it is not in (a server's "charset=utf-8" over a windows-1251 page): its
+    # letters were all U+FFFD, which make no token, so distinct pages of one template were fingerprinted
+    # by the template alone, and dropped as near-duplicates of each other. Read as its <meta> says, or
+    # else as detected, when that reads more of it.
+    for found in (meta_encoding(data), detect_encoding(data)):
+        if found is None or codecs.lookup(found).name == codecs.lookup(enc).name:
+            continue
+        again = _extract_as(data, found, 0, compiled, on_document)
+        if again.text.count("\ufffd") * 2 < page.text.count("\ufffd"):
+            return again
+    return page
+
+
+def _extract_as(data: bytes, enc: str, skip: int, compiled: bool | None, on_document: OnDocument | None) -> Page:
+    """``extract`` of ``data`` in encoding ``enc`` (after a BOM of ``skip`` bytes)."""
     if codecs.lookup(enc).name == "utf-8" and b"\x00" not in data:
         # UTF-8 goes to the parser as it is: lexbor replaces invalid sequences
         # exactly as Python's "replace" does (tested), without a decode/encode
@@ -209,3 +227,14 @@ def extract(data: bytes, encoding: str | None = None, compiled: bool | None = No
         # which joins the bytes around them into other characters.
         return _extract_utf8(data[skip:] if skip else data, enc, compiled, on_document)
     return extract_text(to_unicode(data[skip:], enc), enc, compiled, on_document)
+
+
+#: U+FFFD in a page's text past which its encoding is taken for wrong (``_mostly_invalid``)
+MIN_INVALID = 16
+
+
+def _mostly_invalid(text: str) -> bool:
+    """Whether at least ``MIN_INVALID`` of the text's characters, and a fifth of those beyond ASCII, are
+    U+FFFD: bytes the page's encoding could not read. O(len(text)), in C."""
+    bad = text.count("\ufffd")
+    return bad >= MIN_INVALID and bad * 5 >= len(text) - len(text.encode("ascii", "ignore"))
