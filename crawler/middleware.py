@@ -201,7 +201,7 @@ class NearDupMiddleware:
         recorded = recorded_store_size(jobdir)
         held = len(self.store)
         if recorded is not None and held < recorded:
-            self.store.close()
+            self.store.abandon()  # (left as it was found: its -wal file may yet be restored)
             raise StoreError(f"the store {self.config.store} holds {held} fingerprints, and the frontier in {jobdir} "
                              f"recorded {recorded} committed there: it was replaced, restored from an older copy, or "
                              "lost its -wal file; restore it, or start a new JOBDIR")

@@ -260,6 +260,14 @@ class SimhashStore:
                 self.backend.close()
                 self.backend = None  # type: ignore[assignment]
 
+    def abandon(self) -> None:
+        """Release the store without a commit or a snapshot: for a store its user refuses as it is (a crawl's
+        resume that finds it holds fewer fingerprints than recorded), which must be left as it was found. O(1)."""
+        with self._lock:
+            if self.backend is not None:
+                self.backend.close()
+                self.backend = None  # type: ignore[assignment]
+
     def __enter__(self) -> SimhashStore:
         return self
 
