@@ -272,16 +272,20 @@ class FailingSpider(scrapy.Spider):
         yield {"url": response.url}
 
 
-class WaitingSpider(scrapy.Spider):
-    """An API's callback (JSON: passes unchecked) that yields a request and awaits what it brings."""
-
-    name = "waiting"
+class ApiSpider(scrapy.Spider):
+    """Starts at the site's API (JSON: a page that passes unchecked)."""
 
     def __init__(self, start="", **kwargs):
         self.start_urls = [start + "api.json"]
         self.base = start
-        self.came = asyncio.Event()
         super().__init__(**kwargs)
+
+
+class WaitingSpider(ApiSpider):
+    """An API's callback that yields a request and awaits what it brings."""
+
+    name = "waiting"
+    came = asyncio.Event()
 
     async def parse(self, response):
         yield scrapy.Request(self.base + "a.html", callback=self.parse_page)
@@ -293,15 +297,10 @@ class WaitingSpider(scrapy.Spider):
         yield {"url": response.url}
 
 
-class AgainSpider(scrapy.Spider):
+class AgainSpider(ApiSpider):
     """Requests a page again itself (``dont_filter``) for another callback."""
 
     name = "again"
-
-    def __init__(self, start="", **kwargs):
-        self.start_urls = [start + "api.json"]
-        self.base = start
-        super().__init__(**kwargs)
 
     def parse(self, response):
         yield scrapy.Request(self.base + "a.html", callback=self.parse_page)
