@@ -325,61 +325,59 @@ def _callback_site(target: str) -> tuple[int, dict[str, str], bytes]:
     return 404, {}, b""
 
 
-def test_a_page_whose_callback_raises_is_not_stored_and_its_near_copy_keeps_its_items(tmp_path):
-    """The callback raised on the first of two near-copies: that page was stored all the same, so the second,
-    whose callback works, was dropped as its duplicate, and the article had no item at all. A page whose
-    callback raises now passes unchecked (``neardup/skipped/callback_error``), as without the filter."""
-    project = user_project(tmp_path / "proj")
-    (project / "userproj" / "spiders" / "callbacks.py").write_text(CALLBACK_SPIDERS)
+def _callback_crawl(tmp_path: Path, spider: str, *args: str) -> tuple[subprocess.CompletedProcess, list[dict], str]:
+    """A crawl of the callbacks' site (``_callback_site``) by ``spider`` of ``CALLBACK_SPIDERS`` in a new
+    project (``args``: its ``-a`` arguments): the run, its items, and the site's URL."""
+    project = tmp_path / "proj"
+    if not project.exists():
+        user_project(project)
+        (project / "userproj" / "spiders" / "callbacks.py").write_text(CALLBACK_SPIDERS)
+    feed = tmp_path / f"items-{len(list(tmp_path.glob('items-*')))}.jsonl"
     with PageServer(_callback_site) as server:
         base = server.url + "/"
-        feed = tmp_path / "items.jsonl"
-        r = user_crawl(project, "failing", base, feed=feed)
-        assert r.returncode == 0 and "cannot parse a tracking copy" in r.stderr, r.stderr[-3000:]
-        assert [json.loads(line)["url"] for line in feed.read_text().splitlines()] == [f"{base}a.html"]
-        assert stat(r.stderr, "neardup/skipped/callback_error") == 1 and stat(r.stderr, "neardup/dropped") is None
-        assert stat(r.stderr, "neardup/kept") == 1
-        # the other way round, the page whose callback raises is a near-copy of a kept page: checked, and dropped
-        # as any (its outlinks with it), not passed unchecked
-        feed = tmp_path / "items2.jsonl"
-        cmd = [sys.executable, "-m", "scrapy", "crawl", "failing", "-a", f"start={base}", "-a", "order=article first",
-               "-o", str(feed), "-s", "LOG_LEVEL=INFO", "-s", "STATS_DUMP=True"]
+        cmd = [sys.executable, "-m", "scrapy", "crawl", spider, "-a", f"start={base}",
+               *(x for arg in args for x in ("-a", arg)), "-o", str(feed), "-s", "LOG_LEVEL=INFO",
+               "-s", "STATS_DUMP=True"]
         r = subprocess.run(cmd, cwd=project, capture_output=True, text=True, timeout=300)
-        assert r.returncode == 0, r.stderr[-3000:]
-        assert [json.loads(line)["url"] for line in feed.read_text().splitlines()] == [f"{base}a.html"]
-        assert stat(r.stderr, "neardup/dropped") == 1 and stat(r.stderr, "neardup/skipped/callback_error") is None
+    assert r.returncode == 0, r.stderr[-3000:]
+    return r, [json.loads(line) for line in feed.read_text().splitlines()] if feed.exists() else [], base
+
+
+def test_a_page_whose_callback_raises_is_not_stored_and_its_near_copy_keeps_its_items(tmp_path):
+    """The callback raised on the first of two near-copies: that page was stored all the same, so the second,
+    whose callback works, was dropped as its duplicate, and the article had no item at all. A new page whose
+    callback raises is now not stored, and passes unchecked (``neardup/skipped/callback_error``), as without
+    the filter; one that is a near-copy of a kept page is dropped as before."""
+    r, items, base = _callback_crawl(tmp_path, "failing")
+    assert "cannot parse a tracking copy" in r.stderr
+    assert [item["url"] for item in items] == [f"{base}a.html"]
+    assert stat(r.stderr, "neardup/skipped/callback_error") == 1 and stat(r.stderr, "neardup/dropped") is None
+    assert stat(r.stderr, "neardup/kept") == 1
+    # the other way round, the page whose callback raises is a near-copy of a kept page: checked, and dropped
+    # as any (its outlinks with it), not passed unchecked
+    r, items, base = _callback_crawl(tmp_path, "failing", "order=article first")
+    assert [item["url"] for item in items] == [f"{base}a.html"]
+    assert stat(r.stderr, "neardup/dropped") == 1 and stat(r.stderr, "neardup/skipped/callback_error") is None
 
 
 def test_an_unchecked_pages_output_leaves_as_the_callback_yields_it(tmp_path):
     """A JSON page passes unchecked: nothing waits for a verdict, so its callback's output leaves as it is
     yielded, as without the filter. Held until the callback ended, a callback that awaits the page a
     request it yielded brings waited for ever (here: timed out, its item lost)."""
-    project = user_project(tmp_path / "proj")
-    (project / "userproj" / "spiders" / "callbacks.py").write_text(CALLBACK_SPIDERS)
-    with PageServer(_callback_site) as server:
-        base = server.url + "/"
-        feed = tmp_path / "items.jsonl"
-        r = user_crawl(project, "waiting", base, feed=feed)
-        assert r.returncode == 0 and "TimeoutError" not in r.stderr, r.stderr[-3000:]
-        assert sorted(json.loads(line)["url"] for line in feed.read_text().splitlines()) == \
-            [f"{base}a.html", f"{base}api.json"]
-        assert stat(r.stderr, "neardup/skipped/non_html") == 1
+    r, items, base = _callback_crawl(tmp_path, "waiting")
+    assert "TimeoutError" not in r.stderr
+    assert sorted(item["url"] for item in items) == [f"{base}a.html", f"{base}api.json"]
+    assert stat(r.stderr, "neardup/skipped/non_html") == 1
 
 
 def test_items_held_back_from_a_page_the_spider_requests_again_are_said_once(tmp_path):
     """A page the spider requests again itself (``dont_filter``, another callback) is unchanged, and its
     items are held back, as ``NEARDUP_EMIT_UNCHANGED`` says: an INFO line now says so, once, naming the
     way out (``neardup_skip``); before, nothing in the log did."""
-    project = user_project(tmp_path / "proj")
-    (project / "userproj" / "spiders" / "callbacks.py").write_text(CALLBACK_SPIDERS)
-    with PageServer(_callback_site) as server:
-        base = server.url + "/"
-        feed = tmp_path / "items.jsonl"
-        r = user_crawl(project, "again", base, feed=feed)
-        assert r.returncode == 0, r.stderr[-3000:]
-        assert [json.loads(line) for line in feed.read_text().splitlines()] == [{"url": f"{base}a.html"}]
-        assert r.stderr.count(f"{base}a.html, requested again (dont_filter), is unchanged: its items are held "
-                              "back") == 1
+    r, items, base = _callback_crawl(tmp_path, "again")
+    assert items == [{"url": f"{base}a.html"}]
+    assert r.stderr.count(f"{base}a.html, requested again (dont_filter), is unchanged: its items are held "
+                          "back") == 1
 
 
 def test_no_word_of_held_items_for_start_requests_made_again(tmp_path):
