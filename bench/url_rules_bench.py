@@ -45,7 +45,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from crawl_bench import crawl_cmd, free_port, start_nginx  # noqa: E402
 
 from scrapy_neardup.crawler.demo_site import DemoSite  # noqa: E402
-from tests.fixtures.trap_site import CopiesSite, TrapSite  # noqa: E402
+from tests.fixtures.trap_site import CopiesSite, ShopSite, TrapSite  # noqa: E402
 
 MODES = {"plain": ["NEARDUP_ENABLED=False"], "no rules": ["NEARDUP_URL_RULES=False"], "rules": []}
 JOBDIR, KILLED = "rules+jobdir", "rules+killed"  # mirror modes: the defaults with JOBDIR, uninterrupted; killed and
@@ -159,13 +159,19 @@ def compare(name: str, results: dict[str, dict]) -> dict:
     return row
 
 
-def local_site(name: str, respond, truth: Callable[[str], str | None], work: Path, start: str) -> dict:
+#: Scrapy's breadth-first order (the polite profile's): the shop's crawls
+BREADTH_FIRST = ["DEPTH_PRIORITY=1", "SCHEDULER_DISK_QUEUE=scrapy.squeues.PickleFifoDiskQueue",
+                 "SCHEDULER_MEMORY_QUEUE=scrapy.squeues.FifoMemoryQueue"]
+
+
+def local_site(name: str, respond, truth: Callable[[str], str | None], work: Path, start: str,
+               more: list[str] | None = None) -> dict:
     from scrapy_neardup.crawler.demo_site import LocalServer
 
     results = {}
     for mode, settings in MODES.items():
         with LocalServer(respond) as server:
-            run_crawl(server.url + start.lstrip("/"), work / f"{name}-{mode}", settings)
+            run_crawl(server.url + start.lstrip("/"), work / f"{name}-{mode}", [*settings, *(more or [])])
             targets = [t for t in server.requests if t != "/robots.txt"]
         results[mode] = summarize(targets, work / f"{name}-{mode}", truth)
         print(name, mode, {k: v for k, v in results[mode].items() if k != "content_set"}, flush=True)
@@ -305,7 +311,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data"))
     ap.add_argument("--out", default="bench/results/url_rules.json")
-    ap.add_argument("--sites", default="trap,changing,copies,demo,sqlite3-doc,developers-reference,debian-reference")
+    ap.add_argument("--sites", default="trap,changing,shop,copies,demo,sqlite3-doc,developers-reference,debian-reference")
     ap.add_argument("--mirror-modes", default="", help="the mirror site's crawls besides plain Scrapy "
                     f"(of: no rules, rules, rules without sub-trees, rules+3pairs, {JOBDIR}, {KILLED}; default all)")
     ap.add_argument("--kills", type=int, default=3, help=f"the mirror's {KILLED!r} mode: kills before it finishes")
@@ -323,6 +329,9 @@ def main() -> None:
         if "changing" in sites:
             site = TrapSite(changing=True)
             rows.append(local_site("changing", site.page, site.truth, work, "/"))
+        if "shop" in sites:  # ?page= repeats an article, and lists other products in a category: breadth-first
+            shop = ShopSite()
+            rows.append(local_site("shop", shop.page, shop.truth, work, "/", BREADTH_FIRST))
         if "copies" in sites:  # session ids, mobile and print copies; sid stops holding on some pages
             copies = CopiesSite()
             rows.append(local_site("copies", copies.page, copies.truth, work, "/"))

@@ -141,6 +141,9 @@ def test_parameters_known_not_to_matter_do_not_hide_a_path_rule():
     known not to matter they suggest, and support, the index.html alias."""
     book = RuleBook(None, min_evidence=3, explore=0.0)
     _pairs(book, 3)
+    for i in (*range(4), 9):  # (sid known not to matter in each directory: a pair there)
+        book.observe(f"{H}/d{i}/s.html", 11 * 10**8 * (i + 1))
+        book.observe(f"{H}/d{i}/s.html?sid=s{i}", 11 * 10**8 * (i + 1), duplicate_of=f"{H}/d{i}/s.html")
     for i in range(4):
         book.observe(f"{H}/d{i}/?sid={i}", 7 * 10**8 * (i + 1))
         book.observe(f"{H}/d{i}/index.html?sid=x{i}", 7 * 10**8 * (i + 1), duplicate_of=f"{H}/d{i}/?sid={i}")
@@ -397,6 +400,8 @@ def test_a_parameter_rules_retirement_releases_what_path_rules_avoided_with_its_
     once ``sid`` is stripped) depends on the ``sid`` rule too: retiring that rule
     makes it after all; the prefix rule's own avoided requests stay."""
     book, sid, prefix = _sid_and_prefix_rules()
+    book.observe(f"{H}/m/s.html", 77_777)  # (sid known not to matter under /m/ too: a pair there)
+    book.observe(f"{H}/m/s.html?sid=s", 77_777, duplicate_of=f"{H}/m/s.html")
     assert book.avoid(f"{H}/p/1.html?sid=x") == (sid.rule.spec, f"{H}/p/1.html", False)
     assert book.record_avoided(f"{H}/m/3.html?sid=y", prefix.rule.spec, f"{H}/p/3.html", "R1")
     assert book.record_avoided(f"{H}/m/4.html", prefix.rule.spec, f"{H}/p/4.html", "R2")
@@ -1058,3 +1063,32 @@ def test_an_unchecked_pages_outlinks_stream_and_learned_rules_still_leave_copies
     assert got == [{"n": 1}, outputs[2], outputs[4], {"n": 2}]
     assert crawler.stats.get_value("neardup/skipped/non_html") == 1
     mw.rules.close()
+
+
+@pytest.mark.parametrize("where", ["sqlite", "redis"])
+def test_a_parameter_rule_acts_only_in_the_directories_of_its_evidence(tmp_path, request, where):
+    """Learned from article pages (``/articles/aN.html?page=2`` = ``aN.html``: their comments' second page
+    repeats the article), ``param page`` left out every category's second page (``/cat/cN?page=2``: other
+    products), directly or through a path rule whose form stripped ``page`` (``prefix /m/ /`` touches every
+    path): a breadth-first crawl of such a shop never fetched 46% of its distinct pages. A parameter rule
+    now acts only in a directory where a pair of its own agreed (kept with the book); elsewhere the request
+    is made, and its answer is the rule's evidence there, or its counter-example."""
+    location = str(tmp_path / "r.sqlite3") if where == "sqlite" else request.getfixturevalue("redis_url")
+    book = RuleBook(location, min_evidence=3, explore=0.0)
+    for i in range(4):
+        book.observe(f"{H}/articles/a{i}.html", 1_000_003 * (i + 1))
+        book.observe(f"{H}/articles/a{i}.html?page=2", 1_000_003 * (i + 1), duplicate_of=f"{H}/articles/a{i}.html")
+        book.observe(f"{H}/m/p{i}.html", 3_000_017 * (i + 1))
+        book.observe(f"{H}/p{i}.html", 3_000_017 * (i + 1), duplicate_of=f"{H}/m/p{i}.html")
+    states = {st.rule.spec: st.state for st in book.rules()}
+    assert states == {"param h.test page": ACTIVE, "prefix h.test /m/ /": ACTIVE}
+    book.observe(f"{H}/articles/a9.html", 9)
+    book.observe(f"{H}/cat/c1", 5 << 40)
+    assert book.avoid(f"{H}/articles/a9.html?page=2") == ("param h.test page", f"{H}/articles/a9.html", False)
+    assert book.avoid(f"{H}/cat/c1?page=2") is None  # (neither by the parameter rule nor the prefix rule)
+    book.close()
+    again = RuleBook(location, min_evidence=3, explore=0.0)  # (its scopes kept: a resume, another process)
+    assert again.avoid(f"{H}/articles/a9.html?page=2") == ("param h.test page", f"{H}/articles/a9.html", False)
+    again.observe(f"{H}/cat/c1?page=2", (5 << 40) ^ 0xFFFF)  # made: other products, the rule's counter-example
+    assert {st.rule.spec: st.state for st in again.rules()}["param h.test page"] == RETIRED
+    again.close()

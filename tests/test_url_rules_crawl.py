@@ -151,3 +151,20 @@ def test_declared_alternates_are_links_never_evidence_of_a_copy(tmp_path):
     assert avoided and all(t.startswith("/fr/") for t in avoided), sorted(avoided)[:5]
     assert stat(r.stderr, "neardup/url_rules/learned")
     assert not any("/de/" in rule for rule in re.findall(r"URL rule learned: (.*?) \(", r.stderr))
+
+
+def test_a_shop_crawled_breadth_first_loses_no_page_to_a_parameter_learned_elsewhere(tmp_path):
+    """``param page`` learned on articles (their comments' second page repeats them) left out the categories'
+    second and third pages, which list other products: a breadth-first crawl (the polite profile's order)
+    of such a shop never fetched most of its products. A parameter rule acts only in the site's sections
+    where its own pairs agreed; in the categories its first request is made, and retires it."""
+    from tests.fixtures.trap_site import ShopSite
+
+    site = ShopSite()
+    bfs = ("DEPTH_PRIORITY=1", "SCHEDULER_DISK_QUEUE=scrapy.squeues.PickleFifoDiskQueue",
+           "SCHEDULER_MEMORY_QUEUE=scrapy.squeues.FifoMemoryQueue", "NEARDUP_URL_RULES_MIN_EVIDENCE=5")
+    plain, _, _ = crawl(site, tmp_path / "plain", "NEARDUP_ENABLED=False", *bfs)
+    targets, avoided, log = crawl(site, tmp_path / "rules", *bfs)
+    assert "URL rule learned: param" in log and "page" in log, log[-3000:]
+    assert {site.truth(t) for t in targets} == {site.truth(t) for t in plain}
+    assert all(site.truth(target(a["url"])) == site.truth(target(a["duplicate_of"])) for a in avoided)

@@ -53,19 +53,20 @@ import json
 import logging
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
 import mmh3
 
-from .rules import Parts, UrlRule, derive, host_of, narrower, parts_of, touches, url_of
+from .rules import Parts, UrlRule, derive, host_of, narrower, parts_of, scope_of, touches, url_of
 from .storage import Avoided, Storage, open_storage, read_book
 
 logger = logging.getLogger(__name__)
 
 CANDIDATE, ACTIVE, RETIRED, PINNED = "candidate", "active", "retired", "pinned"
 PIN, FORBID = "pin", "forbid"  # the book's settings that name rules (JSON lists of rule lines)
+SCOPES = "scopes "  # + a parameter rule's line: the book's setting of its scopes (a JSON list)
 MAX_RULES_PER_HOST = 256  # (a site of 12 language trees of a few sections each: ~200 prefix rules)
 BACKFILL = 20_000  # a new rule is tried on at most this many of the host's latest pages
 REFRESH_EVERY = 5.0  # seconds: rules another process learned or retired (a shared book)
@@ -75,6 +76,15 @@ REFRESH_EVERY = 5.0  # seconds: rules another process learned or retired (a shar
 #: page: it need not wait for the evidence a rule acting unconfirmed does. Its scope (a sub-directory
 #: of a tree where a translated page was met) is small: at ten pairs, most of it would be fetched first.
 SUB_TREE_MIN_EVIDENCE = 3
+
+
+def _in_scope(st: RuleState, scope: str) -> bool:
+    """Whether rule ``st`` acts on URLs of ``scope`` (``rules.scope_of``): a path rule, or a pinned one,
+    anywhere it touches; a parameter rule only where a pair of its own agreed. Learned from
+    ``/articles/a7.html?page=2`` = ``a7.html``, ``param page`` left out the second pages of every
+    category (``/cat/c10?page=2``: other products), and a breadth-first crawl of a shop lost 46% of its
+    distinct pages. O(1)."""
+    return st.rule.kind != "param" or st.pinned or scope in st.scopes
 
 
 def forbidden_by(rule: UrlRule, forbids: Iterable[UrlRule]) -> bool:
@@ -117,6 +127,9 @@ class RuleState:
     counter_example: str | None = None
     pinned: bool = False
     if_range_off: bool = False  # (``RuleBook.turn_if_range_off``)
+    #: a parameter rule's scopes (``rules.scope_of``) where a pair agreed: it acts there only (kept in the
+    #: book's settings, ``SCOPES``, read again with the rules)
+    scopes: set[str] = field(default_factory=set)
 
     @property
     def live(self) -> bool:
@@ -157,7 +170,7 @@ class RuleBook:
         # (_rules_changed).
         self._acting_by_host: dict[str, list[RuleState]] = {}
         self._acting_index: dict[str, _Touching] = {}
-        self._strip_by_host: dict[str, UrlRule | None] = {}
+        self._strip_by_scope: dict[tuple[str, str], UrlRule | None] = {}
         # Per host, its live rules by what they touch (``_touching``): read per page checked.
         self._live_by_host: dict[str, _Touching] = {}
         self._by_rule: dict[UrlRule, RuleState] = {}  # (``_state_of``: asked per rule a dropped page suggests)
@@ -184,7 +197,18 @@ class RuleBook:
                 st = RuleState(rule, CANDIDATE, pinned=any(p == rule for p in self.pins))
                 self._add_rule(st)
             self._update(st, row)
+        for name, value in self.store.settings().items():  # (the scopes this or another process learned)
+            st = self._by_spec(name[len(SCOPES):]) if name.startswith(SCOPES) else None
+            if st is not None and not (found := set(json.loads(value))) <= st.scopes:
+                st.scopes |= found
+                self._strip_by_scope.clear()
         self._refreshed = time.monotonic()
+
+    def _by_spec(self, spec: str) -> RuleState | None:
+        try:
+            return self._state_of(_parsed(spec))
+        except ValueError:  # (a setting no rule line: not one of the scopes')
+            return None
 
     def _update(self, st: RuleState, counts: dict) -> None:
         """Take a rule's counts as the storage has them; note what changed."""
@@ -239,7 +263,7 @@ class RuleBook:
         live = self._touching(host, path)
         if live:
             firsts = self.store.set_forms([(st.rule.spec, self._form(st, url), url, fp) for st in live])
-            strip = self._stripper(host)  # (as the forms were made: a rule retired meanwhile changes it)
+            strip = self._stripper(host, scope_of(path))  # (as the forms were made: a rule retired meanwhile changes it)
             for st, first in zip(live, firsts):
                 self._judge(st, url, fp, first, strip)
         if duplicate_of and duplicate_of != url:
@@ -272,17 +296,20 @@ class RuleBook:
         return url_of(st.rule.apply(parts if st.rule.kind == "param" else self._strip(parts)))
 
     def _strip(self, parts: Parts) -> Parts:
-        """A URL's parts without the query parameters that active rules of its host say do not matter."""
-        stripper = self._stripper(parts[1])
+        """A URL's parts without the query parameters that active rules of its host say do not matter there."""
+        stripper = self._stripper(parts[1], scope_of(parts[2]))
         return stripper.apply(parts) if stripper is not None else parts
 
-    def _stripper(self, host: str) -> UrlRule | None:
-        """The parameter rule that strips what ``host``'s acting parameter rules say does not matter."""
+    def _stripper(self, host: str, scope: str) -> UrlRule | None:
+        """The parameter rule that strips what ``host``'s acting parameter rules say does not matter in
+        ``scope`` (``_in_scope``): a path rule's form strips nothing more, or it would act as a parameter
+        rule where none has evidence (``prefix /m/ /`` touches every path)."""
         try:
-            stripper = self._strip_by_host[host]
+            stripper = self._strip_by_scope[host, scope]
         except KeyError:
-            names = sorted({n for st in self._acting_for(host) if st.rule.kind == "param" for n in st.rule.a.split(",")})
-            stripper = self._strip_by_host[host] = UrlRule("param", "*", ",".join(names)) if names else None
+            names = sorted({n for st in self._acting_for(host) if st.rule.kind == "param" and _in_scope(st, scope)
+                            for n in st.rule.a.split(",")})
+            stripper = self._strip_by_scope[host, scope] = UrlRule("param", "*", ",".join(names)) if names else None
         return stripper
 
     def _judge(self, st: RuleState, url: str, fp: int, first: tuple[str, int] | None,
@@ -303,6 +330,10 @@ class RuleBook:
             return
         if (first[1] ^ fp).bit_count() <= self.k:
             st.example = st.example or f"{url} = {first[0]}"
+            if st.rule.kind == "param" and (scope := scope_of(parts_of(url)[2])) not in st.scopes:
+                st.scopes.add(scope)
+                self.store.save_settings({SCOPES + st.rule.spec: json.dumps(sorted(st.scopes))})
+                self._strip_by_scope.clear()  # (what the scope's forms strip may have changed)
             counts = self.store.bump(st.rule.spec, evidence=1, example=st.example)
         elif self._free_miss(st, url, first[0]):
             # A rule acting only through confirmation predicts which fetched page a request's bytes
@@ -337,11 +368,10 @@ class RuleBook:
             chunk = pages[start : start + 1000]
             chunk = [(url, fp) for url, fp in chunk if touches(st.rule, parts_of(url)[2])]
             firsts = self.store.set_forms([(st.rule.spec, self._form(st, url), url, fp) for url, fp in chunk])
-            strip = self._stripper(st.rule.host)
             for (url, fp), first in zip(chunk, firsts):
                 if not st.live:
                     return
-                self._judge(st, url, fp, first, strip)
+                self._judge(st, url, fp, first, self._stripper(st.rule.host, scope_of(parts_of(url)[2])))
 
     # -- acting -------------------------------------------------------------------
 
@@ -394,6 +424,8 @@ class RuleBook:
             url = urls[j]
             if out[j] is not None or first is None or first[0] == url:
                 continue
+            if not _in_scope(st, scope_of(parts_of(url)[2])):
+                continue  # (made: its answer is the rule's first evidence there, or its counter-example)
             # (drawn from the path and query: the same URLs explored on every run, whatever the port)
             draw = mmh3.hash(url.split("/", 3)[-1], signed=False) % 10_000
             out[j] = (st.rule.spec, first[0], draw < self.explore * 10_000, first[1])
@@ -414,7 +446,7 @@ class RuleBook:
         before (count it once)."""
         st = next(s for s in self._rules_for(host_of(url)) if s.rule.spec == spec)
         params: tuple[str, ...] = ()
-        if st.rule.kind != "param" and (strip := self._stripper(host_of(url))) is not None:
+        if st.rule.kind != "param" and (strip := self._stripper(host_of(url), scope_of(parts_of(url)[2]))) is not None:
             # (the form also stripped these: the avoidance depends on their rules too)
             names = set(strip.a.split(","))
             params = tuple(sorted({k for u in (url, target) for k, _ in parts_of(u)[3] if k in names}))
@@ -508,7 +540,7 @@ class RuleBook:
         """A rule was added or changed state: the per-host look-ups are made again when next needed."""
         self._any_acting = None
         self._acting_by_host.clear()
-        self._strip_by_host.clear()
+        self._strip_by_scope.clear()
         self._live_by_host.clear()
         self._acting_index.clear()
 

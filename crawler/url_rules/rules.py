@@ -192,6 +192,20 @@ def touches(rule: UrlRule, path: str) -> bool:
     return True
 
 
+def scope_of(path: str) -> str:
+    """Where a parameter rule's evidence counts (``RuleBook``): the path's first directory (a site's
+    section: its articles, its categories, its documents), or ``/`` for a page at the root. Pairs of
+    ``/articles/a7.html?page=2`` = ``a7.html`` say nothing of ``/cat/c10?page=2`` (a category's second
+    page). (Not the whole directory: ``/doc/5/?sid=x`` and ``/doc/6/?sid=y`` would each need a pair of
+    their own, a request more a document.)
+
+    >>> scope_of("/articles/a7.html"), scope_of("/doc/5/"), scope_of("/cat"), scope_of("/")
+    ('/articles/', '/doc/', '/', '/')
+    """
+    end = path.find("/", 1)
+    return path[: end + 1] if end > 0 else "/"
+
+
 def _ordered(kind: str, host: str, x: str, y: str) -> UrlRule:
     """The rule mapping the longer of two sides onto the shorter (ties: the
     greater onto the smaller), so a pair suggests one rule whichever came first."""
