@@ -1092,3 +1092,30 @@ def test_a_parameter_rule_acts_only_in_the_directories_of_its_evidence(tmp_path,
     again.observe(f"{H}/cat/c1?page=2", (5 << 40) ^ 0xFFFF)  # made: other products, the rule's counter-example
     assert {st.rule.spec: st.state for st in again.rules()}["param h.test page"] == RETIRED
     again.close()
+
+
+def test_a_host_whose_ranged_gets_confirm_nothing_is_fetched_whole():
+    """A server that answers 416 to every range (or whose bytes change between requests): each predicted copy
+    cost a ranged GET and then the whole (a helper's: 727 requests against plain Scrapy's 502). Once three of
+    a host's ranged GETs, and more than a fifth of them, confirmed nothing, its predicted copies are plain
+    GETs, as a plain crawl's."""
+    import tempfile
+    from pathlib import Path
+
+    from scrapy import Request
+    from scrapy.http import Response
+
+    from scrapy_neardup.crawler.filter.learned_rules import CONFIRM_KEY, MIN_RANGE_MISSES
+
+    with tempfile.TemporaryDirectory() as tmp:
+        rules, _ = confirming_rules(Path(tmp), "en", "de", (5, 6, 7, 8, 9))
+        for i in (5, 6, 7):
+            request = Request(f"{H}/de/api/p{i}.html")
+            assert rules.avoided([request], None, scheduled=True) == set() and CONFIRM_KEY in request.meta
+            again = rules.confirmation(request, Response(request.url, status=416, request=request))
+            assert isinstance(again, Request) and b"Range" not in again.headers
+        assert rules.crawler.stats.get_value("neardup/url_rules/range_mismatch") == MIN_RANGE_MISSES
+        later = Request(f"{H}/de/api/p8.html")
+        assert rules.avoided([later], None, scheduled=True) == set()
+        assert CONFIRM_KEY not in later.meta and b"Range" not in later.headers
+        rules.close()
