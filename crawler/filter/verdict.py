@@ -170,9 +170,9 @@ class Verdicts:
         yielded) goes on: ``outputs`` itself when all of it does (O(1): a kept
         page's tens or hundreds of outlinks are not looked at one by one)."""
         if verdict == DROPPED:
-            requests = sum(isinstance(output, Request) for output in outputs)
-            if requests:
-                self.stats.inc_value(counts.OUTLINKS_DROPPED, requests)
+            dropped = sum(isinstance(output, Request) for output in outputs)
+            if dropped:
+                self.stats.inc_value(counts.OUTLINKS_DROPPED, dropped)
             return []
         if verdict == UNCHANGED and not self.config.emit_unchanged and response not in self._items_out:
             requests = [output for output in outputs if isinstance(output, Request)]
@@ -231,10 +231,11 @@ class Verdicts:
         names = self.notes.notes(f"{CALLBACK_NOTE}{url}\n") if self.notes is not None else None
         if not names:
             return None
-        seen = {tuple(json.loads(name.partition("\n")[2])) for name in names}
+        seen: set[tuple[str | None, Any]] = {(key[0], key[1]) for key in
+                                                (json.loads(name.partition("\n")[2]) for name in names)}
         if len(self.callbacks) < MAX_UNFILTERED_URLS:
-            self.callbacks[url] = seen  # type: ignore[assignment]
-        return seen  # type: ignore[return-value]
+            self.callbacks[url] = seen
+        return seen
 
     def kept_twin(self, url: str, fp: int) -> str:
         """The kept page whose content fetched page ``url`` (fingerprint ``fp``) has: ``url`` itself when the
