@@ -77,9 +77,10 @@ def free_port() -> int:
 
 
 def start_nginx(root: Path, port: int, work: Path, access_log: Path | None = None,
-                log_format: str = "$msec $status $request_uri") -> subprocess.Popen:
+                log_format: str = "$msec $status $request_uri", gzip: bool = False) -> subprocess.Popen:
     """nginx serving ``root`` on 127.0.0.1:``port``; ``access_log``: one line per
-    request, its time in seconds with milliseconds (``$msec``), as ``log_format`` says."""
+    request, its time in seconds with milliseconds (``$msec``), as ``log_format`` says;
+    ``gzip``: HTML compressed for a client that accepts it (Debian's stock config)."""
     if not shutil.which("nginx") and not Path("/usr/sbin/nginx").exists():
         subprocess.run(["apt-get", "update", "-qq"], check=True)
         subprocess.run(["apt-get", "install", "-y", "-qq", "nginx-light"], check=True)
@@ -97,6 +98,7 @@ http {{
     access_log {f"{access_log} times" if access_log else "off"};
     client_body_temp_path {work}/tmp; proxy_temp_path {work}/tmp; fastcgi_temp_path {work}/tmp;
     uwsgi_temp_path {work}/tmp; scgi_temp_path {work}/tmp;
+    gzip {"on" if gzip else "off"};
     server {{ listen 127.0.0.1:{port}; root {root}; }}
 }}
 """)

@@ -237,7 +237,7 @@ def static_site(data: str, name: str, starts: list[str], work: Path) -> dict:
 
 
 def mirror_site(work: Path, modes: dict[str, list[str]], kills: int = 3, seed: int = 1, name: str = "mirror",
-                linked: bool = True) -> dict:
+                linked: bool = True, gzip: bool = False) -> dict:
     """The generated language-mirror site (``tests/fixtures/mirror_site.py``: 10
     language folders, 80-95% of each the default language's file under a symlink,
     planted distinct pages of the same size and mtime at predicted-copy URLs),
@@ -256,7 +256,7 @@ def mirror_site(work: Path, modes: dict[str, list[str]], kills: int = 3, seed: i
         port = free_port()
         slug = "".join(c if c.isalnum() else "-" for c in mode)
         log = work / f"{name}-{slug}.log"
-        nginx = start_nginx(root, port, _fresh(work / f"{name}-nginx-{slug}"), log)
+        nginx = start_nginx(root, port, _fresh(work / f"{name}-nginx-{slug}"), log, gzip=gzip)
         base = f"http://127.0.0.1:{port}"
         try:
             if mode in (JOBDIR, KILLED):  # JOBDIR (and SIGKILL at seeded random moments, resumed until done)
@@ -355,6 +355,9 @@ def main() -> None:
             if a.mirror_modes:
                 modes = {m: modes[m] for m in ["plain", *a.mirror_modes.split(",")]}
             rows.append(mirror_site(work, modes, a.kills, a.seed))
+        if "mirror-gzip" in sites:  # the same, served with gzip on (Debian's stock nginx): plain Scrapy and the defaults
+            rows.append(mirror_site(work, {"plain": MODES["plain"], "rules": MODES["rules"]}, name="mirror-gzip",
+                                    gzip=True))
         if "mirror-files" in sites:  # the same, each copy a file of its own, each folder with its own mtime
             # (versioned trees: a copy's ETag is not its page's; plain Scrapy and the defaults)
             rows.append(mirror_site(work, {"plain": MODES["plain"], "rules": MODES["rules"]}, name="mirror-files",

@@ -257,6 +257,9 @@ class LearnedRules:
         length, digest = head >> 32, head & 0xFFFFFFFF
         offset = self._window(length)
         request.headers[b"Range"] = f"bytes={offset}-{offset + self.confirm_bytes - 1}"
+        # (a range of the bytes themselves: a server that compresses, as nginx with gzip on, answers a
+        # compressed request whole and never with a range, so nothing would be saved)
+        request.headers[b"Accept-Encoding"] = b"identity"
         if etag and not self.book.if_range_off(spec):
             request.headers[b"If-Range"] = etag
         request.meta[CONFIRM_KEY] = (spec, target, length, offset, digest, target_fp)
@@ -376,6 +379,7 @@ class LearnedRules:
         whole = request.replace(dont_filter=True)
         whole.headers.pop(b"Range", None)
         whole.headers.pop(b"If-Range", None)
+        whole.headers.pop(b"Accept-Encoding", None)  # (compressed again, as a plain crawl's)
         whole.meta.pop(CONFIRM_KEY, None)
         return whole
 
