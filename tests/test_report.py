@@ -423,3 +423,23 @@ def test_a_spark_jobs_output_and_a_store_alone(tmp_path):
     build_report(store, tmp_path / "r.html")
     html = _body((tmp_path / "r.html").read_text())
     assert "No duplicates file" in html and "Nothing was dropped" not in html and "dropped as near" not in html
+
+
+def test_copies_confirmed_by_a_ranged_get_are_not_requests_avoided(tmp_path):
+    """A predicted copy confirmed by a ranged GET was requested (its body never downloaded): the report
+    counted its line as a request not made, and said "182 requests were not made" of a crawl whose summary
+    said 0 requests avoided and 182 copies confirmed. Its line says ``"confirmed": true``, and the report
+    counts it with the ranged GETs only."""
+    import json
+
+    from scrapy_neardup.crawler.report.render import render
+    from scrapy_neardup.crawler.report.sources import Inputs
+
+    path = tmp_path / "duplicates.jsonl"
+    base = {"duplicate_of": "http://h/en/a.html", "rule": "prefix h /de/api/ /en/api/", "referer": None,
+            "time": "2026-11-27T08:00:00+00:00"}
+    path.write_text("\n".join(json.dumps({"id": u, "url": u, "avoided": True, **base, **extra}) for u, extra in (
+        ("http://h/de/api/a.html", {"confirmed": True}), ("http://h/fr/api/a.html", {}))) + "\n")
+    data = read(Inputs("crawl", "here", duplicates=path))
+    assert data.avoided == 1
+    assert "1 requests were not made" in render(data) or "1 request was not made" in render(data)

@@ -122,10 +122,14 @@ class DuplicatesLog:
         })
         logger.debug("near-duplicate dropped: %s duplicates %s (distance %d)", url, duplicate_of, distance)
 
-    def avoided(self, url: str, duplicate_of: str, rule: str, referer: str | None) -> None:
-        """``url`` is not requested: URL rule ``rule`` says ``duplicate_of`` has its content."""
-        self._write({"id": url, "url": url, "duplicate_of": duplicate_of, "avoided": True, "rule": rule,
-                     "referer": referer, "time": utc_now()})
+    def avoided(self, url: str, duplicate_of: str, rule: str, referer: str | None, confirmed: bool = False) -> None:
+        """``url`` is not requested: URL rule ``rule`` says ``duplicate_of`` has its content. ``confirmed``: it
+        was requested, as a ranged GET whose bytes confirmed it, and its body never downloaded."""
+        record = {"id": url, "url": url, "duplicate_of": duplicate_of, "avoided": True, "rule": rule,
+                  "referer": referer, "time": utc_now()}
+        if confirmed:
+            record["confirmed"] = True
+        self._write(record)
         logger.debug("not requested: %s (rule %s: %s has its content)", url, rule, duplicate_of)
 
     def requeued(self, url: str, rule: str, retired: bool = True) -> None:

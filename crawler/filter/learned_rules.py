@@ -366,7 +366,7 @@ class LearnedRules:
             referer = request.headers.get("Referer")
             # (named by the kept page: ``target`` may itself have been dropped as a near-duplicate)
             twin = self.kept_twin(target, target_fp[0]) if target_fp and target_fp[0] is not None else target
-            self.duplicates.avoided(url, twin, spec, referer.decode("latin-1") if referer else None)
+            self.duplicates.avoided(url, twin, spec, referer.decode("latin-1") if referer else None, confirmed=True)
             return None
         self.stats.inc_value("neardup/url_rules/range_mismatch")
         self._range_misses[host] += 1

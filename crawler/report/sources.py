@@ -241,6 +241,9 @@ def _read_duplicates(path: Path, data: CrawlData) -> None:
             continue
         when = _seconds(record["time"]) if "time" in record else None
         if record.get("avoided"):
+            if record.get("confirmed"):  # (requested as a ranged GET: a body not downloaded, counted by the stats)
+                avoided.pop(key, None)
+                continue
             avoided[key] = (str(record.get("rule")), when)
             continue
         data.dropped += 1
