@@ -56,7 +56,9 @@ def test_the_trap_site_learns_its_traps_and_skips_them(tmp_path):
     # each kind of trap was learned and acted on
     used = {a["rule"].split()[0] + " " + a["rule"].split()[2] for a in avoided}
     assert {"param sid", "prefix /mirror/", "suffix /index.html"} <= used, used
-    assert stat(log, "neardup/requests_avoided") == len(avoided)
+    # (an avoided URL whose request was on its way already is made after all: a "requeued" line withdraws it)
+    withdrawn = {d["url"] for d in read_jsonl(tmp_path / "rules" / "store" / "duplicates.jsonl") if d.get("requeued")}
+    assert stat(log, "neardup/requests_avoided") == len({a["url"] for a in avoided} - withdrawn)
     assert stat(log, "neardup/url_rules/learned") >= 3
     # most of what plain Scrapy downloads twice is never downloaded (the benchmark measures it)
     assert duplicate_downloads(site, targets) < 0.2 * duplicate_downloads(site, plain)
