@@ -1120,3 +1120,22 @@ def test_a_host_whose_ranged_gets_confirm_nothing_is_fetched_whole():
         assert rules.avoided([later], None, scheduled=True) == set()
         assert CONFIRM_KEY not in later.meta and b"Range" not in later.headers
         rules.close()
+
+
+def test_a_page_too_short_for_its_ranged_get_is_fetched_plain(tmp_path):
+    """With ``NEARDUP_URL_RULES_CONFIRM_BYTES`` past half a page's size, its "confirmation" downloaded about
+    the whole body and the summary said "bodies not downloaded": such a predicted copy is a plain GET."""
+    import mmh3
+    from scrapy import Request
+
+    from scrapy_neardup.crawler.filter.learned_rules import CONFIRM_KEY
+
+    rules, bodies = confirming_rules(tmp_path, "en", "de", (9,))
+    rules.confirm_bytes = len(bodies[9]) // 2 + 1
+    # (the heads were kept under keys seeded with the 16 bytes they were made with: asked the same way)
+    rules._key = lambda url: mmh3.hash64(url, seed=16, signed=False)[0]  # type: ignore[method-assign]
+    request = Request(f"{H}/de/api/p9.html")
+    assert rules.avoided([request], None, scheduled=True) == set()
+    assert CONFIRM_KEY not in request.meta and b"Range" not in request.headers
+    assert rules.crawler.stats.get_value("neardup/url_rules/too_short_to_confirm") == 1
+    rules.close()

@@ -255,6 +255,11 @@ class LearnedRules:
             return
         head, etag = found
         length, digest = head >> 32, head & 0xFFFFFFFF
+        if length <= 2 * self.confirm_bytes:
+            # (a range of half the page or more saves next to nothing: a plain GET, as a plain crawl's; with
+            # NEARDUP_URL_RULES_CONFIRM_BYTES past a page's size the "confirmed" bodies were downloaded whole)
+            self.stats.inc_value("neardup/url_rules/too_short_to_confirm")
+            return
         offset = self._window(length)
         request.headers[b"Range"] = f"bytes={offset}-{offset + self.confirm_bytes - 1}"
         # (a range of the bytes themselves: a server that compresses, as nginx with gzip on, answers a
