@@ -58,3 +58,18 @@ def test_no_real_page_is_binary():
     for p in pages:
         data = p.read_bytes()
         assert binary_kind(gzip.decompress(data) if p.suffix == ".gz" else data) is None, p.name
+
+
+def test_utf16_declared_by_the_header_is_text():
+    """A page in UTF-16 without a BOM, its charset in the Content-Type: half its bytes are NUL, and it was
+    taken for binary data (passed unchecked). Declared outside the bytes, UTF-16 or UTF-32 is text, as a BOM."""
+    from scrapy_neardup.dedup.fingerprint import Fingerprinter
+
+    page = ("<html><head><title>Seite</title></head><body><p>" + " ".join(f"wort{i} haus garten" for i in range(40))
+            + "</p></body></html>")
+    for codec in ("utf-16-le", "utf-16-be"):
+        data = page.encode(codec)
+        assert binary_kind(data) == "data" and binary_kind(data, codec.replace("-le", "le").replace("-be", "be")) is None
+        got = Fingerprinter().fingerprint_html(data, codec)
+        assert got.value is not None and got.title == "Seite"
+    assert binary_kind(b"%PDF-1.7 ...", "utf-16le") == "pdf"  # (a signature still says what it is)

@@ -116,7 +116,7 @@ class Fingerprinter:
         without parsing it. ``compiled`` as in ``fingerprint_page``;
         ``on_document`` as in ``text.extract`` (not called for such pages). ``no_budget``: nothing stops
         the parse if it runs long (the crawl's thread, not a worker): the scan is ``thorough``."""
-        kind = binary_kind(data)
+        kind = binary_kind(data, encoding)
         if kind is not None:
             return Fingerprint(None, f"binary: {kind}")
         hostile = hostile_reason(data, thorough=no_budget)

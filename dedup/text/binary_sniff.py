@@ -45,15 +45,24 @@ _TEXT_BOMS = (b"\xef\xbb\xbf", b"\xfe\xff", b"\xff\xfe", b"\x00\x00\xfe\xff")
 _HEADER = 1445  # the MIME Sniffing Standard's resource header
 
 
-def binary_kind(data: bytes) -> str | None:
+def binary_kind(data: bytes, encoding: str | None = None) -> str | None:
     """``'pdf' 'image' 'media' 'font' 'archive' 'executable' 'data'`` or
-    None for what may be a page. O(1): looks at the first 1,445 bytes."""
+    None for what may be a page. ``encoding``: the one declared outside the
+    bytes (an HTTP header's charset): UTF-16 or UTF-32 declared there makes
+    the bytes text as a BOM does (half of UTF-16's bytes are NUL). O(1): looks
+    at the first 1,445 bytes.
+
+    >>> binary_kind("<p>hi</p>".encode("utf-16-le")), binary_kind("<p>hi</p>".encode("utf-16-le"), "utf-16le")
+    ('data', None)
+    """
     head = data[:_HEADER]
     if head.startswith(_TEXT_BOMS):
         return None
     for pattern, kind in _SIGNATURES:
         if pattern.match(head):
             return kind
+    if encoding and encoding.lower().replace("_", "-").startswith(("utf-16", "utf-32", "utf16", "utf32")):
+        return None
     if head and len(head) - len(head.translate(None, _BINARY_BYTES)) >= 0.05 * len(head):
         return "data"
     return None
