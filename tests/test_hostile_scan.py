@@ -139,3 +139,12 @@ def test_a_greater_than_sign_in_a_quoted_value_hides_nothing():
     # real markup with ">" in its values (scripts in attributes) is not hostile
     links = b"".join(b'<a href="/x" onclick="if(a>b)">link %d</a> ' % i for i in range(3000))
     assert hostile_reason(b"<html><body>" + links + b"</body></html>", thorough=True) is None
+
+
+def test_a_page_in_utf16_is_scanned_as_its_text():
+    """A UTF-16 page's bytes hide every tag from the scan (each "<" is followed by NUL): declared in the
+    header or by its BOM, it is scanned as UTF-8, in which its markup is the same."""
+    page = (b"".join(b"<b id=%d>" % i for i in range(1000)) + b"<p>x</p>" * 1000).decode().encode("utf-16-le")
+    assert hostile_reason(page) is None  # (undeclared: not seen)
+    assert hostile_reason(page, encoding="utf-16le") == "more than 200000 formatting elements opened again"
+    assert hostile_reason(b"\xff\xfe" + page) == "more than 200000 formatting elements opened again"

@@ -67,7 +67,8 @@ def hostile_to_withhold(response: Response, max_page_bytes: int) -> str | None:
         return None
     if len(response.body) > max_page_bytes:
         return f"{len(response.body)} bytes, past NEARDUP_MAX_PAGE_BYTES (not scanned)"
-    return hostile_reason(response.body, thorough=True)  # (before the callback, in the crawl's thread)
+    # (before the callback, in the crawl's thread)
+    return hostile_reason(response.body, thorough=True, encoding=declared_encoding(response))
 
 
 def is_html(response: TextResponse) -> bool:

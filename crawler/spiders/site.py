@@ -195,7 +195,8 @@ class SiteSpider(scrapy.Spider):
         elif links is None and neardup is not None and len(response.body) > neardup.config.max_page_bytes:
             hostile = "past NEARDUP_MAX_PAGE_BYTES"  # (not even scanned: 150 MB of text took the scan 4.6 s)
         elif links is None:
-            hostile = hostile_reason(response.body, thorough=True)  # (the crawl's thread: ~0.4 ms a median page)
+            # (the crawl's thread: ~0.4 ms a median page)
+            hostile = hostile_reason(response.body, thorough=True, encoding=declared_encoding(response))
         if hostile is not None:
             logger.warning("%s is not parsed for its links or text: %s", response.url, hostile)
         if is_html(response):  # (as the filter tells HTML: a page it checks has its item)

@@ -119,7 +119,7 @@ class Fingerprinter:
         kind = binary_kind(data, encoding)
         if kind is not None:
             return Fingerprint(None, f"binary: {kind}")
-        hostile = hostile_reason(data, thorough=no_budget)
+        hostile = hostile_reason(data, thorough=no_budget, encoding=encoding)
         if hostile is not None:
             return Fingerprint(None, f"hostile: {hostile}")
         if compiled is None:
