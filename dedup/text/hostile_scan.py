@@ -200,9 +200,10 @@ def _reopened(arr: np.ndarray, lt: np.ndarray, max_reopened: int) -> str | None:
 
 
 #: a tag: its name, then its attributes up to the ">" that ends it (one inside a quoted value does not: a page
-#: of 1,000 ``<b x="y>N">`` is 1,000 elements unlike each other, not 3 alike); possessive, so linear on any input
+#: of 1,000 ``<b x="y>N">`` is 1,000 elements unlike each other, not 3 alike); possessive, and a tag the data
+#: ends in matches to its end (a match that could fail would be tried again from every later "<": quadratic)
 _TAG = re.compile(rb"<(/?)([A-Za-z][^\t\n\f\r />]*+)"
-                  rb"((?:[^>\"'=]++|=[\t\n\f\r ]*+(?:\"[^\"]*+\"|'[^']*+'|[^\t\n\f\r >]*+)|[\"'])*+)>")
+                  rb"((?:[^>\"'=]++|=[\t\n\f\r ]*+(?:\"[^\"]*+\"|'[^']*+'|[^\t\n\f\r >]*+)|[\"'])*+)(?:>|\Z)")
 #: an attribute value in quotes that holds a ">" (which cuts a start tag in two for ``_many_attributes``' runs)
 _QUOTED_GT = re.compile(rb"=[\t\n\f\r ]*+(?:\"[^\">]*+>|'[^'>]*+>)")
 _PILING = frozenset(n.encode() for n in PILING_TAGS)
