@@ -293,7 +293,8 @@ class NearDupMiddleware:
         """A page that passes unchecked (its reason counted at input): its output as it comes, each outlink
         left out if a learned URL rule says a fetched page has its content. O(1) an output; while a rule
         acts, a local rule book's look-up an outlink, and a shared one's (a Redis round trip) a batch of up
-        to ``SHARED_RULES_BATCH`` outlinks, sent on before the page's next item and at its end."""
+        to ``SHARED_RULES_BATCH`` outlinks, sent on before the page's next item, at its end, and when its
+        callback raises (what it yielded before goes on, as without the filter)."""
         batch: list[Request] = []
         try:
             async for item in result:
@@ -311,6 +312,11 @@ class NearDupMiddleware:
                         batch = []
                 elif not self.avoided([item], response.url):
                     yield item
+        except Exception:
+            for request in self._not_avoided(batch, response.url):
+                yield request
+            raise
+        else:
             for request in self._not_avoided(batch, response.url):
                 yield request
         finally:  # (not before: the callback may ask why, ``too_costly_to_parse``)

@@ -1063,6 +1063,25 @@ def test_an_unchecked_pages_outlinks_stream_and_learned_rules_still_leave_copies
     got = asyncio.run(run())
     assert got == [{"n": 1}, outputs[2], outputs[4], {"n": 2}]
     assert crawler.stats.get_value("neardup/skipped/non_html") == 1
+    # a callback that raises after its outlinks: they go on all the same (a shared book's batch was lost)
+    failing = TextResponse(f"{H}/api2.json", body=b"{}", headers={"Content-Type": "application/json"},
+                           request=Request(f"{H}/api2.json"))
+    mw.process_spider_input(failing)
+    links = [Request(f"{H}/d.html"), Request(f"{H}/e.html")]
+
+    async def raising():
+        for link in links:
+            yield link
+        raise ValueError("the callback failed")
+
+    async def run_failing() -> list:
+        out = []
+        with pytest.raises(ValueError, match="the callback failed"):
+            async for item in mw.process_spider_output(failing, raising()):
+                out.append(item)
+        return out
+
+    assert asyncio.run(run_failing()) == links
     mw.rules.close()
 
 
@@ -1139,3 +1158,15 @@ def test_a_page_too_short_for_its_ranged_get_is_fetched_plain(tmp_path):
     assert CONFIRM_KEY not in request.meta and b"Range" not in request.headers
     assert rules.crawler.stats.get_value("neardup/url_rules/too_short_to_confirm") == 1
     rules.close()
+
+
+def test_a_path_rules_avoided_request_depends_on_the_parameter_its_target_was_stripped_of():
+    """``sid`` known not to matter under ``/p/`` only; the only fetched copy of ``/p/9.html`` is the session
+    page ``/p/9.html?sid=7``, the first page of the form ``/p/9.html``: ``/m/9.html`` avoided as its copy
+    under ``prefix /p/ /m/`` depends on ``sid`` too, through its target's section. Retiring ``sid`` makes it
+    after all (recorded with the URL's own section only, it stayed avoided for good)."""
+    book, sid, prefix = _sid_and_prefix_rules()
+    assert book.record_avoided(f"{H}/m/9.html", prefix.rule.spec, f"{H}/p/9.html?sid=7", "R9")
+    book.observe(f"{H}/p/2.html?sid=77", 1)  # the parameter mattered here
+    assert sid.state == RETIRED
+    assert [a.request for a in book.release(sid)] == ["R9"]

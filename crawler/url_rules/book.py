@@ -446,9 +446,11 @@ class RuleBook:
         before (count it once)."""
         st = next(s for s in self._rules_for(host_of(url)) if s.rule.spec == spec)
         params: tuple[str, ...] = ()
-        if st.rule.kind != "param" and (strip := self._stripper(host_of(url), scope_of(parts_of(url)[2]))) is not None:
-            # (the form also stripped these: the avoidance depends on their rules too)
-            names = set(strip.a.split(","))
+        if st.rule.kind != "param":
+            # (the forms of the URL and of its target, each in its own section, also stripped these: the
+            # avoidance depends on their rules too, and their retirement releases it)
+            names = {n for u in (url, target) if (strip := self._stripper(host_of(u), scope_of(parts_of(u)[2])))
+                     for n in strip.a.split(",")}
             params = tuple(sorted({k for u in (url, target) for k, _ in parts_of(u)[3] if k in names}))
         if not self.store.avoid_once(spec, url, target, request, scheduled, params, frontier_id):
             return False
