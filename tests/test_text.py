@@ -184,11 +184,14 @@ def test_utf8_bytes_go_to_the_parser_as_decoding_would(data, prefix):
     enc, skip = sniff_encoding(raw)
     if codecs.lookup(enc).name != "utf-8":
         return
-    from scrapy_neardup.dedup.text.visible import _extract_as
+    from scrapy_neardup.dedup.text.visible import _extract_as, _mostly_invalid
 
     # (``_extract_as``: the decision to read a page mostly of U+FFFD in another encoding is ``extract``'s)
     fast, slow = _extract_as(raw, enc, skip, None, None), extract_text(raw[skip:].decode("utf-8", "replace"))
     assert (fast.title, fast.text) == (slow.title, slow.text)
+    if not _mostly_invalid(fast.text):  # (else ``extract`` may read it as its <meta> says, or as detected)
+        whole = extract(raw)
+        assert (whole.title, whole.text) == (slow.title, slow.text)
 
 
 @settings(max_examples=300, deadline=None)
@@ -258,6 +261,14 @@ def test_a_page_declared_in_an_encoding_it_is_not_in_is_read_as_detected():
     assert "\ufffd" not in got.text and len(got.text) == len(body)
     stray = ("<html><body><p>" + "a café and a naïve résumé " * 20 + "</p></body></html>").encode() + b"\xe9" * 5
     assert extract(stray, "utf-8").text.count("\ufffd") == 5
+    # a UTF-8 page with stray bytes among letters of its own is not re-read as a stale <meta> says (it made
+    # mojibake of every letter), nor as a <meta charset="utf-16"> (read as UTF-8, as the HTML Standard says)
+    for meta in ("iso-8859-1", "utf-16"):
+        text = "It’s what we don’t say " * 10
+        page = (f'<html><head><meta charset="{meta}"><title>Quotes</title></head><body><p>{text}</p>'
+                ).encode() + b"<p>" + b"\xa9 " * 16 + b"</p></body></html>"
+        got = extract(page, "utf-8")
+        assert got.title == "Quotes" and "It’s what we don’t say" in got.text, meta
 
 
 @pytest.mark.parametrize("label", ["base64", "rot13", "hex", "zlib", "bz2", "quopri", "uu", "punycode", "cp037",

@@ -79,8 +79,17 @@ def _page_encoding(enc: str | None) -> str | None:
 
 
 def meta_encoding(data: bytes) -> str | None:
-    """The encoding the page's ``<meta>`` declares, if a page can be in it (``_page_encoding``), else None."""
-    return _page_encoding(html_body_declared_encoding(data))
+    """The encoding the page's ``<meta>`` declares, if a page can be in it (``_page_encoding``), else None;
+    UTF-16 and UTF-32 read as UTF-8, as the HTML Standard says (a ``<meta>`` readable as ASCII is not in
+    them: a BOM or the header says so).
+
+    >>> meta_encoding(b'<meta charset="utf-16"><p>x</p>'), meta_encoding(b'<meta charset="koi8-r">')
+    ('utf-8', 'koi8-r')
+    """
+    enc = html_body_declared_encoding(data)
+    if enc and enc.lower().replace("_", "-").startswith(("utf-16", "utf16", "utf-32", "utf32")):
+        return "utf-8"
+    return _page_encoding(enc)
 
 
 def detect_encoding(data: bytes) -> str | None:

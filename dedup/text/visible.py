@@ -234,7 +234,9 @@ MIN_INVALID = 16
 
 
 def _mostly_invalid(text: str) -> bool:
-    """Whether at least ``MIN_INVALID`` of the text's characters, and a fifth of those beyond ASCII, are
-    U+FFFD: bytes the page's encoding could not read. O(len(text)), in C."""
+    """Whether at least ``MIN_INVALID`` of the text's characters, and three quarters of those beyond ASCII,
+    are U+FFFD: bytes the page's encoding could not read (windows-1251, -1253, -1252, Shift_JIS or GB18030
+    text read as UTF-8 is 92-100% U+FFFD; a UTF-8 page with stray bytes among its own letters is not
+    re-read, which would make mojibake of them). O(len(text)), in C."""
     bad = text.count("\ufffd")
-    return bad >= MIN_INVALID and bad * 5 >= len(text) - len(text.encode("ascii", "ignore"))
+    return bad >= MIN_INVALID and bad * 4 >= 3 * (len(text) - len(text.encode("ascii", "ignore")))
