@@ -72,6 +72,7 @@ logger = logging.getLogger(__name__)
 #: predicted copies are plain GETs (``LearnedRules._ranges_pay``)
 MIN_RANGE_MISSES = 3
 MAX_RANGE_MISS_SHARE = 0.2
+RANGE_RETRY_EVERY = 10
 #: Seconds between two warnings that the rule book is unavailable
 WARN_EVERY = 60.0
 #: request.meta key of a ranged GET confirming a predicted copy: (rule, target URL, its length, window offset, hash,
@@ -114,6 +115,8 @@ class LearnedRules:
         #: per host, ranged GETs answered and those that confirmed nothing (``_ranges_pay``)
         self._ranged: Counter[str] = Counter()
         self._range_misses: Counter[str] = Counter()
+        self._range_retries: Counter[str] = Counter()
+        self._told_ranges: set[str] = set()
         #: (URL, fingerprint) of a fetched page -> the kept page its content is in: itself, or the page it was
         #: dropped against (``Verdicts.kept_twin``: set by the filter), for the avoided lines' ``duplicate_of``
         self.kept_twin: Callable[[str, int], str] = lambda url, fp: url
@@ -270,12 +273,29 @@ class LearnedRules:
         request.meta[CONFIRM_KEY] = (spec, target, length, offset, digest, target_fp)
 
     def _ranges_pay(self, host: str) -> bool:
-        """Whether ranged GETs confirm copies on ``host``: not once ``MIN_RANGE_MISSES`` of them, and more than
-        ``MAX_RANGE_MISS_SHARE`` of those answered there, confirmed nothing (a server answering 416 to every
-        range, or one whose bytes change between requests), as each such miss costs a request more than a
-        plain crawl (a helper's 416 server: 727 requests against plain Scrapy's 502). O(1)."""
+        """Whether a predicted copy on ``host`` is asked for as a ranged GET: not while at least
+        ``MIN_RANGE_MISSES`` of the host's, and more than ``MAX_RANGE_MISS_SHARE`` of those answered there,
+        confirmed nothing (a server answering 416 to every range, one that ignores ranges, or whose bytes
+        change between requests: each miss costs a request more than a plain crawl, or a body sent
+        uncompressed; a helper's 416 server: 727 requests against plain Scrapy's 502). Then one prediction in
+        ``RANGE_RETRY_EVERY`` is still asked for as one, so that a host whose first answers were misses (a
+        few translated pages first) is asked again once copies come. O(1)."""
         misses = self._range_misses[host]
-        return misses < MIN_RANGE_MISSES or misses <= MAX_RANGE_MISS_SHARE * self._ranged[host]
+        if misses < MIN_RANGE_MISSES or misses <= MAX_RANGE_MISS_SHARE * self._ranged[host]:
+            return True
+        self._range_retries[host] += 1
+        return self._range_retries[host] % RANGE_RETRY_EVERY == 0
+
+    def _missed(self, host: str) -> None:
+        """A ranged GET on ``host`` that confirmed nothing (``_ranges_pay``); said once when they stop paying."""
+        self._range_misses[host] += 1
+        misses, answered = self._range_misses[host], self._ranged[host]
+        if misses >= MIN_RANGE_MISSES and misses > MAX_RANGE_MISS_SHARE * answered and host not in self._told_ranges:
+            self._told_ranges.add(host)
+            logger.warning("ranged GETs do not pay on %s (%d of %d confirmed nothing: a server that refuses or "
+                           "ignores ranges, or whose bytes change between requests): its predicted copies are "
+                           "fetched whole, one in %d asked for as a ranged GET still", host, misses, answered,
+                           RANGE_RETRY_EVERY)
 
     def _key(self, url: str) -> int:
         """A fetched page's key in the rule book's heads: its URL's 64-bit hash, seeded with the
@@ -355,13 +375,16 @@ class LearnedRules:
         ranges). Validators never confirm: files installed together share mtime and size."""
         # (a request queued by an earlier version has no 6th element, the target's fingerprint)
         spec, target, length, offset, digest, *target_fp = request.meta[CONFIRM_KEY]
-        if response.status == 200:
-            self.stats.inc_value("neardup/url_rules/range_whole")
-            return response
-        start, total = _content_range(response)
         url = _defragged(request.url)
         host = urlsplit(url).netloc
         self._ranged[host] += 1
+        if response.status == 200:
+            # (whole: another ETag, or a server that ignores ranges; sent uncompressed, as asked: counted
+            # with the misses, so that a host that never answers with a range is not asked for one)
+            self.stats.inc_value("neardup/url_rules/range_whole")
+            self._missed(host)
+            return response
+        start, total = _content_range(response)
         self.stats.inc_value("neardup/url_rules/ranged_gets")
         self.stats.inc_value("neardup/url_rules/ranged_bytes", len(response.body))
         if response.status == 206 and (start, total) == (offset, length) \
@@ -374,11 +397,7 @@ class LearnedRules:
             self.duplicates.avoided(url, twin, spec, referer.decode("latin-1") if referer else None, confirmed=True)
             return None
         self.stats.inc_value("neardup/url_rules/range_mismatch")
-        self._range_misses[host] += 1
-        if not self._ranges_pay(host) and self._range_misses[host] == MIN_RANGE_MISSES:
-            logger.warning("ranged GETs do not pay on %s (%d of %d confirmed nothing: a server that refuses ranges, "
-                           "or whose bytes change between requests): its predicted copies are fetched whole from "
-                           "now on", host, self._range_misses[host], self._ranged[host])
+        self._missed(host)
         self._made_whole.add(url)  # (a miss that costs a request more than a plain crawl: see _came_whole)
         logger.info("ranged GET of %s does not match %s (rule %s): fetched whole", url, target, spec)
         whole = request.replace(dont_filter=True)
