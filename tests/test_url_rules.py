@@ -1170,3 +1170,21 @@ def test_a_path_rules_avoided_request_depends_on_the_parameter_its_target_was_st
     book.observe(f"{H}/p/2.html?sid=77", 1)  # the parameter mattered here
     assert sid.state == RETIRED
     assert [a.request for a in book.release(sid)] == ["R9"]
+
+
+def test_a_book_written_before_sections_were_kept_acts_where_its_example_agreed(tmp_path):
+    """A rule book from before a parameter rule's sections were kept has none: its active parameter rules
+    would act nowhere. They act in the section of the example pair each keeps."""
+    import sqlite3
+
+    path = tmp_path / "rules.sqlite3"
+    book = RuleBook(path, min_evidence=3, explore=0.0)
+    _pairs(book, 4)
+    book.close()
+    db = sqlite3.connect(path)
+    db.execute("DELETE FROM settings WHERE name LIKE 'scope %'")
+    db.commit()
+    db.close()
+    again = RuleBook(path, min_evidence=3, explore=0.0)
+    assert again.avoid(f"{H}/a2.html?sid=q") == ("param h.test sid", f"{H}/a2.html", False)
+    again.close()

@@ -66,7 +66,7 @@ logger = logging.getLogger(__name__)
 
 CANDIDATE, ACTIVE, RETIRED, PINNED = "candidate", "active", "retired", "pinned"
 PIN, FORBID = "pin", "forbid"  # the book's settings that name rules (JSON lists of rule lines)
-SCOPES = "scopes "  # + a parameter rule's line: the book's setting of its scopes (a JSON list)
+SCOPE = "scope "  # + a parameter rule's line, a tab and one of its scopes: a setting of the book (value "1")
 MAX_RULES_PER_HOST = 256  # (a site of 12 language trees of a few sections each: ~200 prefix rules)
 BACKFILL = 20_000  # a new rule is tried on at most this many of the host's latest pages
 REFRESH_EVERY = 5.0  # seconds: rules another process learned or retired (a shared book)
@@ -128,7 +128,7 @@ class RuleState:
     pinned: bool = False
     if_range_off: bool = False  # (``RuleBook.turn_if_range_off``)
     #: a parameter rule's scopes (``rules.scope_of``) where a pair agreed: it acts there only (kept in the
-    #: book's settings, ``SCOPES``, read again with the rules)
+    #: book's settings, ``SCOPE``, read again with the rules)
     scopes: set[str] = field(default_factory=set)
 
     @property
@@ -197,11 +197,17 @@ class RuleBook:
                 st = RuleState(rule, CANDIDATE, pinned=any(p == rule for p in self.pins))
                 self._add_rule(st)
             self._update(st, row)
-        for name, value in self.store.settings().items():  # (the scopes this or another process learned)
-            st = self._by_spec(name[len(SCOPES):]) if name.startswith(SCOPES) else None
-            if st is not None and not (found := set(json.loads(value))) <= st.scopes:
-                st.scopes |= found
-                self._strip_by_scope.clear()
+        for name in self.store.settings():  # (the scopes this or another process learned)
+            if name.startswith(SCOPE):
+                spec, _, scope = name[len(SCOPE):].rpartition("\t")
+                st = self._by_spec(spec)
+                if st is not None and scope not in st.scopes:
+                    st.scopes.add(scope)
+                    self._strip_by_scope.clear()
+        for st in self.rules():
+            # (a book written before scopes were kept: its parameter rule acts where its example pair agreed)
+            if st.rule.kind == "param" and not st.scopes and st.example and st.evidence:
+                st.scopes.add(scope_of(parts_of(st.example.split(" = ")[0])[2]))
         self._refreshed = time.monotonic()
 
     def _by_spec(self, spec: str) -> RuleState | None:
@@ -332,7 +338,7 @@ class RuleBook:
             st.example = st.example or f"{url} = {first[0]}"
             if st.rule.kind == "param" and (scope := scope_of(parts_of(url)[2])) not in st.scopes:
                 st.scopes.add(scope)
-                self.store.save_settings({SCOPES + st.rule.spec: json.dumps(sorted(st.scopes))})
+                self.store.save_settings({f"{SCOPE}{st.rule.spec}\t{scope}": "1"})  # (one a scope: O(1))
                 self._strip_by_scope.clear()  # (what the scope's forms strip may have changed)
             counts = self.store.bump(st.rule.spec, evidence=1, example=st.example)
         elif self._free_miss(st, url, first[0]):

@@ -193,17 +193,16 @@ def touches(rule: UrlRule, path: str) -> bool:
 
 
 def scope_of(path: str) -> str:
-    """Where a parameter rule's evidence counts (``RuleBook``): the path's first directory (a site's
-    section: its articles, its categories, its documents), or ``/`` for a page at the root. Pairs of
-    ``/articles/a7.html?page=2`` = ``a7.html`` say nothing of ``/cat/c10?page=2`` (a category's second
-    page). (Not the whole directory: ``/doc/5/?sid=x`` and ``/doc/6/?sid=y`` would each need a pair of
-    their own, a request more a document.)
+    """Where a parameter rule's evidence counts (``RuleBook``): the path's first two directories (a site's
+    section, under a language or mobile prefix too: ``/en/articles/``), a directory of digits standing for
+    any (``/doc/#/``: numbered documents, dates), or ``/`` for a page at the root. Pairs of
+    ``/articles/a7.html?page=2`` = ``a7.html`` say nothing of ``/cat/c10?page=2`` (a category's second page).
 
-    >>> scope_of("/articles/a7.html"), scope_of("/doc/5/"), scope_of("/cat"), scope_of("/")
-    ('/articles/', '/doc/', '/', '/')
+    >>> scope_of("/articles/a7.html"), scope_of("/en/cat/c1"), scope_of("/doc/5/"), scope_of("/a.html")
+    ('/articles/', '/en/cat/', '/doc/#/', '/')
     """
-    end = path.find("/", 1)
-    return path[: end + 1] if end > 0 else "/"
+    dirs = path.split("/")[1:-1][:2]  # (the last part is the page's own name)
+    return "/" + "".join(("#" if d.isdigit() else d) + "/" for d in dirs)
 
 
 def _ordered(kind: str, host: str, x: str, y: str) -> UrlRule:
