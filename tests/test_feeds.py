@@ -265,3 +265,33 @@ def test_a_resumed_csv_feed_keeps_the_columns_of_its_document(tmp_path):
         rows = list(csv.reader(io.StringIO(feed.read_text())))
         assert rows[0] == ["url", "title"] and all(len(row) == 2 for row in rows)
         assert sorted(row[0] for row in rows[1:]) == site.urls()
+
+
+@pytest.mark.parametrize("how", ["moved", "copied"])
+def test_a_jobdir_moved_or_copied_with_its_feeds(tmp_path, how):
+    """A killed crawl's directory (its JOBDIR and its feed file) moved or copied elsewhere, and resumed there.
+    Moved, the feed was not found at its recorded path: a second document was appended to it (a JSON file
+    that no longer parses). Copied, the copy's resume cut and closed the *original's* file, which another
+    crawl was still writing (its items lost). Moved, the file is found by its inode and its document goes
+    on; copied, the original is left as it is."""
+    import shutil
+
+    fmt = "json"
+    first = tmp_path / "a"
+    run = Run(first / "job", first / "feed.json", fmt)
+    run.item("u1", 1)
+    run.item("u2", 2)
+    run.commit([1])
+    run.kill()
+    before = (first / "feed.json").read_bytes()
+    second = tmp_path / "b"
+    (shutil.move if how == "moved" else shutil.copytree)(first, second)
+    run = Run(second / "job", second / "feed.json", fmt)
+    run.item("u2", 2)
+    run.item("u3", 3)
+    run.commit([2, 3])
+    run.finish()
+    if how == "moved":
+        assert parse(second / "feed.json", fmt) == ["u1", "u2", "u3"]
+    else:
+        assert (first / "feed.json").read_bytes() == before  # (the original's, untouched)

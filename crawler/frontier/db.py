@@ -196,8 +196,13 @@ class FrontierDB:
             meta = dict(self.db.execute("SELECT name, value FROM meta").fetchall())
             _check_format(self.path, meta.get("format"))
             _check_spider(self.path, meta.get("spider"), spider)
+            here = str(self.dir.resolve())
+            #: where the JOBDIR was when a run last opened it, if elsewhere (moved or copied since): the feed
+            #: files its runs wrote at their recorded paths are not this one's to cut (``frontier.feeds``)
+            self.moved_from: str | None = meta["jobdir"] if meta.get("jobdir") not in (None, here) else None
             self.db.execute("BEGIN IMMEDIATE")
             self.db.execute("INSERT OR REPLACE INTO meta VALUES ('format', ?)", (FORMAT,))
+            self.db.execute("INSERT OR REPLACE INTO meta VALUES ('jobdir', ?)", (here,))
             if spider is not None:
                 self.db.execute("INSERT OR REPLACE INTO meta VALUES ('spider', ?)", (spider,))
             #: the requests in flight at the last stop, by their stored form (a few: at most the requests
@@ -362,6 +367,9 @@ class FrontierDB:
     def feed(self, path: str) -> FeedRow | None:
         row = self._run("SELECT * FROM feeds WHERE path = ?", (path,)).fetchone()
         return None if row is None else FeedRow(*row)
+
+    def feed_drop(self, path: str) -> None:
+        self._run("DELETE FROM feeds WHERE path = ?", (path,))
 
     def feed_put(self, row: FeedRow) -> None:
         self._run("INSERT OR REPLACE INTO feeds VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", tuple(row))

@@ -226,6 +226,13 @@ class FeedLedger:
     def attach(self, db: FrontierDB) -> None:
         """Cut each feed file the last run wrote to what is committed, and close its document."""
         self.db = db
+        if db.moved_from is not None and db.feeds():
+            # (copied, the JOBDIR's recorded feed files are another crawl's, which goes on there: cut, it lost
+            # its items; moved, they are not at their paths any more: a file of this crawl is found by inode
+            # when it is opened again, ``open``)
+            logger.warning("frontier: this JOBDIR was at %s; the feed files its runs wrote at their recorded "
+                           "paths are left as they are", db.moved_from)
+            return
         for row in db.feeds():
             if row.open:
                 self._close_document(row)
@@ -261,6 +268,21 @@ class FeedLedger:
         logger.info("feed %s: cut %d bytes after the last item whose request was acknowledged (its items "
                     "are written again on resume); the document is closed", path, st.st_size - row.committed)
 
+    def _moved_here(self, path: str, inode: int, shape: Shape) -> FeedRow | None:
+        """The frontier's row of the feed file now at ``path``, recorded at another path (the JOBDIR and its
+        feeds moved: the same file, by inode), re-keyed to ``path``; None if there is none. O(feeds)."""
+        db = self.db
+        assert db is not None
+        if db.moved_from is None:
+            return None
+        for row in db.feeds():
+            if row.inode == inode and row.kind == shape.kind and row.path != path and not os.path.exists(row.path):
+                db.feed_drop(row.path)
+                moved = row._replace(path=path)
+                logger.info("feed %s: the file this crawl wrote at %s, moved", path, row.path)
+                return moved
+        return None
+
     # -- Scrapy opens a feed file --------------------------------------------------
 
     def open(self, path: str, write_mode: str, shape: Shape) -> FeedFile:
@@ -274,6 +296,8 @@ class FeedLedger:
         row = db.feed(key)
         fh = open(key, write_mode)  # noqa: SIM115  (closed by Scrapy through FeedFile.close)
         st = os.fstat(fh.fileno())
+        if row is None and (moved := self._moved_here(key, st.st_ino, shape)) is not None:
+            row = moved
         doc_start = committed = st.st_size
         going_on = False
         if write_mode != "wb" and row is not None and row.kind == shape.kind:
@@ -285,6 +309,10 @@ class FeedLedger:
             else:
                 logger.warning("feed %s is not the file this crawl wrote (replaced or shortened since): "
                                "its items are appended as a new document", key)
+        elif write_mode != "wb" and row is None and db.moved_from is not None and st.st_size \
+                and not _is_empty_document(key, st.st_size, shape):
+            logger.warning("feed %s is not a file this crawl wrote (its JOBDIR was at %s: copied, not moved, "
+                           "with its feeds?): its items are appended as a new document", key, db.moved_from)
         elif write_mode != "wb" and row is None and _is_empty_document(key, st.st_size, shape):
             # An empty document no run recorded: what FEED_STORE_EMPTY wrote as a run closed having
             # exported nothing, or after its first item could not be recorded (a full disk). Appended
