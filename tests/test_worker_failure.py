@@ -35,8 +35,10 @@ SCRIPT = textwrap.dedent('''
     install_reactor("twisted.internet.asyncioreactor.AsyncioSelectorReactor")
     from scrapy.http import HtmlResponse, Request
     from scrapy.utils.test import get_crawler
+    from scrapy_neardup.crawler.filter import workers as workers_module
     from scrapy_neardup.crawler.middleware import NearDupMiddleware
 
+    workers_module.MAX_PAGES_LOST = __LOST__
     crawler = get_crawler(settings_dict={"NEARDUP_WORKERS": 1, "NEARDUP_WORKER_TIMEOUT": __TIMEOUT__})
     crawler.stats.open_spider()
     mw = NearDupMiddleware.from_crawler(crawler)
@@ -97,9 +99,9 @@ SCRIPT = textwrap.dedent('''
 ''')
 
 
-def _run(rounds: int, kill: bool, timeout: float, after: bool = True) -> subprocess.CompletedProcess:
+def _run(rounds: int, kill: bool, timeout: float, after: bool = True, lost: int = 20) -> subprocess.CompletedProcess:
     script = (SCRIPT.replace("__TIMEOUT__", repr(timeout)).replace("__ROUNDS__", str(rounds))
-              .replace("__KILL__", str(kill)).replace("__AFTER__", str(after)))
+              .replace("__KILL__", str(kill)).replace("__AFTER__", str(after)).replace("__LOST__", str(lost)))
     r = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
     return r
@@ -157,6 +159,16 @@ def test_pages_past_the_time_budget_in_a_row_never_stop_the_filter():
         "in the crawl's thread: 0", f"worker_restarts: {rounds}", "workers_stopped: 0", "skipped/worker_died: 0",
         f"skipped/timeout: {rounds}", "skipped/no_worker: 0"]
     assert "the filter STOPS CHECKING" not in r.stderr
+
+
+def test_pages_past_the_time_budget_without_end_stop_the_filter():
+    """Every page past the time budget (a budget too small for the site's pages): each cost a timeout and a
+    restart, without end, once probes kept the count of restarts low. Past ``MAX_PAGES_LOST`` pages lost in
+    a row (3 here) the filter stops checking, as for a machine that cannot run the workers."""
+    r = _run(3, kill=False, timeout=1, after=False, lost=3)
+    lines = r.stdout.splitlines()
+    assert lines[1:5] == ["held: timeout"] * 3 + ["later: Future no_worker"], lines
+    assert "workers_stopped: 1" in lines and "MAX_PAGES_LOST" in r.stderr
 
 
 #: The slow page: elements of as many attributes each as the pre-parse scan lets through

@@ -105,6 +105,9 @@ STORE_SIZE_POLL = 1.0
 #: Worker restarts (after a death, a timeout or a failed start) in a row, with no page answered between them, past
 #: which the filter stops checking
 MAX_WORKER_RESTARTS = 5
+#: Pages in a row a worker ran out of time or memory over, none answered between (probes aside), past which the
+#: filter stops checking: a budget too small for the site's pages, where each page cost a timeout and a restart
+MAX_PAGES_LOST = 20
 #: Seconds a replacement worker has for the probe page at least (``_answers_the_probe``)
 PROBE_TIMEOUT = 10.0
 #: What a replacement worker is given first (``_answers_the_probe``): a page any working process fingerprints
@@ -291,6 +294,7 @@ class FingerprintWorkers:
         worker: WorkerProcess | None = None
         first = True
         self._thread.in_a_row = 0
+        self._thread.pages_lost = 0  # (pages run out of time or memory in a row, probes answered or not)
         probe = False  # (the last worker ran out of time or memory over its page: its replacement is probed)
         while True:
             if worker is None:
@@ -319,15 +323,16 @@ class FingerprintWorkers:
             try:
                 result = worker.run(body, encoding, self.min_text, self.timeout, links)
             except JobFailed as exc:
-                self._thread.in_a_row = 0  # (the worker answered: the page was bad, not the worker)
+                self._thread.in_a_row = self._thread.pages_lost = 0  # (the worker answered: the page was bad)
                 pending.set_exception(exc)
                 continue
             except (WorkerTimeout, WorkerOutOfMemory, WorkerDied) as exc:
                 outcome = TIMEOUT if isinstance(exc, WorkerTimeout) else \
                     OUT_OF_MEMORY if isinstance(exc, WorkerOutOfMemory) else WORKER_DIED
                 probe = outcome != WORKER_DIED  # (a death unexplained may be the machine's: not probed)
+                self._thread.pages_lost += 1
             else:
-                self._thread.in_a_row = 0
+                self._thread.in_a_row = self._thread.pages_lost = 0
                 pending.set_result(result)
                 continue
             # (killed before the page's answer, so that its replacement is counted first,
@@ -336,7 +341,8 @@ class FingerprintWorkers:
             self._retire(worker, kill=True)
             worker = None
             with self._lock:
-                if self._thread.in_a_row >= MAX_WORKER_RESTARTS and not self.stopped and not self._closing.is_set():
+                if (self._thread.in_a_row >= MAX_WORKER_RESTARTS or self._thread.pages_lost >= MAX_PAGES_LOST) \
+                        and not self.stopped and not self._closing.is_set():
                     self._stop()
             pending.set_result(outcome)
 
@@ -394,9 +400,10 @@ class FingerprintWorkers:
         self.stopped = True
         logger.error("near-duplicate filter: the worker process was replaced %d times in a row with no page "
                      "answered between, or failed to start as often (MAX_WORKER_RESTARTS): the machine, not a page, "
-                     "stops it; the filter STOPS "
-                     "CHECKING: every page from now on passes unchecked (neardup/skipped/no_worker), none is "
-                     "fingerprinted in the crawl's thread", MAX_WORKER_RESTARTS)
+                     "stops it; or it ran out of time or memory over %d pages in a row (MAX_PAGES_LOST: "
+                     "NEARDUP_WORKER_TIMEOUT or NEARDUP_WORKER_MEMORY too small for the site's pages?); the filter "
+                     "STOPS CHECKING: every page from now on passes unchecked (neardup/skipped/no_worker), none is "
+                     "fingerprinted in the crawl's thread", MAX_WORKER_RESTARTS, MAX_PAGES_LOST)
         self._answer_the_queued()
         for _ in self._threads:  # (the other threads retire their workers)
             self._jobs.put(None)
