@@ -72,7 +72,7 @@ logger = logging.getLogger(__name__)
 #: predicted copies are plain GETs (``LearnedRules._ranges_pay``)
 MIN_RANGE_MISSES = 3
 MAX_RANGE_MISS_SHARE = 0.2
-RANGE_RETRY_EVERY = 10
+RANGE_RETRY_EVERY = 50
 #: Seconds between two warnings that the rule book is unavailable
 WARN_EVERY = 60.0
 #: request.meta key of a ranged GET confirming a predicted copy: (rule, target URL, its length, window offset, hash,
