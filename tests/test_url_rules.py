@@ -1188,3 +1188,21 @@ def test_a_book_written_before_sections_were_kept_acts_where_its_example_agreed(
     again = RuleBook(path, min_evidence=3, explore=0.0)
     assert again.avoid(f"{H}/a2.html?sid=q") == ("param h.test sid", f"{H}/a2.html", False)
     again.close()
+
+
+def test_a_pair_that_differs_in_its_query_alone_is_booked_under_the_parameter_rule():
+    """``prefix /m/ /`` touches every path (``/`` is its side), and with a section's parameters stripped its
+    form of ``/articles/a9.html?page=2`` is ``/articles/a9.html``: the prefix rule, learned first, claimed
+    every such URL, and its parameter rule's requests were booked under it (its table in the report too)."""
+    book = RuleBook(None, min_evidence=3, explore=0.0)
+    for i in range(4):
+        book.observe(f"{H}/m/p{i}.html", 3_000_017 * (i + 1))
+        book.observe(f"{H}/p{i}.html", 3_000_017 * (i + 1), duplicate_of=f"{H}/m/p{i}.html")
+    for i in range(4):
+        book.observe(f"{H}/articles/a{i}.html", 1_000_003 * (i + 1))
+        book.observe(f"{H}/articles/a{i}.html?page=2", 1_000_003 * (i + 1), duplicate_of=f"{H}/articles/a{i}.html")
+    assert [st.rule.spec for st in book.rules() if st.acting] == ["prefix h.test /m/ /", "param h.test page"]
+    book.observe(f"{H}/articles/a9.html", 9)
+    assert book.avoid(f"{H}/articles/a9.html?page=2") == ("param h.test page", f"{H}/articles/a9.html", False)
+    book.observe(f"{H}/m/p9.html", 99 << 20)
+    assert book.avoid(f"{H}/p9.html") == ("prefix h.test /m/ /", f"{H}/m/p9.html", False)

@@ -432,6 +432,10 @@ class RuleBook:
                 continue
             if not _in_scope(st, scope_of(parts_of(url)[2])):
                 continue  # (made: its answer is the rule's first evidence there, or its counter-example)
+            if st.rule.kind != "param" and parts_of(first[0])[2] == parts_of(url)[2]:
+                # (the two differ in their query alone: a parameter rule's to claim, not a path rule whose form
+                # strips the section's parameters; ``prefix /m/ /`` touches every path, and booked them all)
+                continue
             # (drawn from the path and query: the same URLs explored on every run, whatever the port)
             draw = mmh3.hash(url.split("/", 3)[-1], signed=False) % 10_000
             out[j] = (st.rule.spec, first[0], draw < self.explore * 10_000, first[1])
