@@ -69,9 +69,9 @@ __all__ = ["NearDupMiddleware", "declared_encoding"]  # (the ready spider decode
 logger = logging.getLogger(__name__)
 
 #: The reasons a page passed unchecked that make it too costly for the crawl's thread to parse
+TOO_COSTLY = frozenset({TIMEOUT, OUT_OF_MEMORY, WORKER_DIED, "too_large"})
 #: Outlinks of an unchecked page looked up at once in a shared rule book (a Redis round trip a batch)
 SHARED_RULES_BATCH = 100
-TOO_COSTLY = frozenset({TIMEOUT, OUT_OF_MEMORY, WORKER_DIED, "too_large"})
 
 _FILTERS: weakref.WeakKeyDictionary[Crawler, NearDupMiddleware] = weakref.WeakKeyDictionary()
 
