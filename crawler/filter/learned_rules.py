@@ -379,10 +379,12 @@ class LearnedRules:
         host = urlsplit(url).netloc
         self._ranged[host] += 1
         if response.status == 200:
-            # (whole: another ETag, or a server that ignores ranges; sent uncompressed, as asked: counted
-            # with the misses, so that a host that never answers with a range is not asked for one)
+            # (whole: another ETag than If-Range's, which costs what a plain crawl's request does, or, asked
+            # without If-Range, a server that ignores ranges: a miss, so that a host that never answers with a
+            # range is not asked for one, its bodies sent uncompressed)
             self.stats.inc_value("neardup/url_rules/range_whole")
-            self._missed(host)
+            if b"If-Range" not in request.headers:
+                self._missed(host)
             return response
         start, total = _content_range(response)
         self.stats.inc_value("neardup/url_rules/ranged_gets")
