@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import re
 
+from .decode import is_wide
+
 #: (regular expression over the first bytes, kind)
 _SIGNATURES = tuple((re.compile(p, re.S), kind) for p, kind in (
     (rb"%PDF-", "pdf"),
@@ -61,7 +63,7 @@ def binary_kind(data: bytes, encoding: str | None = None) -> str | None:
     for pattern, kind in _SIGNATURES:
         if pattern.match(head):
             return kind
-    if encoding and encoding.lower().replace("_", "-").startswith(("utf-16", "utf-32", "utf16", "utf32")):
+    if is_wide(encoding):
         return None
     if head and len(head) - len(head.translate(None, _BINARY_BYTES)) >= 0.05 * len(head):
         return "data"

@@ -48,6 +48,21 @@ def sniff_encoding(data: bytes, encoding: str | None = None) -> tuple[str, int]:
     return enc, 0
 
 
+def is_wide(encoding: str | None) -> bool:
+    """Whether ``encoding`` names UTF-16 or UTF-32 (in any spelling Python knows: ``UTF-16LE``, ``utf_32``):
+    the encodings ASCII markup is not in, which a BOM or a header may declare and a ``<meta>`` may not. O(1).
+
+    >>> is_wide("UTF-16LE"), is_wide("utf_32"), is_wide("utf-8"), is_wide("bogus"), is_wide(None)
+    (True, True, False, False, False)
+    """
+    if not encoding:
+        return False
+    try:
+        return codecs.lookup(encoding).name.startswith(("utf-16", "utf-32"))
+    except LookupError:
+        return False
+
+
 #: Python's text codecs that read ASCII as ASCII and are no encoding of the web: escapes (a page's "\\n" would
 #: become a line break), domain names, and UTF-7, which the Encoding Standard leaves out
 _NOT_THE_WEBS = frozenset({"idna", "punycode", "raw-unicode-escape", "unicode-escape", "utf-7"})
@@ -70,7 +85,7 @@ def _page_encoding(enc: str | None) -> str | None:
     try:
         info = codecs.lookup(enc)
         ok = info._is_text_encoding and info.name not in _NOT_THE_WEBS and (
-            info.name.startswith(("utf-16", "utf-32")) or _MARKUP.decode(enc) == _MARKUP.decode("ascii"))
+            is_wide(enc) or _MARKUP.decode(enc) == _MARKUP.decode("ascii"))
     except (LookupError, UnicodeDecodeError, ValueError, TypeError):
         ok = False
     if not ok:
@@ -87,9 +102,7 @@ def meta_encoding(data: bytes) -> str | None:
     ('utf-8', 'koi8-r')
     """
     enc = html_body_declared_encoding(data)
-    if enc and enc.lower().replace("_", "-").startswith(("utf-16", "utf16", "utf-32", "utf32")):
-        return "utf-8"
-    return _page_encoding(enc)
+    return "utf-8" if is_wide(enc) else _page_encoding(enc)
 
 
 def detect_encoding(data: bytes) -> str | None:

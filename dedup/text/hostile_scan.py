@@ -77,6 +77,9 @@ from collections import deque
 from itertools import islice
 
 import numpy as np
+from w3lib.encoding import read_bom
+
+from .decode import is_wide
 
 #: Attributes in one start tag past which a page is hostile
 MAX_ATTRIBUTES = 1000
@@ -145,14 +148,10 @@ def hostile_reason(data: bytes, max_attributes: int = MAX_ATTRIBUTES, max_depth:
 
 def _wide_encoding(data: bytes, encoding: str | None) -> str | None:
     """The UTF-16 or UTF-32 codec ``data`` is in, by its BOM or as ``encoding`` declares, else None. O(1)."""
-    for bom, codec in ((b"\xff\xfe\x00\x00", "utf-32"), (b"\x00\x00\xfe\xff", "utf-32"),
-                       (b"\xff\xfe", "utf-16"), (b"\xfe\xff", "utf-16")):
-        if data.startswith(bom):
-            return codec
-    name = (encoding or "").lower().replace("_", "-")
-    if name.startswith(("utf-16", "utf16", "utf-32", "utf32")):
-        return encoding
-    return None
+    bom_encoding, _ = read_bom(data)
+    if is_wide(bom_encoding):
+        return bom_encoding
+    return encoding if is_wide(encoding) else None
 
 
 def _reopened(arr: np.ndarray, lt: np.ndarray, max_reopened: int) -> str | None:
