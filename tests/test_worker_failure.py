@@ -55,12 +55,13 @@ SCRIPT = textwrap.dedent('''
         got = asyncio.run(mw._fingerprint(response))
         return type(pending).__name__, got if isinstance(got, str) else type(got).__name__
 
-    def live_worker(not_pid=None):
-        """The live worker's pid (a new one, not ``not_pid``: wait for the replacement)."""
+    def live_worker(not_pid=None, probes=0):
+        """The live worker's pid (a new one, not ``not_pid``: wait for the replacement, and for its
+        answer to the probe page, ``probes`` in all: a worker stopped during its probe is replaced)."""
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             pids = workers.worker_pids()
-            if pids and pids[0] != not_pid:
+            if pids and pids[0] != not_pid and workers.probes_answered >= probes:
                 return pids[0]
             time.sleep(0.05)
         raise SystemExit("no worker")
@@ -79,6 +80,7 @@ SCRIPT = textwrap.dedent('''
     pid = live_worker()
     print("first:", *outcome(page("first")))
     for i in range(__ROUNDS__):
+        probes = workers.probes_answered + (0 if __KILL__ else 1)  # (a worker out of time: its replacement probed)
         os.kill(pid, signal.SIGSTOP)            # the worker will hold the next page
         stopped.append(pid)
         held = page(f"held-{i}")
@@ -88,7 +90,7 @@ SCRIPT = textwrap.dedent('''
             os.kill(pid, signal.SIGKILL)
         print("held:", asyncio.run(mw._fingerprint(held)))
         if not workers.stopped:
-            pid = live_worker(not_pid=pid)
+            pid = live_worker(not_pid=pid, probes=probes)
             if __AFTER__:
                 print("after:", *outcome(page(f"after-{i}")))   # the replacement serves the next page
     print("later:", *outcome(page("later")))

@@ -160,6 +160,7 @@ class FingerprintWorkers:
         self._store_cached = threading.Event()
         self._threads: list[threading.Thread] = []
         self.restarts = 0
+        self.probes_answered = 0  # (replacements that answered the probe page: a test waits on it)
         self._failed_starts = 0  # (a worker that did not start: the machine's doing, whatever the pages)
         self._thread = threading.local()  # each serving thread's ``in_a_row``: restarts since its worker answered
         self._started = time.monotonic()  # (start()'s time, for the log)
@@ -359,6 +360,8 @@ class FingerprintWorkers:
         except (WorkerTimeout, WorkerOutOfMemory, WorkerDied, JobFailed):
             return False
         self._thread.in_a_row = 0
+        with self._lock:
+            self.probes_answered += 1
         return True
 
     def _start_worker(self, first: bool) -> WorkerProcess | None:
