@@ -443,3 +443,5 @@ def test_copies_confirmed_by_a_ranged_get_are_not_requests_avoided(tmp_path):
     data = read(Inputs("crawl", "here", duplicates=path))
     assert data.avoided == 1
     assert "1 requests were not made" in render(data) or "1 request was not made" in render(data)
+    # (with no runs file and no stats, the confirmed copies are still said: from their lines)
+    assert data.confirmed_lines == 1 and "1 copies were confirmed (their lines in the duplicates file" in render(data)

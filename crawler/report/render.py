@@ -263,12 +263,16 @@ def _ranged_part(data: CrawlData) -> str:
     """Confirmation by content: the ranged GETs and what they saved (``NEARDUP_URL_RULES_CONFIRM_BYTES``)."""
     if not data.ranged:
         return ""
+    lead = ("<h3>Copies confirmed by content</h3><p>A sub-tree rule's predicted copy is requested as a ranged GET "
+            "of the fetched page's middle bytes; a match is a copy whose body is never downloaded. ")
+    if set(data.ranged) == {"range_confirmed"} and data.ranged["range_confirmed"] == data.confirmed_lines:
+        # (no run closed with its counts and no stats given: what the duplicates file says, and no more)
+        return (lead + f"{_n(data.confirmed_lines)} copies were confirmed (their lines in the duplicates file; "
+                "the ranged GETs' other counts are in the runs file or the crawl's stats).</p>")
     rows = [(esc(words), _bytes(data.ranged[key]) if key.endswith("bytes") or key.startswith("bytes")
              else _n(data.ranged[key])) for key, words in RANGED_WORDS.items()]
     false = data.ranged["range_mismatch"] / data.ranged["ranged_gets"] if data.ranged["ranged_gets"] else 0
-    return ("<h3>Copies confirmed by content</h3><p>A sub-tree rule's predicted copy is requested as a ranged GET "
-            "of the fetched page's middle bytes; a match is a copy whose body is never downloaded. "
-            f"{false:.1%} of the ranged GETs did not match.</p>"
+    return (lead + f"{false:.1%} of the ranged GETs did not match.</p>"
             + _table(("what", "count"), rows, numeric=(1,), wide=(0,)))
 
 

@@ -169,6 +169,9 @@ class CrawlData:
     #: predicted copies confirmed by ranged GETs: ``RANGED_GET_STATS`` by their last part
     #: (``range_confirmed``...), over the runs that closed, or the crawl's own stats
     ranged: Counter[str] = field(default_factory=Counter)
+    #: the duplicates file's lines of copies confirmed by a ranged GET (distinct URLs): what the report
+    #: says of confirmation when no run closed with its counts and no stats were given
+    confirmed_lines: int = 0
 
     @property
     def bytes_per_response(self) -> float | None:
@@ -225,6 +228,7 @@ def _read_duplicates(path: Path, data: CrawlData) -> None:
     """Aggregate the duplicates file (JSON lines or Parquet): one pass, memory by distinct twin. O(lines)."""
     members: dict[str, Cluster] = {}
     avoided: dict[str, tuple[str, float | None]] = {}  # URL -> (rule, time): its last line says avoided
+    confirmed: set[str] = set()  # URLs confirmed as copies by a ranged GET
     lines = 0
     for record in _records(path):
         lines += 1
@@ -243,6 +247,7 @@ def _read_duplicates(path: Path, data: CrawlData) -> None:
         if record.get("avoided"):
             if record.get("confirmed"):  # (requested as a ranged GET: a body not downloaded, counted by the stats)
                 avoided.pop(key, None)
+                confirmed.add(key)
                 continue
             avoided[key] = (str(record.get("rule")), when)
             continue
@@ -264,6 +269,7 @@ def _read_duplicates(path: Path, data: CrawlData) -> None:
         if len(cluster.pairs) < PAIRS_PER_CLUSTER:
             cluster.pairs.append((key, int(record.get("distance") or 0)))
     data.avoided = len(avoided)  # (URLs never downloaded, as the crawl's neardup/requests_avoided counts them)
+    data.confirmed_lines = len(confirmed)
     for rule, when in avoided.values():
         data.avoided_by_rule[rule] += 1
         if when is not None:
@@ -330,6 +336,8 @@ def _read_ranged(inputs: Inputs, data: CrawlData) -> None:
     elif inputs.stats:
         data.ranged.update({key.rsplit("/", 1)[1]: int(inputs.stats[key]) for key in RANGED_GET_STATS
                             if inputs.stats.get(key)})
+    elif data.confirmed_lines:  # (no counts at all: the duplicates file's confirmed lines, said as such)
+        data.ranged["range_confirmed"] = data.confirmed_lines
 
 
 def read(inputs: Inputs) -> CrawlData:
