@@ -311,7 +311,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data"))
     ap.add_argument("--out", default="bench/results/url_rules.json")
-    ap.add_argument("--sites", default="trap,changing,shop,copies,demo,sqlite3-doc,developers-reference,debian-reference")
+    ap.add_argument("--sites", default="trap,changing,shop,shop-one-page,shop-two-pages,copies,demo,sqlite3-doc,developers-reference,debian-reference")
     ap.add_argument("--mirror-modes", default="", help="the mirror site's crawls besides plain Scrapy "
                     f"(of: no rules, rules, rules without sub-trees, rules+3pairs, {JOBDIR}, {KILLED}; default all)")
     ap.add_argument("--kills", type=int, default=3, help=f"the mirror's {KILLED!r} mode: kills before it finishes")
@@ -332,6 +332,12 @@ def main() -> None:
         if "shop" in sites:  # ?page= repeats an article, and lists other products in a category: breadth-first
             shop = ShopSite()
             rows.append(local_site("shop", shop.page, shop.truth, work, "/", BREADTH_FIRST))
+        if "shop-one-page" in sites:  # and 10 one-page categories whose ?page=2 repeats page 1, met first
+            shop = ShopSite(categories=16, one_page=10)
+            rows.append(local_site("shop-one-page", shop.page, shop.truth, work, "/", BREADTH_FIRST))
+        if "shop-two-pages" in sites:  # the same, its other categories of 2 pages: ?page=2 alone (a known limit)
+            shop = ShopSite(categories=16, one_page=10, pages=2)
+            rows.append(local_site("shop-two-pages", shop.page, shop.truth, work, "/", BREADTH_FIRST))
         if "copies" in sites:  # session ids, mobile and print copies; sid stops holding on some pages
             copies = CopiesSite()
             rows.append(local_site("copies", copies.page, copies.truth, work, "/"))

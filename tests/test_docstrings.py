@@ -1,4 +1,4 @@
-"""The examples in the docstrings of both packages run as written."""
+"""The examples in the docstrings of both packages, and of the tests' generated sites, run as written."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import scrapy_neardup.crawler
 import scrapy_neardup.dedup
 
 MODULES = ["scrapy_neardup"] + sorted(m.name for pkg in (scrapy_neardup.dedup, scrapy_neardup.crawler) for m in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + ".")
-                 if not m.name.endswith("__main__"))
+                 if not m.name.endswith("__main__")) + ["tests.fixtures.mirror_site", "tests.fixtures.trap_site"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -141,9 +141,10 @@ def test_parameters_known_not_to_matter_do_not_hide_a_path_rule():
     known not to matter they suggest, and support, the index.html alias."""
     book = RuleBook(None, min_evidence=3, explore=0.0)
     _pairs(book, 3)
-    for i in (*range(4), 9):  # (sid known not to matter in each directory: a pair there)
+    for i in (*range(4), 9):  # (sid known not to matter in each directory, whatever its value: pairs of 3 values)
         book.observe(f"{H}/d{i}/s.html", 11 * 10**8 * (i + 1))
-        book.observe(f"{H}/d{i}/s.html?sid=s{i}", 11 * 10**8 * (i + 1), duplicate_of=f"{H}/d{i}/s.html")
+        for v in "st":
+            book.observe(f"{H}/d{i}/s.html?sid={v}{i}", 11 * 10**8 * (i + 1), duplicate_of=f"{H}/d{i}/s.html")
     for i in range(4):
         book.observe(f"{H}/d{i}/?sid={i}", 7 * 10**8 * (i + 1))
         book.observe(f"{H}/d{i}/index.html?sid=x{i}", 7 * 10**8 * (i + 1), duplicate_of=f"{H}/d{i}/?sid={i}")
@@ -155,12 +156,44 @@ def test_parameters_known_not_to_matter_do_not_hide_a_path_rule():
 
 def test_exploration_is_a_stable_share():
     book = RuleBook(None, min_evidence=1, explore=0.1)
-    _pairs(book, 1)
+    _pairs(book, 2)  # (three values of sid agree: none, 0 and 1; VALUES_ANY)
     book.observe(f"{H}/a0.html", 1_000_003)
     urls = [f"{H}/a0.html?sid={random.Random(i).random()}" for i in range(2000)]
     explored = [book.avoid(u)[2] for u in urls]
     assert 0.07 < sum(explored) / len(urls) < 0.13
     assert explored == [book.avoid(u)[2] for u in urls]
+
+
+def test_a_parameter_rule_acts_on_the_values_seen_agree_until_it_has_seen_three(tmp_path):
+    """``VALUES_ANY``: one-page categories whose ``?page=2`` gives page 1 back teach ``param page`` with two
+    values (none, ``page=2``): it acts on ``?page=2`` there, not on ``?page=3``, which is made, and as another
+    page retires the rule. Session ids show three values in two pairs: then any value. Kept with the book
+    (a reopened book acts alike); a book written before values were kept ("1") acts on any."""
+    from scrapy_neardup.crawler.url_rules.book import SCOPE
+
+    path = tmp_path / "b.sqlite3"
+    book = RuleBook(path, min_evidence=3, explore=0.0)
+    for c in range(4):
+        book.observe(f"{H}/cat/c{c}", 3_000_017 * (c + 1))
+        book.observe(f"{H}/cat/c{c}?page=2", 3_000_017 * (c + 1), duplicate_of=f"{H}/cat/c{c}")
+    book.observe(f"{H}/cat/c9", 9_000_001)
+    assert book.avoid(f"{H}/cat/c9?page=2")[:2] == ("param h.test page", f"{H}/cat/c9")
+    assert book.avoid(f"{H}/cat/c9?page=3") is None  # (a value never seen agree: made)
+    book.close()
+    again = RuleBook(path, min_evidence=3, explore=0.0)
+    assert again.avoid(f"{H}/cat/c9?page=2") is not None and again.avoid(f"{H}/cat/c9?page=3") is None
+    again.observe(f"{H}/cat/c9?page=3", 123_456_789_012)  # (other products)
+    assert {st.rule.spec: st.state for st in again.rules()} == {"param h.test page": RETIRED}
+    again.close()
+    sid = RuleBook(None, min_evidence=2, explore=0.0)
+    _pairs(sid, 2)
+    assert sid.avoid(f"{H}/a1.html?sid=anything")[:2] == ("param h.test sid", f"{H}/a1.html")
+    old = RuleBook(None, min_evidence=1, explore=0.0)
+    _pairs(old, 1)
+    assert old.avoid(f"{H}/a0.html?sid=new") is None  # (two values: none and 0)
+    old.store.save_settings({f"{SCOPE}param h.test sid\t/": "1"})
+    old.refresh()
+    assert old.avoid(f"{H}/a0.html?sid=new") is not None
 
 
 def test_seeded_random_sites_never_avoid_a_url_with_other_content():

@@ -22,7 +22,9 @@ plain crawl (``came_whole``: a translated page comes whole in the answer to its 
 GET) is not a counter-example to it. A rule with ``min_evidence`` agreeing pairs and no counter-example
 is *active*: ``avoid`` then tells the crawl not to request a URL whose form
 under it already has a fetched page (that page's outlinks stand for it),
-except a share ``explore`` of them, fetched to keep testing the rule. When a
+except a share ``explore`` of them, fetched to keep testing the rule. A parameter rule
+acts only in the sections where its pairs agreed, and there on the values they showed until
+they showed ``VALUES_ANY``. When a
 rule is retired, the requests it avoided are handed back (``release``) to be
 made after all: a rule that stops holding delays pages, it does not lose them.
 
@@ -66,7 +68,14 @@ logger = logging.getLogger(__name__)
 
 CANDIDATE, ACTIVE, RETIRED, PINNED = "candidate", "active", "retired", "pinned"
 PIN, FORBID = "pin", "forbid"  # the book's settings that name rules (JSON lists of rule lines)
-SCOPE = "scope "  # + a parameter rule's line, a tab and one of its scopes: a setting of the book (value "1")
+SCOPE = "scope "  # + a parameter rule's line, a tab and one of its scopes: a setting of the book, whose value
+# is the parameters' values seen agree there (a JSON list, ``_values_of``), or "*" (any: ``VALUES_ANY`` of them;
+# "1", a book written before values were kept)
+#: A parameter rule acts in a section on any value of its parameters once pairs there agreed with this many
+#: distinct values (the parameter absent is one): before, only on values seen agree. One-page categories
+#: whose ``?page=2`` gives page 1 back teach ``param page`` with two values (none, ``page=2``), which says
+#: nothing of ``page=3`` elsewhere; session ids, tracking tags and sort orders show three in two pairs.
+VALUES_ANY = 3
 MAX_RULES_PER_HOST = 256  # (a site of 12 language trees of a few sections each: ~200 prefix rules)
 BACKFILL = 20_000  # a new rule is tried on at most this many of the host's latest pages
 REFRESH_EVERY = 5.0  # seconds: rules another process learned or retired (a shared book)
@@ -87,6 +96,39 @@ def _in_scope(st: RuleState, scope: str) -> bool:
     return st.rule.kind != "param" or st.pinned or scope in st.scopes
 
 
+def _values_of(rule: UrlRule, parts: Parts) -> str:
+    """What a URL's query holds of a parameter rule's parameters (``page=2``; ``""``: none of them). O(query)."""
+    names = rule.a.split(",")
+    return "&".join(f"{k}={v}" for k, v in parts[3] if k in names)
+
+
+def _read_values(setting: str) -> set[str] | None:
+    """A scope setting's values (``SCOPE``): None for any ("*", or "1" from a book written before values
+    were kept)."""
+    if setting in ("*", "1"):
+        return None
+    try:
+        values = json.loads(setting)
+    except ValueError:
+        return None
+    return set(values) if isinstance(values, list) else None
+
+
+def _any_value(st: RuleState, scope: str) -> bool:
+    """Whether parameter rule ``st`` acts on any value of its parameters in ``scope`` (where it acts at all):
+    pinned, ``VALUES_ANY`` values seen agree there, or a book written before values were kept. O(1)."""
+    return st.pinned or st.values.get(scope) is None
+
+
+def _acts_on_values(st: RuleState, scope: str, parts: Parts) -> bool:
+    """Whether parameter rule ``st`` acts on a URL of ``scope`` with these values of its parameters
+    (``VALUES_ANY``); any other rule, always. O(query)."""
+    if st.rule.kind != "param" or st.pinned:
+        return True
+    seen = st.values.get(scope)
+    return seen is None or _values_of(st.rule, parts) in seen
+
+
 def forbidden_by(rule: UrlRule, forbids: Iterable[UrlRule]) -> bool:
     """Whether a forbidden rule line (``NEARDUP_URL_RULES_FORBID``) covers ``rule``."""
     return any(f.covers(rule) for f in forbids)
@@ -96,6 +138,13 @@ def forbidden_by(rule: UrlRule, forbids: Iterable[UrlRule]) -> bool:
 def _parsed(spec: str) -> UrlRule:
     """``UrlRule.parse``, once per rule line (asked for each request a rule avoids)."""
     return UrlRule.parse(spec)
+
+
+@lru_cache(maxsize=8192)
+def _draw(url: str) -> int:
+    """A URL's stable draw for exploration: the hash of its canonical path and query (two spellings of one
+    URL, one draw; the same URLs on every run, whatever the host or port)."""
+    return mmh3.hash(url_of(parts_of(url)).split("/", 3)[-1], signed=False)
 
 
 def min_evidence_of(rule: UrlRule, min_evidence: int) -> int:
@@ -130,6 +179,9 @@ class RuleState:
     #: a parameter rule's scopes (``rules.scope_of``) where a pair agreed: it acts there only (kept in the
     #: book's settings, ``SCOPE``, read again with the rules)
     scopes: set[str] = field(default_factory=set)
+    #: per scope, the values of its parameters seen agree there (``_values_of``); None, or no entry: any
+    #: (``VALUES_ANY``)
+    values: dict[str, set[str] | None] = field(default_factory=dict)
 
     @property
     def live(self) -> bool:
@@ -197,18 +249,34 @@ class RuleBook:
                 st = RuleState(rule, CANDIDATE, pinned=any(p == rule for p in self.pins))
                 self._add_rule(st)
             self._update(st, row)
-        for name in self.store.settings():  # (the scopes this or another process learned)
+        for name, value in self.store.settings().items():  # (the scopes this or another process learned)
             if name.startswith(SCOPE):
                 spec, _, scope = name[len(SCOPE):].rpartition("\t")
                 st = self._by_spec(spec)
-                if st is not None and scope not in st.scopes:
-                    st.scopes.add(scope)
-                    self._strip_by_scope.clear()
+                if st is not None:
+                    self._merge_values(st, scope, _read_values(value))
         for st in self.rules():
             # (a book written before scopes were kept: its parameter rule acts where its example pair agreed)
             if st.rule.kind == "param" and not st.scopes and st.example and st.evidence:
                 st.scopes.add(scope_of(parts_of(st.example.split(" = ")[0])[2]))
         self._refreshed = time.monotonic()
+
+    def _merge_values(self, st: RuleState, scope: str, seen: set[str] | None) -> bool:
+        """Add to parameter rule ``st``'s scope ``scope`` the values ``seen`` agree there (None: any);
+        whether that changed what it acts on. O(VALUES_ANY)."""
+        if scope not in st.scopes:
+            st.scopes.add(scope)
+            now: set[str] | None = seen
+        else:
+            was = st.values.get(scope)
+            if was is None:
+                return False
+            now = None if seen is None else was | seen
+            if now == was:
+                return False
+        st.values[scope] = None if now is None or len(now) >= VALUES_ANY else now
+        self._strip_by_scope.clear()  # (what the scope's forms strip may have changed)
+        return True
 
     def _by_spec(self, spec: str) -> RuleState | None:
         try:
@@ -313,7 +381,8 @@ class RuleBook:
         try:
             stripper = self._strip_by_scope[host, scope]
         except KeyError:
-            names = sorted({n for st in self._acting_for(host) if st.rule.kind == "param" and _in_scope(st, scope)
+            names = sorted({n for st in self._acting_for(host)
+                            if st.rule.kind == "param" and _in_scope(st, scope) and _any_value(st, scope)
                             for n in st.rule.a.split(",")})
             stripper = self._strip_by_scope[host, scope] = UrlRule("param", "*", ",".join(names)) if names else None
         return stripper
@@ -336,10 +405,12 @@ class RuleBook:
             return
         if (first[1] ^ fp).bit_count() <= self.k:
             st.example = st.example or f"{url} = {first[0]}"
-            if st.rule.kind == "param" and (scope := scope_of(parts_of(url)[2])) not in st.scopes:
-                st.scopes.add(scope)
-                self.store.save_settings({f"{SCOPE}{st.rule.spec}\t{scope}": "1"})  # (one a scope: O(1))
-                self._strip_by_scope.clear()  # (what the scope's forms strip may have changed)
+            if st.rule.kind == "param":
+                scope = scope_of(parts_of(url)[2])
+                if self._merge_values(st, scope, {_values_of(st.rule, parts_of(u)) for u in (url, first[0])}):
+                    values = st.values[scope]  # (one setting a scope, rewritten at most VALUES_ANY times)
+                    self.store.save_settings({f"{SCOPE}{st.rule.spec}\t{scope}":
+                                              "*" if values is None else json.dumps(sorted(values))})
             counts = self.store.bump(st.rule.spec, evidence=1, example=st.example)
         elif self._free_miss(st, url, first[0]):
             # A rule acting only through confirmation predicts which fetched page a request's bytes
@@ -430,15 +501,13 @@ class RuleBook:
             url = urls[j]
             if out[j] is not None or first is None or first[0] == url:
                 continue
-            if not _in_scope(st, scope_of(parts_of(url)[2])):
+            if not _in_scope(st, scope := scope_of(parts_of(url)[2])) or not _acts_on_values(st, scope, parts_of(url)):
                 continue  # (made: its answer is the rule's first evidence there, or its counter-example)
             if st.rule.kind != "param" and parts_of(first[0])[2] == parts_of(url)[2]:
                 # (the two differ in their query alone: a parameter rule's to claim, not a path rule whose form
                 # strips the section's parameters; ``prefix /m/ /`` touches every path, and booked them all)
                 continue
-            # (drawn from the path and query: the same URLs explored on every run, whatever the port)
-            draw = mmh3.hash(url.split("/", 3)[-1], signed=False) % 10_000
-            out[j] = (st.rule.spec, first[0], draw < self.explore * 10_000, first[1])
+            out[j] = (st.rule.spec, first[0], _draw(url) % 10_000 < self.explore * 10_000, first[1])
         # A URL fetched already (before the rule acted) is not avoided: the dupe filter
         # refuses it anyway, and it must not be counted as a request not made.
         maybe = [j for j, verdict in enumerate(out) if verdict is not None and not verdict[2]]
