@@ -236,6 +236,33 @@ def test_seeded_random_sites_never_avoid_a_url_with_other_content():
         assert not any(names & live for names in params), learned
 
 
+def test_a_parameter_rule_never_maps_onto_a_fetched_page_of_a_value_it_has_not_seen_agree():
+    """A reviewer's case: ``/cat/c9?page=3`` fetched first (a value never seen agree, so made) was the page
+    ``/cat/c9`` and ``?page=2`` would have been left out as copies of: the fetched page's values count too."""
+    book = RuleBook(None, min_evidence=3, explore=0.0)
+    for c in range(4):
+        book.observe(f"{H}/cat/c{c}", 3_000_017 * (c + 1))
+        book.observe(f"{H}/cat/c{c}?page=2", 3_000_017 * (c + 1), duplicate_of=f"{H}/cat/c{c}")
+    book.observe(f"{H}/cat/c9?page=3", 9_000_001)
+    assert book.avoid(f"{H}/cat/c9") is None and book.avoid(f"{H}/cat/c9?page=2") is None
+
+
+def test_processes_sharing_a_book_add_to_the_values_the_others_saw(shared_store_url):
+    """Each value seen agree is a setting of its own: two processes that saw two values each (one in
+    common) both act on any value once each has read the other's, and so does a book opened later."""
+    a = RuleBook(shared_store_url, min_evidence=2, explore=0.0)
+    b = RuleBook(shared_store_url, min_evidence=2, explore=0.0)
+    for book, v in ((a, 2), (b, 5)):
+        for c in range(2):
+            book.observe(f"{H}/cat/c{c}", 3_000_017 * (c + 1))
+            book.observe(f"{H}/cat/c{c}?page={v}", 3_000_017 * (c + 1), duplicate_of=f"{H}/cat/c{c}")
+    a.observe(f"{H}/cat/c9", 9_000_001)
+    b.refresh()
+    a.refresh()
+    for book in (a, b, RuleBook(shared_store_url, min_evidence=2, explore=0.0)):
+        assert book.avoid(f"{H}/cat/c9?page=7") is not None
+
+
 def test_a_book_on_redis_is_shared_by_every_process(shared_store_url):
     """Two books on one Redis, or one Redis Cluster (two crawler processes): what one learns the
     other acts on, a form's first page is one for both, an avoided URL is

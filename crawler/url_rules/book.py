@@ -58,6 +58,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from urllib.parse import urlencode
 
 import mmh3
 
@@ -68,9 +69,10 @@ logger = logging.getLogger(__name__)
 
 CANDIDATE, ACTIVE, RETIRED, PINNED = "candidate", "active", "retired", "pinned"
 PIN, FORBID = "pin", "forbid"  # the book's settings that name rules (JSON lists of rule lines)
-SCOPE = "scope "  # + a parameter rule's line, a tab and one of its scopes: a setting of the book, whose value
-# is the parameters' values seen agree there (a JSON list, ``_values_of``), or "*" (any: ``VALUES_ANY`` of them;
-# "1", a book written before values were kept)
+SCOPE = "scope "  # + a parameter rule's line, a tab and one of its scopes: a setting of the book, valued "v"
+# (its values are kept, ``VALUE``) or "1" (a book written before values were kept: any value)
+VALUE = "value "  # + the rule's line, a tab, the scope, a tab and a value seen agree there (``_values_of``):
+# a setting each, so that processes sharing a book only ever add to what the others wrote
 #: A parameter rule acts in a section on any value of its parameters once pairs there agreed with this many
 #: distinct values (the parameter absent is one): before, only on values seen agree. One-page categories
 #: whose ``?page=2`` gives page 1 back teach ``param page`` with two values (none, ``page=2``), which says
@@ -97,21 +99,10 @@ def _in_scope(st: RuleState, scope: str) -> bool:
 
 
 def _values_of(rule: UrlRule, parts: Parts) -> str:
-    """What a URL's query holds of a parameter rule's parameters (``page=2``; ``""``: none of them). O(query)."""
+    """What a URL's query holds of a parameter rule's parameters, encoded (``page=2``; ``""``: none of
+    them). O(query)."""
     names = rule.a.split(",")
-    return "&".join(f"{k}={v}" for k, v in parts[3] if k in names)
-
-
-def _read_values(setting: str) -> set[str] | None:
-    """A scope setting's values (``SCOPE``): None for any ("*", or "1" from a book written before values
-    were kept)."""
-    if setting in ("*", "1"):
-        return None
-    try:
-        values = json.loads(setting)
-    except ValueError:
-        return None
-    return set(values) if isinstance(values, list) else None
+    return urlencode([(k, v) for k, v in parts[3] if k in names])
 
 
 def _any_value(st: RuleState, scope: str) -> bool:
@@ -120,13 +111,15 @@ def _any_value(st: RuleState, scope: str) -> bool:
     return st.pinned or st.values.get(scope) is None
 
 
-def _acts_on_values(st: RuleState, scope: str, parts: Parts) -> bool:
+def _acts_on_values(st: RuleState, scope: str, parts: Parts, target: Parts) -> bool:
     """Whether parameter rule ``st`` acts on a URL of ``scope`` with these values of its parameters
-    (``VALUES_ANY``); any other rule, always. O(query)."""
+    (``VALUES_ANY``), as a copy of fetched page ``target`` (of the same path: the same scope), whose
+    values it must have seen agree too (``/cat/c9?page=3`` fetched first must not stand for
+    ``/cat/c9``); any other rule, always. O(query)."""
     if st.rule.kind != "param" or st.pinned:
         return True
     seen = st.values.get(scope)
-    return seen is None or _values_of(st.rule, parts) in seen
+    return seen is None or (_values_of(st.rule, parts) in seen and _values_of(st.rule, target) in seen)
 
 
 def forbidden_by(rule: UrlRule, forbids: Iterable[UrlRule]) -> bool:
@@ -249,12 +242,18 @@ class RuleBook:
                 st = RuleState(rule, CANDIDATE, pinned=any(p == rule for p in self.pins))
                 self._add_rule(st)
             self._update(st, row)
-        for name, value in self.store.settings().items():  # (the scopes this or another process learned)
+        values: dict[tuple[str, str], set[str]] = {}
+        settings = self.store.settings()
+        for name, value in settings.items():  # (the values this or another process saw agree)
+            if name.startswith(VALUE):
+                spec, scope, seen = name[len(VALUE):].split("\t", 2)
+                values.setdefault((spec, scope), set()).add(seen)
+        for name, value in settings.items():  # (the scopes this or another process learned)
             if name.startswith(SCOPE):
                 spec, _, scope = name[len(SCOPE):].rpartition("\t")
                 st = self._by_spec(spec)
                 if st is not None:
-                    self._merge_values(st, scope, _read_values(value))
+                    self._merge_values(st, scope, None if value == "1" else values.get((spec, scope), set()))
         for st in self.rules():
             # (a book written before scopes were kept: its parameter rule acts where its example pair agreed)
             if st.rule.kind == "param" and not st.scopes and st.example and st.evidence:
@@ -407,10 +406,11 @@ class RuleBook:
             st.example = st.example or f"{url} = {first[0]}"
             if st.rule.kind == "param":
                 scope = scope_of(parts_of(url)[2])
-                if self._merge_values(st, scope, {_values_of(st.rule, parts_of(u)) for u in (url, first[0])}):
-                    values = st.values[scope]  # (one setting a scope, rewritten at most VALUES_ANY times)
-                    self.store.save_settings({f"{SCOPE}{st.rule.spec}\t{scope}":
-                                              "*" if values is None else json.dumps(sorted(values))})
+                seen = {_values_of(st.rule, parts_of(u)) for u in (url, first[0])}
+                new_scope = scope not in st.scopes
+                if self._merge_values(st, scope, seen):  # (settings only added: at most VALUES_ANY a scope)
+                    self.store.save_settings({**({f"{SCOPE}{st.rule.spec}\t{scope}": "v"} if new_scope else {}),
+                                              **{f"{VALUE}{st.rule.spec}\t{scope}\t{v}": "1" for v in seen}})
             counts = self.store.bump(st.rule.spec, evidence=1, example=st.example)
         elif self._free_miss(st, url, first[0]):
             # A rule acting only through confirmation predicts which fetched page a request's bytes
@@ -501,7 +501,8 @@ class RuleBook:
             url = urls[j]
             if out[j] is not None or first is None or first[0] == url:
                 continue
-            if not _in_scope(st, scope := scope_of(parts_of(url)[2])) or not _acts_on_values(st, scope, parts_of(url)):
+            if not _in_scope(st, scope := scope_of(parts_of(url)[2])) \
+                    or not _acts_on_values(st, scope, parts_of(url), parts_of(first[0])):
                 continue  # (made: its answer is the rule's first evidence there, or its counter-example)
             if st.rule.kind != "param" and parts_of(first[0])[2] == parts_of(url)[2]:
                 # (the two differ in their query alone: a parameter rule's to claim, not a path rule whose form
@@ -526,10 +527,12 @@ class RuleBook:
         st = next(s for s in self._rules_for(host_of(url)) if s.rule.spec == spec)
         params: tuple[str, ...] = ()
         if st.rule.kind != "param":
-            # (the forms of the URL and of its target, each in its own section, also stripped these: the
-            # avoidance depends on their rules too, and their retirement releases it)
-            names = {n for u in (url, target) if (strip := self._stripper(host_of(u), scope_of(parts_of(u)[2])))
-                     for n in strip.a.split(",")}
+            # (the forms of the URL and of its target, each in its own section, may have stripped these: the
+            # avoidance depends on their rules too, and their retirement releases it. Every acting parameter
+            # rule of the section, whatever values it acts on: a shared book's other processes may strip more.)
+            names = {n for u in (url, target) for st2 in self._acting_for(host_of(u))
+                     if st2.rule.kind == "param" and _in_scope(st2, scope_of(parts_of(u)[2]))
+                     for n in st2.rule.a.split(",")}
             params = tuple(sorted({k for u in (url, target) for k, _ in parts_of(u)[3] if k in names}))
         if not self.store.avoid_once(spec, url, target, request, scheduled, params, frontier_id):
             return False
