@@ -143,7 +143,7 @@ def test_parameters_known_not_to_matter_do_not_hide_a_path_rule():
     _pairs(book, 3)
     for i in (*range(4), 9):  # (sid known not to matter in each directory, whatever its value: pairs of 3 values)
         book.observe(f"{H}/d{i}/s.html", 11 * 10**8 * (i + 1))
-        for v in "st":
+        for v in "stu":
             book.observe(f"{H}/d{i}/s.html?sid={v}{i}", 11 * 10**8 * (i + 1), duplicate_of=f"{H}/d{i}/s.html")
     for i in range(4):
         book.observe(f"{H}/d{i}/?sid={i}", 7 * 10**8 * (i + 1))
@@ -156,7 +156,7 @@ def test_parameters_known_not_to_matter_do_not_hide_a_path_rule():
 
 def test_exploration_is_a_stable_share():
     book = RuleBook(None, min_evidence=1, explore=0.1)
-    _pairs(book, 2)  # (three values of sid agree: none, 0 and 1; VALUES_ANY)
+    _pairs(book, 3)  # (three values of sid agree: 0, 1 and 2; VALUES_ANY)
     book.observe(f"{H}/a0.html", 1_000_003)
     urls = [f"{H}/a0.html?sid={random.Random(i).random()}" for i in range(2000)]
     explored = [book.avoid(u)[2] for u in urls]
@@ -186,7 +186,7 @@ def test_a_parameter_rule_acts_on_the_values_seen_agree_until_it_has_seen_three(
     assert {st.rule.spec: st.state for st in again.rules()} == {"param h.test page": RETIRED}
     again.close()
     sid = RuleBook(None, min_evidence=2, explore=0.0)
-    _pairs(sid, 2)
+    _pairs(sid, 3)
     assert sid.avoid(f"{H}/a1.html?sid=anything")[:2] == ("param h.test sid", f"{H}/a1.html")
     old = RuleBook(None, min_evidence=1, explore=0.0)
     _pairs(old, 1)
@@ -247,15 +247,39 @@ def test_a_parameter_rule_never_maps_onto_a_fetched_page_of_a_value_it_has_not_s
     assert book.avoid(f"{H}/cat/c9") is None and book.avoid(f"{H}/cat/c9?page=2") is None
 
 
+def test_a_pair_that_agrees_on_one_of_a_rules_parameters_is_no_evidence_for_it():
+    """A helper's blog: ``param lang,sid`` (suggested by ``?lang=de&sid=3`` = ``?sid=4``) counted
+    ``?sid=3`` = ``?sid=4`` as evidence, and its values by combination (each new ``sid`` a new one), so it
+    acted on ``?lang=`` values never seen agree and left out translations. A pair counts for a parameter
+    rule only when it differs in each of its parameters, and each parameter needs values of its own."""
+    book = RuleBook(None, min_evidence=2, explore=0.0)
+    book.observe(f"{H}/blog/p1.html", 5_000_011)
+    book.observe(f"{H}/blog/p1.html?lang=de&sid=3", 5_000_011, duplicate_of=f"{H}/blog/p1.html")
+    (st,) = book.rules()
+    assert st.rule.spec == "param h.test lang,sid" and st.evidence == 1
+    for i in range(4, 9):
+        book.observe(f"{H}/blog/p1.html?sid={i}", 5_000_011)
+    assert st.evidence == 1
+    book.observe(f"{H}/blog/p1.html?lang=fr&sid=10", 5_000_011)
+    assert st.evidence == 2 and st.state == ACTIVE
+    book.observe(f"{H}/blog/p2.html", 6_000_011)
+    # (lang: de and fr seen agree, not es; sid: 3 and 10, not 11)
+    assert book.avoid(f"{H}/blog/p2.html?lang=es&sid=3") is None
+    assert book.avoid(f"{H}/blog/p2.html?lang=de&sid=11") is None
+    assert book.avoid(f"{H}/blog/p2.html?lang=de&sid=10") is not None
+
+
 def test_processes_sharing_a_book_add_to_the_values_the_others_saw(shared_store_url):
     """Each value seen agree is a setting of its own: two processes that saw two values each (one in
     common) both act on any value once each has read the other's, and so does a book opened later."""
     a = RuleBook(shared_store_url, min_evidence=2, explore=0.0)
     b = RuleBook(shared_store_url, min_evidence=2, explore=0.0)
-    for book, v in ((a, 2), (b, 5)):
-        for c in range(2):
+    for book, values in ((a, (2, 3)), (b, (3, 5))):
+        for c, v in enumerate(values):
             book.observe(f"{H}/cat/c{c}", 3_000_017 * (c + 1))
             book.observe(f"{H}/cat/c{c}?page={v}", 3_000_017 * (c + 1), duplicate_of=f"{H}/cat/c{c}")
+    for book in (a, b):
+        assert book.avoid(f"{H}/cat/c1?page=7") is None  # (alone, each saw two values)
     a.observe(f"{H}/cat/c9", 9_000_001)
     b.refresh()
     a.refresh()
@@ -617,13 +641,13 @@ def test_a_miss_that_comes_whole_leaves_a_sub_tree_rule_acting_and_any_other_mis
     assert [(st.rule.spec, st.counter) for st in pinned.rules()] == [("prefix h.test /en/faq/ /de/faq/", 1)]
 
 
-def test_a_sub_tree_rule_acts_on_three_pairs_and_only_through_confirmation():
+def test_a_sub_tree_rule_acts_on_its_first_pair_and_only_through_confirmation():
     """With the default ``min_evidence`` (10), a sub-tree rule acts on ``SUB_TREE_MIN_EVIDENCE``
     pairs (each prediction is checked by content); the other rules still need ten and act
     unconfirmed; a book read without confirmation (``narrow`` off) leaves its sub-tree rules idle."""
     from scrapy_neardup.crawler.url_rules.book import SUB_TREE_MIN_EVIDENCE
 
-    assert SUB_TREE_MIN_EVIDENCE == 3
+    assert SUB_TREE_MIN_EVIDENCE == 1
     assert UrlRule.parse("prefix h /de/api/ /en/api/").sub_tree
     assert not UrlRule.parse("prefix h /de/ /en/").sub_tree and not UrlRule.parse("prefix h /mirror/ /").sub_tree
     assert not UrlRule.parse("suffix h /a/print /a/").sub_tree
@@ -634,7 +658,7 @@ def test_a_sub_tree_rule_acts_on_three_pairs_and_only_through_confirmation():
         book.observe(f"{H}/en/api/p{i}.html", 1000 + i)
         book.observe(f"{H}/de/api/p{i}.html", 1000 + i, duplicate_of=f"{H}/en/api/p{i}.html")
     sub = "prefix h.test /en/api/ /de/api/"
-    assert {st.rule.spec: st.state for st in book.rules()}[sub] == ACTIVE
+    assert {st.rule.spec: (st.state, st.evidence) for st in book.rules()}[sub] == (ACTIVE, 3)
     book.observe(f"{H}/en/api/p9.html", 77)
     assert book.avoid(f"{H}/de/api/p9.html") == (sub, f"{H}/en/api/p9.html", False)
     assert book.confirmed_only(sub) and not book.confirmed_only("param h.test sid")
@@ -1152,7 +1176,9 @@ def test_a_parameter_rule_acts_only_in_the_directories_of_its_evidence(tmp_path,
     products), directly or through a path rule whose form stripped ``page`` (``prefix /m/ /`` touches every
     path): a breadth-first crawl of such a shop never fetched 46% of its distinct pages. A parameter rule
     now acts only in a directory where a pair of its own agreed (kept with the book); elsewhere the request
-    is made, and its answer is the rule's evidence there, or its counter-example."""
+    is made, and its answer is the rule's evidence there, or a counter-example that keeps it out of that
+    directory for good (it never acted there: a helper's ``param sort`` re-sorted one section's lists and
+    filtered another's, and was retired everywhere); a counter-example where it acts retires it."""
     location = str(tmp_path / "r.sqlite3") if where == "sqlite" else request.getfixturevalue("redis_url")
     book = RuleBook(location, min_evidence=3, explore=0.0)
     for i in range(4):
@@ -1169,9 +1195,40 @@ def test_a_parameter_rule_acts_only_in_the_directories_of_its_evidence(tmp_path,
     book.close()
     again = RuleBook(location, min_evidence=3, explore=0.0)  # (its scopes kept: a resume, another process)
     assert again.avoid(f"{H}/articles/a9.html?page=2") == ("param h.test page", f"{H}/articles/a9.html", False)
-    again.observe(f"{H}/cat/c1?page=2", (5 << 40) ^ 0xFFFF)  # made: other products, the rule's counter-example
-    assert {st.rule.spec: st.state for st in again.rules()}["param h.test page"] == RETIRED
+    again.observe(f"{H}/cat/c1?page=2", (5 << 40) ^ 0xFFFF)  # made: other products, a counter-example there
+    # (where it never acted: the rule stays out of the categories, and goes on acting on the articles)
+    assert {st.rule.spec: st.state for st in again.rules()}["param h.test page"] == ACTIVE
     again.close()
+    third = RuleBook(location, min_evidence=3, explore=0.0)  # (kept with the book)
+    for i in range(2, 6):  # (a later agreeing pair in the categories does not bring it there)
+        third.observe(f"{H}/cat/c{i}", (7 + i) << 40)
+        third.observe(f"{H}/cat/c{i}?page=2", (7 + i) << 40, duplicate_of=f"{H}/cat/c{i}")
+    assert third.avoid(f"{H}/cat/c3?page=2") is None
+    assert third.avoid(f"{H}/articles/a9.html?page=2") == ("param h.test page", f"{H}/articles/a9.html", False)
+    third.observe(f"{H}/articles/a9.html?page=2", 123 << 40)  # (a counter-example where it acts: retired)
+    assert {st.rule.spec: st.state for st in third.rules()}["param h.test page"] == RETIRED
+    third.close()
+
+
+def test_a_counter_example_another_process_met_first_retires_the_rule_where_this_one_acts(shared_store_url):
+    """Two processes of a shared book: one acts in the categories (a pair agreed there), the other, not yet
+    knowing it, meets a counter-example there first and keeps the rule out of them. At its next refresh the
+    first takes that counter-example as one where it acts: the rule is retired, and what it left out made."""
+    a = RuleBook(shared_store_url, min_evidence=3, explore=0.0)
+    for i in range(4):
+        a.observe(f"{H}/articles/a{i}.html", 1_000_003 * (i + 1))
+        a.observe(f"{H}/articles/a{i}.html?page=2", 1_000_003 * (i + 1), duplicate_of=f"{H}/articles/a{i}.html")
+    b = RuleBook(shared_store_url, min_evidence=3, explore=0.0)
+    for i in range(2):
+        a.observe(f"{H}/cat/c{i}", (3 + i) << 40)
+        a.observe(f"{H}/cat/c{i}?page=2", (3 + i) << 40, duplicate_of=f"{H}/cat/c{i}")
+    a.observe(f"{H}/cat/c9", 9 << 40)
+    assert a.avoid(f"{H}/cat/c9?page=2") is not None
+    b.observe(f"{H}/cat/c5", 5 << 40)
+    b.observe(f"{H}/cat/c5?page=2", (5 << 40) ^ 0xFFFF)  # (other products: b never saw a pair agree here)
+    assert {st.rule.spec: st.state for st in b.rules()}["param h.test page"] == ACTIVE
+    a.refresh()
+    assert {st.rule.spec: st.state for st in a.rules()}["param h.test page"] == RETIRED
 
 
 def test_a_host_whose_ranged_gets_confirm_nothing_is_fetched_whole():

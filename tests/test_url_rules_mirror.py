@@ -1,7 +1,7 @@
 """Learned URL rules on a language mirror (issue 28, section 2): the generated
 site of ``tests.fixtures.mirror_site`` served by a real nginx (so ``ETag`` and
 ``Last-Modified`` are nginx's: mtime and size), crawled from three language
-front pages with the defaults: sub-tree rules act on 3 pairs, each predicted copy
+front pages with the defaults: sub-tree rules act on their first pair, each predicted copy
 confirmed by a ranged GET (``NEARDUP_URL_RULES_CONFIRM_BYTES``, 256 bytes by default).
 
 The ``/de/`` -> ``/en/`` prefix rules meet translated front pages and are
