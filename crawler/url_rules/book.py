@@ -60,7 +60,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from urllib.parse import quote, urlencode
+from urllib.parse import quote_plus, urlencode
 
 import mmh3
 
@@ -74,6 +74,8 @@ PIN, FORBID = "pin", "forbid"  # the book's settings that name rules (JSON lists
 SCOPE = "scope "  # + a parameter rule's line, a tab and one of its scopes: a setting of the book, valued "v"
 # (its values are kept, ``VALUE``) or "1" (a book written before values were kept: any value)
 AGAINST = "against "  # + a parameter rule's line, a tab and a scope where a pair disagreed before any agreed
+#: Sections a parameter rule may be kept out of (``AGAINST``): one more retires it, wrong in so many places
+MAX_AGAINST = 16
 VALUE = "value "  # + the rule's line, a tab, the scope, a tab and a parameter's value seen agree there
 # (``_tokens``): a setting each, so that processes sharing a book only ever add to what the others wrote
 #: A parameter rule acts in a section on any value of a parameter once pairs there agreed with this many
@@ -88,7 +90,9 @@ REFRESH_EVERY = 5.0  # seconds: rules another process learned or retired (a shar
 #: It acts only through confirmation by content (each predicted copy is a ranged GET checked against
 #: the fetched page's bytes), so a wrong prediction costs at most the full GET after the ranged one (a
 #: page with its copy's ETag but other bytes; with another ETag it comes whole at the cost of a plain
-#: crawl's request) and retires it, never a page: the pair that suggests it is enough. Its scope (a
+#: crawl's request), never a page, and one of other content retires it (a page of other bytes but
+#: near-duplicate content counts for it, at a request more each: the host's ranged GETs stop past a
+#: fifth of misses, ``learned_rules._ranges_pay``): the pair that suggests it is enough. Its scope (a
 #: sub-directory of a tree where a translated page was met) is small: each pair waited for is a body
 #: downloaded. On the generated mirrors, 1 pair against 3 (two runs each, one session): 86.2-86.6% of
 #: plain's duplicate bodies never downloaded against 72.8-78.1%, and 80.9-85.1% against 67.1-75.3% where
@@ -108,13 +112,35 @@ def _in_scope(st: RuleState, scope: str) -> bool:
 def _tokens(rule: UrlRule, parts: Parts) -> dict[str, str]:
     """Per parameter of a parameter rule, what a URL's query holds of it, encoded: ``page=2``, or the bare
     name when it is absent (``page``). O(query)."""
-    return {name: urlencode([(k, v) for k, v in parts[3] if k == name]) or quote(name, safe="")
+    return {name: urlencode([(k, v) for k, v in parts[3] if k == name]) or quote_plus(name)
             for name in rule.a.split(",")}
 
 
+def _any_token(name: str) -> str:
+    """The token that stands for any value of parameter ``name`` (no value encodes as ``*``)."""
+    return quote_plus(name) + "=*"
+
+
 def _any(seen: set[str], name: str) -> bool:
-    """Whether ``VALUES_ANY`` values of parameter ``name`` are among the tokens ``seen``. O(len(seen))."""
-    return sum(t.startswith(quote(name, safe="") + "=") for t in seen) >= VALUES_ANY
+    """Whether any value of parameter ``name`` is taken among the tokens ``seen`` (``_collapsed``). O(1)."""
+    return _any_token(name) in seen
+
+
+def _collapsed(seen: set[str], names: Iterable[str]) -> set[str]:
+    """``seen`` with the values of each parameter of which ``VALUES_ANY`` were seen replaced by the token for
+    any (``_any_token``): a section's values stay a handful whatever the session ids met. O(len(seen))."""
+    out = set(seen)
+    for name in names:
+        mark = _any_token(name)
+        if mark in out:
+            values = {t for t in out if t.startswith(quote_plus(name) + "=") and t != mark}
+        else:
+            values = {t for t in out if t.startswith(quote_plus(name) + "=")}
+            if len(values) < VALUES_ANY:
+                continue
+        out -= values
+        out.add(mark)
+    return out
 
 
 def _any_value(st: RuleState, scope: str) -> bool:
@@ -265,40 +291,51 @@ class RuleBook:
             if name.startswith(VALUE):
                 spec, scope, seen = name[len(VALUE):].split("\t", 2)
                 values.setdefault((spec, scope), set()).add(seen)
-        for name in settings:  # (the sections where another process met a counter-example first)
-            if name.startswith(AGAINST):
-                spec, _, scope = name[len(AGAINST):].rpartition("\t")
-                st = self._by_spec(spec)
-                if st is not None and scope not in st.against:
-                    self._against(st, scope, save=False)
         for name, value in settings.items():  # (the scopes this or another process learned)
             if name.startswith(SCOPE):
                 spec, _, scope = name[len(SCOPE):].rpartition("\t")
                 st = self._by_spec(spec)
                 if st is not None:
                     self._merge_values(st, scope, None if value == "1" else values.get((spec, scope), set()))
+        for name in settings:  # (the sections where this or another process met a counter-example first)
+            if name.startswith(AGAINST):
+                spec, _, scope = name[len(AGAINST):].rpartition("\t")
+                st = self._by_spec(spec)
+                if st is not None and scope not in st.against and st.live and not st.pinned:
+                    st.against.add(scope)
+                    self._strip_by_scope.clear()
+        for st in self.rules():
+            # (a section where it acts, or acted before a kill, that another process kept it out of: it is
+            # retired, and what it left out there is made)
+            if st.rule.kind == "param" and st.live and not st.pinned and (st.scopes & st.against):
+                self._against(st, min(st.scopes & st.against), save=False)
         for st in self.rules():
             # (a book written before scopes were kept: its parameter rule acts where its example pair agreed)
             if st.rule.kind == "param" and not st.scopes and st.example and st.evidence:
                 st.scopes.add(scope_of(parts_of(st.example.split(" = ")[0])[2]))
         self._refreshed = time.monotonic()
 
-    def _merge_values(self, st: RuleState, scope: str, seen: set[str] | None) -> bool:
+    def _merge_values(self, st: RuleState, scope: str, seen: set[str] | None) -> set[str] | None:
         """Add to parameter rule ``st``'s scope ``scope`` the values ``seen`` agree there (``_tokens``; None:
-        any); whether that changed what it acts on. O(VALUES_ANY per parameter)."""
+        any); the tokens that are new (to be kept in the book), None if nothing changed what it acts on.
+        O(VALUES_ANY per parameter)."""
+        names = st.rule.a.split(",")
         if scope not in st.scopes:
             st.scopes.add(scope)
-            st.values[scope] = None if seen is None else set(seen)
+            now = None if seen is None else _collapsed(seen, names)
+            st.values[scope] = now
+            new: set[str] = set() if now is None else now
         else:
             was = st.values.get(scope)
             if was is None:
-                return False
-            now = None if seen is None else was | seen
+                return None
+            now = None if seen is None else _collapsed(was | seen, names)
             if now == was:
-                return False
+                return None
             st.values[scope] = now
+            new = set() if now is None else now - was
         self._strip_by_scope.clear()  # (what the scope's forms strip may have changed)
-        return True
+        return new
 
     def _against(self, st: RuleState, scope: str, url: str | None = None, save: bool = True) -> bool:
         """Mark ``scope`` as one where parameter rule ``st`` met a counter-example before any pair of its own
@@ -309,8 +346,10 @@ class RuleBook:
         self._strip_by_scope.clear()
         if save:
             self.store.save_settings({f"{AGAINST}{st.rule.spec}\t{scope}": "1"})
-        if scope in st.scopes and st.live and not st.pinned:
-            st.counter_example = st.counter_example or f"a counter-example in {scope}, where it acted"
+        if (scope in st.scopes or len(st.against) > MAX_AGAINST) and st.live and not st.pinned:
+            st.counter_example = st.counter_example or (
+                f"a counter-example in {scope}, where it acted" if scope in st.scopes
+                else f"counter-examples in {len(st.against)} sections where it never acted ({url})")
             self._update(st, self.store.bump(st.rule.spec, counter=1, counter_example=st.counter_example))
             return False
         logger.info("URL rule %s does not act in %s: %s", st.rule.spec, scope, url or "another process met a "
@@ -453,11 +492,11 @@ class RuleBook:
                     # ``?sid=4`` is no evidence for ``param lang,sid``, which then left out translations)
                     return
                 scope = scope_of(parts_of(url)[2])
-                seen = set(mine.values()) | set(its.values())
                 new_scope = scope not in st.scopes
-                if self._merge_values(st, scope, seen):  # (settings only added: at most VALUES_ANY a scope)
+                added = self._merge_values(st, scope, set(mine.values()) | set(its.values()))
+                if added is not None:  # (settings only added: at most VALUES_ANY + 1 a parameter and scope)
                     self.store.save_settings({**({f"{SCOPE}{st.rule.spec}\t{scope}": "v"} if new_scope else {}),
-                                              **{f"{VALUE}{st.rule.spec}\t{scope}\t{v}": "1" for v in seen}})
+                                              **{f"{VALUE}{st.rule.spec}\t{scope}\t{v}": "1" for v in added}})
             counts = self.store.bump(st.rule.spec, evidence=1, example=st.example)
         elif self._free_miss(st, url, first[0]):
             # A rule acting only through confirmation predicts which fetched page a request's bytes
