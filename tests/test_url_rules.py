@@ -1210,19 +1210,26 @@ def test_a_parameter_rule_acts_only_in_the_directories_of_its_evidence(tmp_path,
     third.close()
 
 
-def test_a_counter_example_another_process_met_first_retires_the_rule_where_this_one_acts(shared_store_url):
-    """Two processes of a shared book: one acts in the categories (a pair agreed there), the other, not yet
-    knowing it, meets a counter-example there first and keeps the rule out of them. At its next refresh the
-    first takes that counter-example as one where it acts: the rule is retired, and what it left out made."""
-    a = RuleBook(shared_store_url, min_evidence=3, explore=0.0)
+def _acting_in_categories_and_a_process_that_does_not_know(location: str) -> tuple[RuleBook, RuleBook]:
+    """Book ``a`` acts on ``param page`` in the articles and the categories; book ``b``, opened before a's
+    pairs in the categories, does not know it acts there."""
+    a = RuleBook(location, min_evidence=3, explore=0.0)
     for i in range(4):
         a.observe(f"{H}/articles/a{i}.html", 1_000_003 * (i + 1))
         a.observe(f"{H}/articles/a{i}.html?page=2", 1_000_003 * (i + 1), duplicate_of=f"{H}/articles/a{i}.html")
-    b = RuleBook(shared_store_url, min_evidence=3, explore=0.0)
+    b = RuleBook(location, min_evidence=3, explore=0.0)
     for i in range(2):
         a.observe(f"{H}/cat/c{i}", (3 + i) << 40)
         a.observe(f"{H}/cat/c{i}?page=2", (3 + i) << 40, duplicate_of=f"{H}/cat/c{i}")
     a.observe(f"{H}/cat/c9", 9 << 40)
+    return a, b
+
+
+def test_a_counter_example_another_process_met_first_retires_the_rule_where_this_one_acts(shared_store_url):
+    """Two processes of a shared book: one acts in the categories (a pair agreed there), the other, not yet
+    knowing it, meets a counter-example there first and keeps the rule out of them. At its next refresh the
+    first takes that counter-example as one where it acts: the rule is retired, and what it left out made."""
+    a, b = _acting_in_categories_and_a_process_that_does_not_know(shared_store_url)
     assert a.avoid(f"{H}/cat/c9?page=2") is not None
     b.observe(f"{H}/cat/c5", 5 << 40)
     b.observe(f"{H}/cat/c5?page=2", (5 << 40) ^ 0xFFFF)  # (other products: b never saw a pair agree here)
@@ -1235,15 +1242,7 @@ def test_a_book_opened_later_retires_a_rule_kept_out_of_a_section_it_acted_in(sh
     """A reviewer's case: a process acted in the categories and stopped; another, not knowing it, kept the
     rule out of them. A book opened later (a resume) reads both: the rule is retired, and what the first
     left out there is made after all."""
-    a = RuleBook(shared_store_url, min_evidence=3, explore=0.0)
-    for i in range(4):
-        a.observe(f"{H}/articles/a{i}.html", 1_000_003 * (i + 1))
-        a.observe(f"{H}/articles/a{i}.html?page=2", 1_000_003 * (i + 1), duplicate_of=f"{H}/articles/a{i}.html")
-    b = RuleBook(shared_store_url, min_evidence=3, explore=0.0)
-    for i in range(2):
-        a.observe(f"{H}/cat/c{i}", (3 + i) << 40)
-        a.observe(f"{H}/cat/c{i}?page=2", (3 + i) << 40, duplicate_of=f"{H}/cat/c{i}")
-    a.observe(f"{H}/cat/c9", 9 << 40)
+    a, b = _acting_in_categories_and_a_process_that_does_not_know(shared_store_url)
     spec, target, _ = a.avoid(f"{H}/cat/c9?page=2")
     assert a.record_avoided(f"{H}/cat/c9?page=2", spec, target, request="r")
     a.close()
