@@ -280,17 +280,22 @@ class LearnedRules:
         uncompressed; a helper's 416 server: 727 requests against plain Scrapy's 502). Then one prediction in
         ``RANGE_RETRY_EVERY`` is still asked for as one, so that a host whose first answers were misses (a
         few translated pages first) is asked again once copies come. O(1)."""
-        misses = self._range_misses[host]
-        if misses < MIN_RANGE_MISSES or misses <= MAX_RANGE_MISS_SHARE * self._ranged[host]:
+        if not self._too_many_misses(host):
             return True
         self._range_retries[host] += 1
         return self._range_retries[host] % RANGE_RETRY_EVERY == 0
 
+    def _too_many_misses(self, host: str) -> bool:
+        """At least ``MIN_RANGE_MISSES`` of ``host``'s ranged GETs, and more than ``MAX_RANGE_MISS_SHARE`` of
+        those answered there, confirmed nothing (``_ranges_pay``). O(1)."""
+        misses = self._range_misses[host]
+        return misses >= MIN_RANGE_MISSES and misses > MAX_RANGE_MISS_SHARE * self._ranged[host]
+
     def _missed(self, host: str) -> None:
         """A ranged GET on ``host`` that confirmed nothing (``_ranges_pay``); said once when they stop paying."""
         self._range_misses[host] += 1
-        misses, answered = self._range_misses[host], self._ranged[host]
-        if misses >= MIN_RANGE_MISSES and misses > MAX_RANGE_MISS_SHARE * answered and host not in self._told_ranges:
+        if self._too_many_misses(host) and host not in self._told_ranges:
+            misses, answered = self._range_misses[host], self._ranged[host]
             self._told_ranges.add(host)
             logger.warning("ranged GETs do not pay on %s (%d of %d confirmed nothing: a server that refuses or "
                            "ignores ranges, or whose bytes change between requests): its predicted copies are "

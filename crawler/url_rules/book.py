@@ -459,11 +459,16 @@ class RuleBook:
         try:
             stripper = self._strip_by_scope[host, scope]
         except KeyError:
-            names = sorted({n for st in self._acting_for(host)
-                            if st.rule.kind == "param" and _in_scope(st, scope) and _any_value(st, scope)
-                            for n in st.rule.a.split(",")})
+            names = sorted(self._parameters_acting(host, scope, any_value=True))
             stripper = self._strip_by_scope[host, scope] = UrlRule("param", "*", ",".join(names)) if names else None
         return stripper
+
+    def _parameters_acting(self, host: str, scope: str, any_value: bool = False) -> set[str]:
+        """The parameters ``host``'s acting parameter rules leave out in ``scope`` (``_in_scope``); with
+        ``any_value``, only those they leave out whatever their value (``_any_value``). O(the host's rules)."""
+        return {n for st in self._acting_for(host)
+                if st.rule.kind == "param" and _in_scope(st, scope) and (not any_value or _any_value(st, scope))
+                for n in st.rule.a.split(",")}
 
     def _judge(self, st: RuleState, url: str, fp: int, first: tuple[str, int] | None,
                strip: UrlRule | None) -> None:
@@ -624,9 +629,8 @@ class RuleBook:
             # (the forms of the URL and of its target, each in its own section, may have stripped these: the
             # avoidance depends on their rules too, and their retirement releases it. Every acting parameter
             # rule of the section, whatever values it acts on: a shared book's other processes may strip more.)
-            names = {n for u in (url, target) for st2 in self._acting_for(host_of(u))
-                     if st2.rule.kind == "param" and _in_scope(st2, scope_of(parts_of(u)[2]))
-                     for n in st2.rule.a.split(",")}
+            names = {n for u in (url, target)
+                     for n in self._parameters_acting(host_of(u), scope_of(parts_of(u)[2]))}
             params = tuple(sorted({k for u in (url, target) for k, _ in parts_of(u)[3] if k in names}))
         if not self.store.avoid_once(spec, url, target, request, scheduled, params, frontier_id):
             return False
