@@ -531,6 +531,53 @@ def test_a_retired_rules_requests_are_queued_once_across_a_kill_when_the_book_is
         scheduler.close("finished")
 
 
+@pytest.mark.parametrize("where", ["redis", "cluster"])
+def test_a_pop_whose_answer_was_lost_hands_out_the_request_it_moved(where, request):
+    """Redis stopped (or the connection broke) after the pop had moved a request to this process's
+    in-flight hash and before its answer came back. That request was held by a live process that never
+    got it: its heartbeat kept it from every other process, and both crawls waited for it for ever (a
+    shared crawl hung after an outage). The next pop asks again with the same id and gets that request;
+    so does a pop sent twice (redis-py resends on a broken connection), never a second one over the first."""
+    import redis as redis_py
+    from scrapy import Request, Spider
+    from scrapy.utils.misc import load_object
+    from scrapy.utils.test import get_crawler
+
+    from scrapy_neardup.crawler.addon import REDIS_SETTINGS
+
+    url = request.getfixturevalue("shared_redis" if where == "redis" else "cluster_frontier")
+    more = {"REDIS_PARAMS": CLUSTER_PARAMS} if where == "cluster" else {}
+    crawler = get_crawler(Spider, {**REDIS_SETTINGS, "REDIS_URL": url, **more})
+    crawler.spider = spider = Spider.from_crawler(crawler, "lost_answer")
+    scheduler = load_object(crawler.settings["SCHEDULER"]).from_crawler(crawler)
+    scheduler.open(spider)
+    pop = scheduler._pop
+    try:
+        for u in ("http://127.0.0.1/a", "http://127.0.0.1/b", "http://127.0.0.1/c"):
+            scheduler.enqueue_request(Request(u))
+
+        def answer_lost(**kw):
+            pop(**kw)
+            raise redis_py.ConnectionError("Connection closed by server.")
+
+        scheduler._pop = answer_lost
+        assert scheduler.next_request() is None
+        client = scheduler.server
+        assert client.hlen(scheduler.inflight_key) == 1  # (moved, and this process does not know it)
+        scheduler._pop = lambda **kw: (pop(**kw), pop(**kw))[1]  # (sent twice: the same request both times)
+        first = scheduler.next_request()
+        scheduler._pop = pop
+        rest = [scheduler.next_request() for _ in range(3)]
+        assert sorted(r.url for r in [first, *rest[:2]]) == [f"http://127.0.0.1/{c}" for c in "abc"]
+        assert rest[2] is None
+        assert client.hlen(scheduler.inflight_key) == 3
+        assert sorted(client.hkeys(scheduler.inflight_key)) == sorted(
+            str(r.meta["neardup_frontier_id"]).encode() for r in [first, *rest[:2]])
+    finally:
+        scheduler._pop = pop
+        scheduler.close("shutdown")
+
+
 def test_a_storing_mark_redis_refuses_is_the_stores_outage_not_a_held_page(shared_redis):
     """The shared frontier's Redis gone between the store's answer and the mark: the page was held, left in
     this process's in-flight hash while it ran, and the crawl never ended. It is now ``StoreUnavailable``,

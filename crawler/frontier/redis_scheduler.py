@@ -62,9 +62,17 @@ PRIORITY, FIFO, LIFO = "priority", "fifo", "lifo"
 
 # KEYS: queue, inflight, redelivered, kills, emit. ARGV: kind, id.
 # Move the next request to the in-flight hash as "score|data"; return {data, redeliveries, kills, emit again}.
+# An id already in the hash gets its own request back, nothing more is popped: a call whose answer was lost
+# (Redis stopping, a connection cut; redis-py may even send it again itself) is asked again with the same
+# id, so the request it moved is handed out, not held by a live process that never got it (its heartbeat
+# keeps it from any other process, and the crawl never ended) nor overwritten by a second pop (lost).
 _POP = """
 local kind, data, score = ARGV[1], nil, '0'
-if kind == 'priority' then
+local held = redis.call('HGET', KEYS[2], ARGV[2])
+if held then
+  local sep = string.find(held, '|', 1, true)
+  data = string.sub(held, sep + 1)
+elseif kind == 'priority' then
   local r = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
   if #r == 0 then return false end
   data, score = r[1], r[2]
@@ -75,7 +83,7 @@ else
   data = redis.call('LPOP', KEYS[1])
 end
 if not data then return false end
-redis.call('HSET', KEYS[2], ARGV[2], score .. '|' .. data)
+if not held then redis.call('HSET', KEYS[2], ARGV[2], score .. '|' .. data) end
 local sha = redis.sha1hex(data)
 return {data, tonumber(redis.call('HGET', KEYS[3], sha) or '0'), tonumber(redis.call('HGET', KEYS[4], sha) or '0'),
         tonumber(redis.call('HGET', KEYS[5], sha) or '0')}
@@ -293,6 +301,7 @@ class ReliableRedisScheduler(ScrapyRedisScheduler):
         self._beat = self.server.register_script(_BEAT)
         self._ack = self.server.register_script(_ACK)
         self._next_id = 0
+        self._pop_unanswered = False  # the last pop failed: its id is asked again (``_POP``)
         self._shas: dict[int, str] = {}
         self._unacked: list[int] = []  # done, but Redis was away when they were to be acknowledged
         self._backlog: deque[Request] = deque()
@@ -489,13 +498,16 @@ class ReliableRedisScheduler(ScrapyRedisScheduler):
 
     def next_request(self) -> Request | None:
         while True:
-            rid = self._next_id = self._next_id + 1
+            # (after a failed pop, the same id: that pop may have moved a request before its answer was lost)
+            rid = self._next_id = self._next_id + (0 if self._pop_unanswered else 1)
             try:
                 got = self._pop(keys=[self.queue.key, self.inflight_key, self.redelivered_key, self.kills_key,
                                       self.emit_key], args=[self.kind, rid])
             except Exception as exc:
+                self._pop_unanswered = True
                 self._redis_down(exc)
                 return None
+            self._pop_unanswered = False
             self._redis_up()
             if not got:
                 return None
