@@ -73,14 +73,31 @@ def run(cmds: list[list[str]], logs: list[Path]) -> list[subprocess.Popen]:
     return procs
 
 
+def finish(procs: list[subprocess.Popen], logs: list[Path], timeout: float = 300) -> None:
+    """Wait for every crawl to end; one still running after ``timeout`` s (a hang) is killed, all of
+    them, and the test fails with what each said last (its DEBUG lines left out), to find why."""
+    deadline = time.monotonic() + timeout
+    try:
+        for p in procs:
+            p.wait(timeout=max(1.0, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        for p in procs:
+            p.kill()
+            p.wait()
+        tails = []
+        for log in logs:
+            lines = [line for line in log.read_text(errors="replace").splitlines() if "] DEBUG: " not in line]
+            tails.append(f"--- {log.name}, last lines:\n" + "\n".join(lines[-40:]))
+        pytest.fail(f"a crawl was still running after {timeout:.0f} s:\n" + "\n".join(tails))
+
+
 def crawl_from_home(server, shared_redis: str, tmp_path: Path, *more: str) -> list[str]:
     """Two processes sharing Redis crawl ``server``'s site from ``/`` to the end; their logs,
     each checked to have finished."""
     cmds = [[a if not a.startswith("start_url=") else f"start_url={server.url}/" for a in
              shared_cmd(server.url, shared_redis, tmp_path / f"p{i}", *more)] for i in range(2)]
     procs = run(cmds, [tmp_path / f"p{i}.log" for i in range(2)])
-    for p in procs:
-        p.wait(timeout=300)
+    finish(procs, [tmp_path / f"p{i}.log" for i in range(2)])
     logs = [(tmp_path / f"p{i}.log").read_text() for i in range(2)]
     for text in logs:
         assert "'finish_reason': 'finished'" in text, text[-3000:]
@@ -127,8 +144,7 @@ def test_two_processes_keep_what_one_keeps_and_fetch_nothing_twice(shared_redis,
     with PageServer(site.page, gate.delay) as server:
         procs = run([shared_cmd(server.url, shared_redis, tmp_path / f"p{i}") for i in range(2)],
                     [tmp_path / f"p{i}.log" for i in range(2)])
-        for p in procs:
-            p.wait(timeout=300)
+        finish(procs, [tmp_path / f"p{i}.log" for i in range(2)])
         logs = [(tmp_path / f"p{i}.log").read_text() for i in range(2)]
         for text in logs:
             assert "'finish_reason': 'finished'" in text, text[-3000:]
@@ -171,7 +187,7 @@ def test_a_killed_process_loses_nothing(where, request, tmp_path):
         victim.send_signal(signal.SIGKILL)
         victim.wait(timeout=60)
         assert_gone(workers)
-        survivor.wait(timeout=300)
+        finish([survivor], logs[1:])
         text = logs[1].read_text()
         assert "'finish_reason': 'finished'" in text, text[-3000:]
         if where == "cluster":
@@ -218,7 +234,7 @@ def test_a_store_outage_mid_crawl(policy, tmp_path):
             redis.stop()
             time.sleep(3)
             redis.start()
-            proc.wait(timeout=300)
+            finish([proc], [tmp_path / "crawl.log"])
             text = (tmp_path / "crawl.log").read_text()
             assert "'finish_reason': 'finished'" in text, text[-3000:]
             assert "'neardup/store_outages'" in text and "is back after" in text, text[-3000:]
@@ -260,8 +276,7 @@ def test_an_outage_longer_than_the_lease_takes_no_live_processs_requests(tmp_pat
             redis.stop()
             time.sleep(7)  # (the lease is 3 s)
             redis.start()
-            for p in procs:
-                p.wait(timeout=300)
+            finish(procs, logs)
         texts = [log.read_text() for log in logs]
         for text in texts:
             assert "'finish_reason': 'finished'" in text, text[-3000:]
