@@ -142,6 +142,8 @@ def summarize(targets: list[str], out: Path, truth: Callable[[str], str | None])
         rules[r["rule"]] = rules.get(r["rule"], 0) + 1
     return {"requests": len(targets), "duplicate_downloads": dup_downloads, "contents": len(seen),
             "avoided": len(never_downloaded), "avoided_then_requeued": len(avoided) - len(never_downloaded),
+            # (of those never downloaded, the copies a ranged GET confirmed: requested, their bodies not sent)
+            "confirmed": sum(bool(r.get("confirmed")) for r in never_downloaded),
             "wrong": len(wrong), "wrong_never_fetched": len(wrong_never_fetched),
             "wrong_examples": [(r["url"], r["duplicate_of"])
                                                                              for r in wrong[:5]],
@@ -172,8 +174,17 @@ def local_site(name: str, respond, truth: Callable[[str], str | None], work: Pat
     for mode, settings in MODES.items():
         with LocalServer(respond) as server:
             run_crawl(server.url + start.lstrip("/"), work / f"{name}-{mode}", [*settings, *(more or [])])
-            targets = [t for t in server.requests if t != "/robots.txt"]
+            requests = [t for t in server.requests if t != "/robots.txt"]
+            ranged = server.partial.copy()
+        targets = []  # (the whole answers: a predicted copy's ranged GET comes before its whole one, if any)
+        for t in requests:
+            if ranged[t] > 0:
+                ranged[t] -= 1
+            else:
+                targets.append(t)
         results[mode] = summarize(targets, work / f"{name}-{mode}", truth)
+        results[mode]["ranged_gets"] = len(requests) - len(targets)
+        results[mode]["requests_all"] = len(requests)
         print(name, mode, {k: v for k, v in results[mode].items() if k != "content_set"}, flush=True)
     return compare(name, results)
 

@@ -9,7 +9,8 @@ learned are made) and drops those
 (``IgnoreRequest``: the durable frontier acknowledges them as done once the
 rule book has committed them, ``AckTracker.left_out``), with the same
 stat and the same line in the duplicates file. A request a sub-tree rule
-predicts (``NEARDUP_URL_RULES_CONFIRM_BYTES``, on by default) is made as a
+predicts, or a parameter rule on a value its pairs showed
+(``NEARDUP_URL_RULES_CONFIRM_BYTES``, on by default), is made as a
 ranged GET instead, and its answer (``process_response``) either confirms the copy (it
 goes no further, its body never downloaded) or makes the request whole. Off
 with the filter or with ``NEARDUP_URL_RULES = False``.

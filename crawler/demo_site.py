@@ -161,12 +161,37 @@ class DemoSite:
         return DemoServer(self, port)
 
 
+def byte_range(header: str, length: int) -> tuple[int, int] | None:
+    """The one byte range ``header`` (a ``Range`` value) asks of a body of ``length`` bytes, as
+    (first, last) inclusive; None for a header this server answers with the whole body (not bytes,
+    several ranges, malformed: RFC 9110 lets a server ignore ``Range``); (length, length) when it is
+    unsatisfiable (answered 416).
+
+    >>> byte_range("bytes=10-19", 100), byte_range("bytes=90-", 100), byte_range("bytes=-5", 100)
+    ((10, 19), (90, 99), (95, 99))
+    >>> byte_range("bytes=100-", 100), byte_range("bytes=0-1,5-6", 100), byte_range("items=1-2", 100)
+    ((100, 100), None, None)
+    """
+    unit, _, spec = header.partition("=")
+    first, dash, last = spec.strip().partition("-")
+    if unit.strip().lower() != "bytes" or "," in spec or not dash or not (first + last).isdigit():
+        return None
+    if not first:  # (the last N bytes)
+        return (max(0, length - int(last)), length - 1) if int(last) and length else (length, length)
+    if int(first) >= length:
+        return length, length
+    return int(first), min(int(last), length - 1) if last else length - 1
+
+
 class LocalServer:
     """A real threaded HTTP server on 127.0.0.1 (the demo's, and the tests' sites).
 
     ``respond(target) -> (status, headers, body)`` answers each GET, after
     ``delay(target)`` seconds if given. Every request's target is logged in
     order (``requests``), with its time (``times``) and a count per target (``hits``).
+    A ``Range`` of one span of a 200's body is answered with it (206), as a static
+    file server does (``If-Range`` honoured against the answer's ``ETag``); the targets
+    so answered are counted apart (``partial``), their bodies never sent.
     """
 
     def __init__(self, respond: Callable[[str], tuple[int, dict[str, str], bytes]],
@@ -174,6 +199,7 @@ class LocalServer:
         self.requests: list[str] = []
         self.times: list[float] = []
         self.hits: Counter[str] = Counter()
+        self.partial: Counter[str] = Counter()
         server, lock = self, threading.Lock()
 
         class Handler(BaseHTTPRequestHandler):
@@ -185,6 +211,18 @@ class LocalServer:
                 status, headers, body = respond(self.path)
                 if delay is not None:
                     time.sleep(delay(self.path))
+                asked = self.headers.get("Range")
+                if_range = self.headers.get("If-Range")
+                span = byte_range(asked, len(body)) if asked and status == 200 else None
+                if span is not None and (if_range is None or if_range == headers.get("ETag")):
+                    first, last = span
+                    if first >= len(body):
+                        status, headers, body = 416, {**headers, "Content-Range": f"bytes */{len(body)}"}, b""
+                    else:
+                        status, body, headers = 206, body[first : last + 1], {
+                            **headers, "Content-Range": f"bytes {first}-{last}/{len(body)}"}
+                    with lock:
+                        server.partial[self.path] += 1
                 self.send_response(status)
                 for name, value in headers.items():
                     self.send_header(name, value)

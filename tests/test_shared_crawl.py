@@ -123,11 +123,18 @@ class SecondProcessGate:
         self.opened = threading.Event()
         self.held = 0  # answers that waited
 
+    def holders(self) -> set[bytes]:
+        """The processes holding requests: their in-flight hashes (the ``:answered`` and ``:stored`` sets
+        beside each are the same process's: counted, one process alone opened the gate, crawled the
+        whole site, and the other found nothing left)."""
+        return {k for k in self.client.scan_iter(match=self.inflight)
+                if not k.endswith((b":answered", b":stored"))}
+
     def delay(self, path: str) -> float:
         deadline = time.monotonic() + self.patience
         waited = False
         while not self.opened.is_set() and time.monotonic() < deadline:
-            if len(list(self.client.scan_iter(match=self.inflight))) >= 2:
+            if len(self.holders()) >= 2:
                 self.opened.set()
             elif self.client.zcard(self.queue) == 0:
                 break

@@ -10,17 +10,26 @@ import sys
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import pytest
+
 from tests.conftest import ROOT
 from tests.fixtures.trap_site import TrapSite
 from tests.test_crawl import read_jsonl, scrapy_crawl, stat
 
 
 def crawl(site: TrapSite, out: Path, *settings: str) -> tuple[list[str], list[dict], str]:
-    """(targets requested, in order; the avoided requests' records; the log)."""
+    """(targets downloaded, in order: a ranged GET that confirmed a predicted copy is not one, nor is
+    one answered with its range and then made whole; the avoided requests' records; the log)."""
     with site.serve() as server:
         r = scrapy_crawl(server.url + "/", out, f"NEARDUP_STORE={out / 'store'}", "NEARDUP_INDEX=", *settings)
         assert r.returncode == 0, r.stderr[-3000:]
-        targets = [t for t in server.requests if t != "/robots.txt"]
+        ranged = server.partial.copy()
+        targets = []
+        for t in server.requests:
+            if ranged[t] > 0:  # (its ranged GET comes first)
+                ranged[t] -= 1
+            elif t != "/robots.txt":
+                targets.append(t)
     avoided = [d for d in read_jsonl(out / "store" / "duplicates.jsonl") if d.get("avoided")]
     return targets, avoided, r.stderr
 
@@ -58,7 +67,10 @@ def test_the_trap_site_learns_its_traps_and_skips_them(tmp_path):
     assert {"param sid", "prefix /mirror/", "suffix /index.html"} <= used, used
     # (an avoided URL whose request was on its way already is made after all: a "requeued" line withdraws it)
     withdrawn = {d["url"] for d in read_jsonl(tmp_path / "rules" / "store" / "duplicates.jsonl") if d.get("requeued")}
-    assert stat(log, "neardup/requests_avoided") == len({a["url"] for a in avoided} - withdrawn)
+    left_out = {a["url"] for a in avoided if not a.get("confirmed")} - withdrawn
+    assert stat(log, "neardup/requests_avoided") == len(left_out)
+    # (a parameter rule's prediction on a value its pairs showed, not yet any: confirmed by a ranged GET)
+    assert (stat(log, "neardup/url_rules/range_confirmed") or 0) == len([a for a in avoided if a.get("confirmed")])
     assert stat(log, "neardup/url_rules/learned") >= 3
     # most of what plain Scrapy downloads twice is never downloaded (the benchmark measures it)
     assert duplicate_downloads(site, targets) < 0.2 * duplicate_downloads(site, plain)
@@ -71,15 +83,19 @@ def test_the_trap_site_learns_its_traps_and_skips_them(tmp_path):
 def test_a_rule_that_stops_holding_is_retired_and_what_it_avoided_is_fetched(tmp_path):
     """``?lang=xx`` changes nothing on the first half of a chain of documents and
     gives a translated page on the second: the rule learned on the first half
-    is retired at the first explored counter-example, and the requests it had
-    avoided are made after all, so no translated page is missing at the end."""
+    is retired at its first counter-example, and the requests it had
+    avoided are made after all, so no translated page is missing at the end.
+    Its pairs showed one value (``xx``): its predictions were each confirmed by
+    a ranged GET of the page's middle bytes, so the first translated page's
+    answer is what retired it (``book.RuleBook.confirmed_only``)."""
     site = TrapSite(changing=True)
     targets, avoided, log = crawl(site, tmp_path / "rules", "NEARDUP_URL_RULES_EXPLORE=0.2")
     assert stat(log, "neardup/url_rules/learned") >= 1
     assert stat(log, "neardup/url_rules/retired") == 1
     assert "URL rule retired: 'param" not in log and "URL rule retired: param" in log
     lang = [a for a in avoided if "lang=" in a["url"]]
-    assert lang and stat(log, "neardup/url_rules/requeued") >= len(lang)
+    assert lang and all(a.get("confirmed") for a in lang), lang[:3]
+    assert stat(log, "neardup/url_rules/range_mismatch") >= 1
     fetched = {site.truth(t) for t in targets}
     assert {f"translated {i}" for i in range(site.n // 2, site.n)} <= fetched
     assert {f"doc {i}" for i in range(site.n)} <= fetched
@@ -172,15 +188,19 @@ def test_a_shop_crawled_breadth_first_loses_no_page_to_a_parameter_learned_elsew
     assert all(site.truth(target(a["url"])) == site.truth(target(a["duplicate_of"])) for a in avoided)
 
 
-def test_a_shop_whose_one_page_categories_repeat_page_one_loses_no_page_breadth_first(tmp_path):
+@pytest.mark.parametrize("pages", [3, 2])
+def test_a_shop_whose_one_page_categories_repeat_page_one_loses_no_page_breadth_first(pages, tmp_path):
     """One-page categories whose linked ``?page=2`` gives page 1 back, crawled breadth-first before the
     categories with more pages: ``param page`` is learned in the categories' own section, where it is
     wrong for the next ones. A helper's crawl of such a shop never fetched 215 of its 467 contents while
     5% exploration drew none of the wrong predictions. The pairs there showed two values (none,
-    ``page=2``): the rule acts on those alone (``book.VALUES_ANY``), ``?page=3`` is made, and retires it."""
+    ``page=2``): the rule acts on those alone (``book.VALUES_ANY``), ``?page=3`` is made, and retires it.
+    With categories of two pages, ``?page=2`` is all there is, and only its body tells a page of other
+    products from page 1 again: a rule on a value seen is confirmed by content (a ranged GET), so the
+    one-page categories' copies are not downloaded and the others' second pages are."""
     from tests.fixtures.trap_site import ShopSite
 
-    site = ShopSite(categories=16, one_page=10)
+    site = ShopSite(categories=16, one_page=10, pages=pages)
     bfs = ("DEPTH_PRIORITY=1", "SCHEDULER_DISK_QUEUE=scrapy.squeues.PickleFifoDiskQueue",
            "SCHEDULER_MEMORY_QUEUE=scrapy.squeues.FifoMemoryQueue", "NEARDUP_URL_RULES_MIN_EVIDENCE=5")
     plain, _, _ = crawl(site, tmp_path / "plain", "NEARDUP_ENABLED=False", *bfs)
@@ -191,3 +211,4 @@ def test_a_shop_whose_one_page_categories_repeat_page_one_loses_no_page_breadth_
     wrong = {a["url"] for a in avoided if site.truth(target(a["url"])) != site.truth(target(a["duplicate_of"]))}
     requeued = {d["url"] for d in read_jsonl(tmp_path / "rules" / "store" / "duplicates.jsonl") if d.get("requeued")}
     assert wrong <= requeued and "URL rule retired: param" in log
+    assert stat(log, "neardup/url_rules/range_confirmed"), "the one-page categories' copies were confirmed"

@@ -160,8 +160,8 @@ class LearnedRules:
         page has their content (that page's outlinks stand for theirs).
         Explained in the duplicates file, once per URL. One look-up round for
         all (a shared rule book is a Redis round trip). ``scheduled``: they have
-        passed the dupe filter (``AvoidMiddleware``). A sub-tree rule's prediction
-        (``RuleBook.confirmed_only``) is never left out unconfirmed: its outlink is
+        passed the dupe filter (``AvoidMiddleware``). A sub-tree rule's prediction, or a parameter
+        rule's on a value seen (``RuleBook.confirmed_only``), is never left out unconfirmed: its outlink is
         queued, and made a ranged GET just before its download (``_to_confirm``)."""
         if not self.book.acts():  # (no rule acts anywhere: nothing to look up, per outlink or at all)
             return set()
@@ -198,7 +198,7 @@ class LearnedRules:
                     found.remove(entry)
         named: list[tuple[str, str, int | None, str]] = []  # (url, target, its fingerprint, rule): lines to write
         for request, url, spec, target, target_fp in found:
-            if self.book.confirmed_only(spec):
+            if self.book.confirmed_only(spec, url):
                 if scheduled:
                     self._to_confirm(request, spec, target, target_fp)
                 continue

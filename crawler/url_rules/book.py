@@ -26,7 +26,7 @@ is *active*: ``avoid`` then tells the crawl not to request a URL whose form
 under it already has a fetched page (that page's outlinks stand for it),
 except a share ``explore`` of them, fetched to keep testing the rule. A parameter rule
 acts only in the sections where its pairs agreed, and there on the values they showed until
-they showed ``VALUES_ANY``. When a
+they showed ``VALUES_ANY``, through confirmation by content while ``narrow`` (``confirmed_only``). When a
 rule is retired, the requests it avoided are handed back (``release``) to be
 made after all: a rule that stops holding delays pages, it does not lose them.
 
@@ -551,14 +551,22 @@ class RuleBook:
 
     # -- acting -------------------------------------------------------------------
 
-    def confirmed_only(self, spec: str) -> bool:
-        """Whether the rule ``spec`` (an ``avoid`` verdict's) acts only through
-        confirmation by content: a sub-tree rule the user did not pin."""
+    def confirmed_only(self, spec: str, url: str | None = None) -> bool:
+        """Whether the rule ``spec`` (an ``avoid`` verdict's, for ``url``) acts only through
+        confirmation by content: a sub-tree rule the user did not pin; and, with ``narrow``, a
+        parameter rule acting in ``url``'s section on the values its pairs there showed, fewer than
+        ``VALUES_ANY``. Such a value says what one page did with it, not another: one-page categories
+        give page 1 back for their linked ``?page=2``, and a two-page category's is a page of its own,
+        which nothing but its body tells apart (a parameter with many values seen agree, a session id,
+        is noise wherever it goes, and is left out unconfirmed). O(1)."""
         rule = _parsed(spec)
-        if not rule.sub_tree:
-            return False
         st = self._state_of(rule)
-        return st is None or not st.pinned
+        if st is not None and st.pinned:
+            return False
+        if rule.sub_tree:
+            return True
+        return (self.narrow and rule.kind == "param" and url is not None and st is not None
+                and not _any_value(st, scope_of(parts_of(url)[2])))
 
     def if_range_off(self, spec: str) -> bool:
         """Whether the rule ``spec``'s ranged GETs go without ``If-Range`` (``turn_if_range_off``). O(1)."""
