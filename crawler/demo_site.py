@@ -21,6 +21,7 @@ an article that kept pages link to (still crawled once).
 from __future__ import annotations
 
 import random
+import re
 import threading
 import time
 from collections import Counter
@@ -171,16 +172,17 @@ def byte_range(header: str, length: int) -> tuple[int, int] | None:
     ((10, 19), (90, 99), (95, 99))
     >>> byte_range("bytes=100-", 100), byte_range("bytes=0-1,5-6", 100), byte_range("items=1-2", 100)
     ((100, 100), None, None)
+    >>> byte_range("bytes=5-3", 100), byte_range("bytes=-", 100)  # (invalid: ignored)
+    (None, None)
     """
-    unit, _, spec = header.partition("=")
-    first, dash, last = spec.strip().partition("-")
-    if unit.strip().lower() != "bytes" or "," in spec or not dash or not (first + last).isdigit():
+    m = re.fullmatch(r"\s*bytes\s*=\s*(\d*)-(\d*)\s*", header, re.ASCII | re.IGNORECASE)
+    if m is None or not (m[1] or m[2]) or (m[1] and m[2] and int(m[1]) > int(m[2])):
         return None
-    if not first:  # (the last N bytes)
-        return (max(0, length - int(last)), length - 1) if int(last) and length else (length, length)
-    if int(first) >= length:
+    if not m[1]:  # (the last N bytes)
+        return (max(0, length - int(m[2])), length - 1) if int(m[2]) and length else (length, length)
+    if int(m[1]) >= length:
         return length, length
-    return int(first), min(int(last), length - 1) if last else length - 1
+    return int(m[1]), min(int(m[2]), length - 1) if m[2] else length - 1
 
 
 class LocalServer:
@@ -214,7 +216,9 @@ class LocalServer:
                 asked = self.headers.get("Range")
                 if_range = self.headers.get("If-Range")
                 span = byte_range(asked, len(body)) if asked and status == 200 else None
-                if span is not None and (if_range is None or if_range == headers.get("ETag")):
+                etag = headers.get("ETag", "")
+                # (If-Range compares strongly: a weak validator never matches)
+                if span is not None and (if_range is None or (if_range == etag and not etag.startswith("W/"))):
                     first, last = span
                     if first >= len(body):
                         status, headers, body = 416, {**headers, "Content-Range": f"bytes */{len(body)}"}, b""

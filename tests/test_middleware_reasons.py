@@ -57,23 +57,3 @@ def test_error_pages_pass_unchecked_unless_asked():
     assert isinstance(mw._pending[response], JobResult) and mw._pending[response].value is not None
     mw.spider_closed("finished")
 
-
-def test_a_check_and_add_sent_twice_finds_its_own_record_and_keeps_the_page():
-    """The store's client (redis-py) sends a step again when the connection breaks or times out after
-    the server ran it: the check-and-add that stored the page answers the second time with the page's own
-    record. That page was taken for unchanged, so it was stored and never emitted: lost to the index."""
-    from scrapy_neardup.crawler.filter.verdict import KEPT
-
-    mw = _middleware()
-    store = mw.verdicts.store
-    check_and_add = store.check_and_add
-    store.check_and_add = lambda fp, key: (check_and_add(fp, key), check_and_add(fp, key))[1]
-    try:
-        url = "http://127.0.0.1/sent-twice.html"
-        response = HtmlResponse(url, body=b"<p>x</p>", request=Request(url))
-        assert mw.verdicts.decide(response, JobResult(0x0123456789ABCDEF, None, "", "x")) == KEPT
-        assert mw.stats.get_value("neardup/lost_race") is None
-        assert mw.stats.get_value("neardup/kept_again") == 1
-    finally:
-        store.check_and_add = check_and_add
-        mw.spider_closed("finished")

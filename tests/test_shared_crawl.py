@@ -6,6 +6,7 @@ other finishes with nothing lost."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 import signal
@@ -597,6 +598,46 @@ def test_a_pop_whose_answer_was_lost_hands_out_the_request_it_moved(where, reque
             str(r.meta["neardup_frontier_id"]).encode() for r in [first, *rest[:2]])
     finally:
         scheduler._pop = pop
+        scheduler.close("shutdown")
+
+
+def test_a_request_dropped_at_its_pop_while_redis_fails_is_acknowledged_later(shared_redis):
+    """An unreadable request is dropped as it is popped, and acknowledged; Redis failing right then
+    raised into the engine, and the request stayed in this live process's in-flight hash: the crawl
+    never ended. It waits with the others for the next checkpoint, and the data's hash goes with it
+    (sent empty, the request's redelivery and kill counts stayed for an identical one queued later)."""
+    import redis as redis_py
+    from scrapy import Spider
+    from scrapy.utils.misc import load_object
+    from scrapy.utils.test import get_crawler
+
+    from scrapy_neardup.crawler.addon import REDIS_SETTINGS
+
+    crawler = get_crawler(Spider, {**REDIS_SETTINGS, "REDIS_URL": shared_redis})
+    crawler.spider = spider = Spider.from_crawler(crawler, "ack_later")
+    scheduler = load_object(crawler.settings["SCHEDULER"]).from_crawler(crawler)
+    scheduler.open(spider)
+    ack = scheduler._ack
+    try:
+        client = scheduler.server
+        client.zadd(scheduler.queue.key, {b"not a request": 0})
+        client.hset(scheduler.redelivered_key, hashlib.sha1(b"not a request").hexdigest(), 2)
+        sent = []
+
+        def refused(**kw):
+            sent.append(kw["args"])
+            raise redis_py.ConnectionError("Connection refused.")
+
+        scheduler._ack = refused
+        assert scheduler.next_request() is None  # (not raised)
+        assert client.hlen(scheduler.inflight_key) == 1 and scheduler._unacked
+        scheduler._ack = ack
+        scheduler._acknowledge()
+        assert client.hlen(scheduler.inflight_key) == 0 and not scheduler._unacked
+        assert client.hlen(scheduler.redelivered_key) == 0
+        assert crawler.stats.get_value("neardup/frontier/corrupt") == 1
+    finally:
+        scheduler._ack = ack
         scheduler.close("shutdown")
 
 

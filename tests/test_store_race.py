@@ -217,3 +217,24 @@ def test_a_neighbour_committed_between_read_and_commit_is_found(shared_store_url
     a.check_invariants()
     a.close()
     b.close()
+
+
+def test_a_check_and_add_sent_twice_is_this_calls_own_record_not_a_duplicate(redis_url):
+    """redis-py sends a step again when the connection breaks or times out after the server ran it: the
+    second check-and-add finds the record the first committed. Taken for a duplicate of itself, a page was
+    stored and never emitted. That record has this call's sequence number: stored, not a match. A record of
+    the same key from an earlier call (another process's fetch of the same URL, a commit before an outage)
+    is still a match. (One Redis: a cluster's commit step, sent twice, appends twice; not handled yet.)"""
+    store = SimhashStore.open(redis_url)
+    run = store.connection.run
+    store.connection.run = lambda calls: (run(calls), run(calls))[1]  # (each step sent twice)
+    try:
+        assert store.check_and_add(0x0123456789ABCDEF, "sent-twice") is None
+        assert store.check_and_add_many([0x1111222233334444, 0x5555666677778888], ["b0", "b1"]) == [None, None]
+    finally:
+        store.connection.run = run
+    assert len(store) == 3
+    store.check_invariants()
+    again = store.check_and_add(0x0123456789ABCDEF ^ 1, "sent-twice")  # (a later call, the same URL)
+    assert again is not None and (again.key, again.distance) == ("sent-twice", 1)
+    store.close()

@@ -308,16 +308,12 @@ class Verdicts:
                 # One atomic step on the store: with a shared store another process may
                 # have stored a near-copy since the query (then this page is its duplicate).
                 match = self.store.check_and_add(fp, url)
-                if match is not None and match.key == url:
-                    # This very URL's record: the store's client sent the step again after losing the answer
-                    # of one that had committed (a Redis connection cut, a timeout), or another process stored
-                    # the same URL meanwhile. Emitted, as after a failed attempt: taken for unchanged, a page
-                    # stored and never emitted is lost, while the index keeps one row per URL anyway.
-                    return self._same_url(response, match, retried=True), match
                 if match is not None:
                     self.stats.inc_value("neardup/lost_race")
                     if self.stored_nothing is not None:  # (not this request's page: a kill must not emit it)
                         self.stored_nothing(response)
+                    if match.key == url:
+                        return self._same_url(response, match, retried), match
             if match is None:
                 self.stats.inc_value(counts.KEPT)
                 return KEPT, None

@@ -519,10 +519,10 @@ class ReliableRedisScheduler(ScrapyRedisScheduler):
             except (CorruptRequest, UnicodeDecodeError) as exc:
                 logger.error("shared frontier: an unreadable request in Redis is dropped (%s)", exc)
                 self.stats.inc_value("neardup/frontier/corrupt")
-                self._ack_now([rid])
+                self._ack_or_later([rid])
                 continue
             if give_up(self.stats, kills, self.max_redeliveries, request.url):
-                self._ack_now([rid])
+                self._ack_or_later([rid])
                 continue
             if redelivered:
                 self.stats.inc_value("neardup/frontier/redelivered")
@@ -540,19 +540,32 @@ class ReliableRedisScheduler(ScrapyRedisScheduler):
         self._heartbeat()
 
     def _acknowledge(self) -> None:
-        done = self._unacked + self.tracker.acknowledgeable()
-        if done:
-            try:
-                self._ack_now(done)
-                self._unacked = []
-            except Exception as exc:  # (they stay in flight: acknowledged at the next checkpoint)
-                self._redis_down(exc)
-                self._unacked = done
+        self._ack_or_later(self._unacked + self.tracker.acknowledgeable(), pending=False)
+
+    def _ack_or_later(self, ids: list[int], pending: bool = True) -> None:
+        """Acknowledge ``ids``; Redis away, they stay in flight and are acknowledged at the next
+        checkpoint (``pending``: added to those waiting; else they are all that wait). Raised into
+        the engine instead, a request dropped at its pop (unreadable, given up) stayed in this
+        live process's in-flight hash, and the crawl never ended."""
+        if not ids:
+            return
+        try:
+            self._ack_now(ids)
+        except Exception as exc:
+            self._redis_down(exc)
+            self._unacked = [*self._unacked, *ids] if pending else ids
+            return
+        if not pending:
+            self._unacked = []
 
     def _ack_now(self, ids: list[int]) -> None:
-        shas = [self._shas.pop(i, "") for i in ids]
+        # (the data's hashes are let go only once acknowledged: sent again after a failure, they clear the
+        # request's redelivery, kill and emit counts, which an identical request queued later would inherit)
+        shas = [self._shas.get(i, "") for i in ids]
         self._ack(keys=[self.inflight_key, self.redelivered_key, self.answered_key, self.kills_key, self.stored_key,
                         self.emit_key], args=[*ids, "|", *shas])
+        for i in ids:
+            self._shas.pop(i, None)
 
     def _answered(self, rid: int) -> None:
         """Request ``rid``'s server answered: a death of this process from now on counts against it

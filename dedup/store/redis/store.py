@@ -218,6 +218,15 @@ class RedisSimhashStore:
         # a record this process half-committed before an outage: finish it
         mine = [i for i in dups if got[i].fingerprint == values[i] and got[i].key == keys[i]]
         commit(self, keys, where, mine, repair=True)
+        if mine:
+            # one with this very call's sequence number is this call's own: redis-py sent a step again after
+            # losing the answer of one that had committed (a connection cut, a timeout). Stored, not a match
+            # (taken for a duplicate of itself, a page was stored and never emitted); one of an earlier call,
+            # the same key stored before, stays a match
+            held = records.records_of(self, [values[i] for i in mine])
+            for i in mine:
+                if (where[3][i], keys[i]) in held.get(values[i], ()):
+                    del got[i]
         return got
 
     # -- reading ----------------------------------------------------------------
