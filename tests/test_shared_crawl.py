@@ -303,6 +303,25 @@ def test_an_outage_longer_than_the_lease_takes_no_live_processs_requests(tmp_pat
 CLUSTER_PARAMS = {"redis_cls": "redis.cluster.RedisCluster"}
 
 
+def open_frontier(request, where: str, spider_name: str):
+    """(crawler, its shared frontier opened) on the session's Redis (``where`` "redis") or Redis Cluster
+    ("cluster", scrapy-redis's client made a ``RedisCluster`` with ``REDIS_PARAMS``), for a spider named
+    ``spider_name``."""
+    from scrapy import Spider
+    from scrapy.utils.misc import load_object
+    from scrapy.utils.test import get_crawler
+
+    from scrapy_neardup.crawler.addon import REDIS_SETTINGS
+
+    url = request.getfixturevalue("shared_redis" if where == "redis" else "cluster_frontier")
+    more = {"REDIS_PARAMS": CLUSTER_PARAMS} if where == "cluster" else {}
+    crawler = get_crawler(Spider, {**REDIS_SETTINGS, "REDIS_URL": url, **more})
+    crawler.spider = spider = Spider.from_crawler(crawler, spider_name)
+    scheduler = load_object(crawler.settings["SCHEDULER"]).from_crawler(crawler)
+    scheduler.open(spider)
+    return crawler, scheduler
+
+
 @pytest.fixture
 def cluster_frontier(redis_cluster) -> str:
     """``REDIS_URL`` of the session's Redis Cluster, emptied (the frontier's keys are the spider's)."""
@@ -401,18 +420,9 @@ def test_the_dupe_filters_mark_and_the_push_are_one_step(where, request):
     parent, fetched again, could not queue it either (a page lost by a shared crawl). On a Redis
     Cluster (scrapy-redis's client made a ``RedisCluster`` with ``REDIS_PARAMS``), the queue's and
     the dupe filter's keys share the hash tag ``{spider}``: one slot, so the same one step."""
-    from scrapy import Request, Spider
-    from scrapy.utils.misc import load_object
-    from scrapy.utils.test import get_crawler
+    from scrapy import Request
 
-    from scrapy_neardup.crawler.addon import REDIS_SETTINGS
-
-    url = request.getfixturevalue("shared_redis" if where == "redis" else "cluster_frontier")
-    more = {"REDIS_PARAMS": CLUSTER_PARAMS} if where == "cluster" else {}
-    crawler = get_crawler(Spider, {**REDIS_SETTINGS, "REDIS_URL": url, **more})
-    crawler.spider = spider = Spider.from_crawler(crawler, "one_step")
-    scheduler = load_object(crawler.settings["SCHEDULER"]).from_crawler(crawler)
-    scheduler.open(spider)
+    crawler, scheduler = open_frontier(request, where, "one_step")
     try:
         assert type(scheduler.server).__name__ == ("RedisCluster" if where == "cluster" else "Redis")
         assert scheduler._seen_push is not None, "the add-on's dupe filter is marked in the push's step"
@@ -562,18 +572,9 @@ def test_a_pop_whose_answer_was_lost_hands_out_the_request_it_moved(where, reque
     shared crawl hung after an outage). The next pop asks again with the same id and gets that request;
     so does a pop sent twice (redis-py resends on a broken connection), never a second one over the first."""
     import redis as redis_py
-    from scrapy import Request, Spider
-    from scrapy.utils.misc import load_object
-    from scrapy.utils.test import get_crawler
+    from scrapy import Request
 
-    from scrapy_neardup.crawler.addon import REDIS_SETTINGS
-
-    url = request.getfixturevalue("shared_redis" if where == "redis" else "cluster_frontier")
-    more = {"REDIS_PARAMS": CLUSTER_PARAMS} if where == "cluster" else {}
-    crawler = get_crawler(Spider, {**REDIS_SETTINGS, "REDIS_URL": url, **more})
-    crawler.spider = spider = Spider.from_crawler(crawler, "lost_answer")
-    scheduler = load_object(crawler.settings["SCHEDULER"]).from_crawler(crawler)
-    scheduler.open(spider)
+    crawler, scheduler = open_frontier(request, where, "lost_answer")
     pop = scheduler._pop
     try:
         for u in ("http://127.0.0.1/a", "http://127.0.0.1/b", "http://127.0.0.1/c"):
@@ -601,22 +602,14 @@ def test_a_pop_whose_answer_was_lost_hands_out_the_request_it_moved(where, reque
         scheduler.close("shutdown")
 
 
-def test_a_request_dropped_at_its_pop_while_redis_fails_is_acknowledged_later(shared_redis):
+def test_a_request_dropped_at_its_pop_while_redis_fails_is_acknowledged_later(request):
     """An unreadable request is dropped as it is popped, and acknowledged; Redis failing right then
     raised into the engine, and the request stayed in this live process's in-flight hash: the crawl
     never ended. It waits with the others for the next checkpoint, and the data's hash goes with it
     (sent empty, the request's redelivery and kill counts stayed for an identical one queued later)."""
     import redis as redis_py
-    from scrapy import Spider
-    from scrapy.utils.misc import load_object
-    from scrapy.utils.test import get_crawler
 
-    from scrapy_neardup.crawler.addon import REDIS_SETTINGS
-
-    crawler = get_crawler(Spider, {**REDIS_SETTINGS, "REDIS_URL": shared_redis})
-    crawler.spider = spider = Spider.from_crawler(crawler, "ack_later")
-    scheduler = load_object(crawler.settings["SCHEDULER"]).from_crawler(crawler)
-    scheduler.open(spider)
+    crawler, scheduler = open_frontier(request, "redis", "ack_later")
     ack = scheduler._ack
     try:
         client = scheduler.server
