@@ -224,6 +224,23 @@ def test_a_parameter_rule_is_confirmed_by_content_on_the_values_seen_until_it_ha
     assert many.avoid(f"{H}/cat/c9?page=7") is not None and not many.confirmed_only(spec, f"{H}/cat/c9?page=7")
 
 
+def test_a_rule_that_leaves_a_request_out_wins_over_one_a_ranged_get_would_confirm():
+    """``/doc/9/index.html?ref=feed`` is a copy under ``param ref`` (one value seen: confirmed by a ranged
+    GET) and under ``suffix /index.html /`` (left out): the suffix rule's verdict is taken, whichever
+    rule was learned first, so the confirmation costs no request a plain rule saves."""
+    book = RuleBook(None, min_evidence=3, explore=0.0, narrow=True)
+    for i in [0, 1, 2, 3, 9]:
+        fp = 5_000_011 * (i + 1)
+        book.observe(f"{H}/doc/{i}/", fp)
+        book.observe(f"{H}/doc/{i}/?ref=feed", fp, duplicate_of=f"{H}/doc/{i}/")  # (learned first)
+        book.observe(f"{H}/doc/{i}/index.html", fp, duplicate_of=f"{H}/doc/{i}/")
+    url = f"{H}/doc/9/index.html?ref=feed"
+    assert book.confirmed_only("param h.test ref", url)
+    spec, target, _, _ = book.avoid_many([url])[0]
+    assert (spec, target) == ("suffix h.test /index.html /", f"{H}/doc/9/?ref=feed")
+    assert not book.confirmed_only(spec, url)
+
+
 def test_seeded_random_sites_never_avoid_a_url_with_other_content():
     """Random sites where some parameters, prefixes and suffixes matter and
     others do not; pages met in random order: whatever the book avoids maps
