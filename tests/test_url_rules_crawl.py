@@ -101,6 +101,48 @@ def test_a_rule_that_stops_holding_is_retired_and_what_it_avoided_is_fetched(tmp
     assert {f"doc {i}" for i in range(site.n)} <= fetched
 
 
+class StyledShop:
+    """``ShopSite`` as a static shop with a theme inlined: a large ``<style>`` in every page's head, each
+    page padded to one length, and nginx's ``ETag`` of mtime and size (one mtime for all: the same
+    ``ETag`` everywhere). The middle of every page is its style."""
+
+    def __init__(self, shop, length: int = 30_000) -> None:
+        self.shop, self.truth, self.length = shop, shop.truth, length
+
+    def page(self, target: str) -> tuple[int, dict[str, str], bytes]:
+        status, headers, body = self.shop.page(target)
+        if status != 200:
+            return status, headers, body
+        body = body.replace(b"<head>", b"<head><style>" + b".theme{color:#123}\n" * 1000 + b"</style>", 1)
+        assert len(body) < self.length
+        body = body.replace(b"</html>", b" " * (self.length - len(body)) + b"</html>")
+        return 200, {**headers, "ETag": f'"5f5e100-{self.length:x}"'}, body
+
+    def serve(self):
+        from tests.fixtures.http import PageServer
+
+        return PageServer(self.page)
+
+
+def test_a_copy_is_never_confirmed_by_a_window_that_is_not_the_pages_text(tmp_path):
+    """A helper's static shop: one-page categories whose ``?page=2`` gives page 1 back teach ``param page``,
+    and two-page categories have second pages of other products, of the same length. Every page's middle
+    is its inlined style, and nginx's ``ETag`` (mtime and size) is the same for all, so ``If-Range`` let
+    the ranged GET through and its bytes matched: second pages were "confirmed" copies, never fetched.
+    A page whose middle window is not its text keeps no head: predictions against it are plain GETs."""
+    from tests.fixtures.trap_site import ShopSite
+
+    site = StyledShop(ShopSite(categories=16, one_page=10, pages=2))
+    bfs = ("DEPTH_PRIORITY=1", "SCHEDULER_DISK_QUEUE=scrapy.squeues.PickleFifoDiskQueue",
+           "SCHEDULER_MEMORY_QUEUE=scrapy.squeues.FifoMemoryQueue", "NEARDUP_URL_RULES_MIN_EVIDENCE=5")
+    plain, _, _ = crawl(site, tmp_path / "plain", "NEARDUP_ENABLED=False", *bfs)
+    targets, avoided, log = crawl(site, tmp_path / "rules", *bfs)
+    assert re.search(r"URL rule learned: param \S+ page", log), log[-3000:]
+    assert {site.truth(t) for t in targets} == {site.truth(t) for t in plain}
+    assert stat(log, "neardup/url_rules/window_not_text") and not stat(log, "neardup/url_rules/range_confirmed")
+    assert all(site.truth(target(a["url"])) == site.truth(target(a["duplicate_of"])) for a in avoided)
+
+
 def test_rules_can_be_switched_off_pinned_or_forbidden(tmp_path):
     site = TrapSite(n=30)
     _, avoided, log = crawl(site, tmp_path / "off", "NEARDUP_URL_RULES=False")

@@ -60,6 +60,7 @@ from ..frontier.scheduler import DurableScheduler
 from ..url_rules import RuleBook
 from ..url_rules.book import RuleState
 from ..url_rules.storage import Avoided, SqliteStorage
+from ..url_rules.window import in_text, window_offset
 from .duplicates_log import DuplicatesLog
 from .store_faults import FILE_ERRORS
 
@@ -312,9 +313,14 @@ class LearnedRules:
         window, and its strong ``ETag`` if it has one (for ``If-Range``; two ints and a short string a
         page, not its URL: on by default, it is kept for every page). Committed through the gate with
         the book (``mark``), before the page is acknowledged, so that after a kill and a resume the
-        pages fetched before it still confirm their copies."""
+        pages fetched before it still confirm their copies. None for a page whose middle window is not
+        its text (``window.in_text``: an inline style or script, its ``<head>``), which every page of its
+        template shares: its predicted copies are plain GETs (``neardup/url_rules/unconfirmable``)."""
         body = response.body
         offset = self._window(len(body))
+        if not in_text(body, offset, self.confirm_bytes):
+            self.stats.inc_value("neardup/url_rules/window_not_text")
+            return
         head = len(body) << 32 | mmh3.hash(body[offset : offset + self.confirm_bytes], signed=False)
         raw = response.headers.get(b"ETag")
         etag = raw.decode("latin-1") if raw and raw.startswith(b'"') else None  # (a weak W/"..." may not be sent)
@@ -368,8 +374,8 @@ class LearnedRules:
                         "its ranged GETs go without If-Range", spec, response.url)
 
     def _window(self, length: int) -> int:
-        """The offset of the ``confirm_bytes`` compared in a body of ``length`` bytes: its middle."""
-        return max(0, length // 2 - self.confirm_bytes // 2)
+        """The offset of the ``confirm_bytes`` compared in a body of ``length`` bytes (``window_offset``)."""
+        return window_offset(length, self.confirm_bytes)
 
     def confirmation(self, request: Request, response: Response) -> Response | Request | None:
         """The answer to a ranged GET of ``_to_confirm``: None when its bytes and
