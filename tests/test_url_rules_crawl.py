@@ -143,6 +143,45 @@ def test_a_copy_is_never_confirmed_by_a_window_that_is_not_the_pages_text(tmp_pa
     assert all(site.truth(target(a["url"])) == site.truth(target(a["duplicate_of"])) for a in avoided)
 
 
+def test_ranged_gets_stop_where_the_etag_changes_at_every_request(tmp_path):
+    """A shop whose pages carry a token that changes at every request (a CSRF field, here a comment every
+    ten words) and a strong ``ETag`` of their bytes: every ranged GET carries ``If-Range`` with the fetched
+    page's, so every one came back whole, uncompressed for the range's sake (a helper's gzipped site: 1.56
+    times plain Scrapy's bytes). A host that has never answered with a range counts those whole answers as
+    misses: after 3, its predicted copies are plain GETs."""
+    import itertools
+
+    from tests.fixtures.trap_site import ShopSite
+
+    shop, counter = ShopSite(categories=16, one_page=10), itertools.count()
+
+    class Tokens:
+        truth = shop.truth
+
+        @staticmethod
+        def page(target: str) -> tuple[int, dict[str, str], bytes]:
+            status, headers, body = shop.page(target)
+            token = b"<!--%08x-->" % next(counter)
+            body = re.sub(rb"(?: [^ <>]+){10}", lambda m: m[0] + token, body)
+            return status, {**headers, "ETag": f'"{hash(body) & 0xFFFFFFFF:x}"'}, body
+
+        @staticmethod
+        def serve():
+            from tests.fixtures.http import PageServer
+
+            return PageServer(Tokens.page)
+
+    bfs = ("DEPTH_PRIORITY=1", "SCHEDULER_DISK_QUEUE=scrapy.squeues.PickleFifoDiskQueue",
+           "SCHEDULER_MEMORY_QUEUE=scrapy.squeues.FifoMemoryQueue", "NEARDUP_URL_RULES_MIN_EVIDENCE=5")
+    plain, _, _ = crawl(Tokens, tmp_path / "plain", "NEARDUP_ENABLED=False", *bfs)
+    targets, _, log = crawl(Tokens, tmp_path / "rules", *bfs)
+    assert {shop.truth(t) for t in targets} == {shop.truth(t) for t in plain}
+    assert "ranged GETs do not pay on" in log, log[-3000:]
+    whole = stat(log, "neardup/url_rules/range_whole") or 0
+    assert 3 <= whole <= 3 + whole // 50 + 1, whole
+    assert not stat(log, "neardup/url_rules/range_confirmed")
+
+
 def test_rules_can_be_switched_off_pinned_or_forbidden(tmp_path):
     site = TrapSite(n=30)
     _, avoided, log = crawl(site, tmp_path / "off", "NEARDUP_URL_RULES=False")

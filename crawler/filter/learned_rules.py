@@ -115,6 +115,7 @@ class LearnedRules:
         self._made_whole: set[str] = set()  # URLs whose ranged GET's bytes did not match: made whole after it
         #: per host, ranged GETs answered and those that confirmed nothing (``_ranges_pay``)
         self._ranged: Counter[str] = Counter()
+        self._ranges_answered: Counter[str] = Counter()  # (ranged GETs a host answered with a range, 206)
         self._range_misses: Counter[str] = Counter()
         self._range_retries: Counter[str] = Counter()
         self._told_ranges: set[str] = set()
@@ -394,9 +395,18 @@ class LearnedRules:
             # without If-Range, a server that ignores ranges: a miss, so that a host that never answers with a
             # range is not asked for one, its bodies sent uncompressed)
             self.stats.inc_value("neardup/url_rules/range_whole")
-            if b"If-Range" not in request.headers:
+            body = response.body
+            came_whole = len(body) == length and mmh3.hash(body[offset : offset + self.confirm_bytes],
+                                                           signed=False) == digest
+            if b"If-Range" not in request.headers or not (self._ranges_answered[host] or came_whole):
+                # (asked with If-Range, a host that never sent a range, and not a copy come whole under an ETag of
+                # its own, ``_copy_came_whole``: its bytes change at every request, a token, a date, with its
+                # ETag; each such answer came whole and uncompressed, 1.56 times plain's bytes on a helper's
+                # site. Once it sent a range, a whole answer is a page that is not a copy, as a plain crawl's)
                 self._missed(host)
             return response
+        if response.status == 206:
+            self._ranges_answered[host] += 1
         start, total = _content_range(response)
         self.stats.inc_value("neardup/url_rules/ranged_gets")
         self.stats.inc_value("neardup/url_rules/ranged_bytes", len(response.body))
