@@ -605,10 +605,10 @@ class RuleBook:
         firsts = self.store.forms([(st.rule.spec, form) for _, st, form in asks]) if asks else []
         out: list[tuple[str, str, bool, int] | None] = [None] * len(urls)
         for (j, st, _), first in zip(asks, firsts):
-            url = urls[j]
+            url, taken = urls[j], out[j]
             # (a verdict only a ranged GET would confirm gives way to one that leaves the request out: a
             # parameter rule on a value seen must not cost a request a suffix or prefix rule saves)
-            if (out[j] is not None and not self.confirmed_only(out[j][0], url)) or first is None or first[0] == url:
+            if (taken is not None and not self.confirmed_only(taken[0], url)) or first is None or first[0] == url:
                 continue
             if not _in_scope(st, scope := scope_of(parts_of(url)[2])) \
                     or not _acts_on_values(st, scope, parts_of(url), parts_of(first[0])):
@@ -617,7 +617,7 @@ class RuleBook:
                 # (the two differ in their query alone: a parameter rule's to claim, not a path rule whose form
                 # strips the section's parameters; ``prefix /m/ /`` touches every path, and booked them all)
                 continue
-            if out[j] is not None and self.confirmed_only(st.rule.spec, url):
+            if taken is not None and self.confirmed_only(st.rule.spec, url):
                 continue
             out[j] = (st.rule.spec, first[0], _draw(url) % 10_000 < self.explore * 10_000, first[1])
         # A URL fetched already (before the rule acted) is not avoided: the dupe filter
