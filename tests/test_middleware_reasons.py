@@ -56,4 +56,3 @@ def test_error_pages_pass_unchecked_unless_asked():
     mw.process_spider_input(response)
     assert isinstance(mw._pending[response], JobResult) and mw._pending[response].value is not None
     mw.spider_closed("finished")
-
