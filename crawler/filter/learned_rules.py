@@ -260,6 +260,9 @@ class LearnedRules:
             return
         head, etag = found
         length, digest = head >> 32, head & 0xFFFFFFFF
+        if length == 0:  # (a page whose middle is not its text: its ETag alone was kept, ``_keep_head``)
+            self.stats.inc_value("neardup/url_rules/unconfirmable")
+            return
         if length <= 2 * self.confirm_bytes:
             # (a range of half the page or more saves next to nothing: a plain GET, as a plain crawl's; with
             # NEARDUP_URL_RULES_CONFIRM_BYTES past a page's size the "confirmed" bodies were downloaded whole)
@@ -314,15 +317,17 @@ class LearnedRules:
         window, and its strong ``ETag`` if it has one (for ``If-Range``; two ints and a short string a
         page, not its URL: on by default, it is kept for every page). Committed through the gate with
         the book (``mark``), before the page is acknowledged, so that after a kill and a resume the
-        pages fetched before it still confirm their copies. None for a page whose middle window is not
-        its text (``window.in_text``: an inline style or script, its ``<head>``), which every page of its
-        template shares: its predicted copies are plain GETs (``neardup/url_rules/unconfirmable``)."""
+        pages fetched before it still confirm their copies. A page whose middle window is not its text
+        (``window.in_text``: an inline style or script, its ``<head>``), which every page of its template
+        shares, keeps a head of length 0: its predicted copies are plain GETs
+        (``neardup/url_rules/unconfirmable``)."""
         body = response.body
         offset = self._window(len(body))
-        if not in_text(body, offset, self.confirm_bytes):
+        if in_text(body, offset, self.confirm_bytes):
+            head = len(body) << 32 | mmh3.hash(body[offset : offset + self.confirm_bytes], signed=False)
+        else:  # (kept with length 0, which confirms nothing: its ETag still tells ``_came_whole`` its answers)
             self.stats.inc_value("neardup/url_rules/window_not_text")
-            return
-        head = len(body) << 32 | mmh3.hash(body[offset : offset + self.confirm_bytes], signed=False)
+            head = 0
         raw = response.headers.get(b"ETag")
         etag = raw.decode("latin-1") if raw and raw.startswith(b'"') else None  # (a weak W/"..." may not be sent)
         try:
@@ -396,13 +401,14 @@ class LearnedRules:
             # range is not asked for one, its bodies sent uncompressed)
             self.stats.inc_value("neardup/url_rules/range_whole")
             body = response.body
-            came_whole = len(body) == length and mmh3.hash(body[offset : offset + self.confirm_bytes],
-                                                           signed=False) == digest
-            if b"If-Range" not in request.headers or not (self._ranges_answered[host] or came_whole):
-                # (asked with If-Range, a host that never sent a range, and not a copy come whole under an ETag of
-                # its own, ``_copy_came_whole``: its bytes change at every request, a token, a date, with its
-                # ETag; each such answer came whole and uncompressed, 1.56 times plain's bytes on a helper's
-                # site. Once it sent a range, a whole answer is a page that is not a copy, as a plain crawl's)
+            # (asked with If-Range, of a host that never sent a range: a page of the predicted copy's length
+            # whose window differs is one whose bytes change at every request, a token, with its ETag: each
+            # such answer came whole, and uncompressed, 1.56 times plain's bytes on a helper's site. A page of
+            # another length is a page that is not a copy, a translation, a request a plain crawl makes too;
+            # one whose window matches is a copy under an ETag of its own, ``_copy_came_whole``)
+            token_site = (not self._ranges_answered[host] and len(body) == length
+                          and mmh3.hash(body[offset : offset + self.confirm_bytes], signed=False) != digest)
+            if b"If-Range" not in request.headers or token_site:
                 self._missed(host)
             return response
         if response.status == 206:
