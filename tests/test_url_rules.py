@@ -1351,12 +1351,13 @@ def test_a_page_too_short_for_its_ranged_get_is_fetched_plain(tmp_path):
     import mmh3
     from scrapy import Request
 
-    from scrapy_neardup.crawler.filter.learned_rules import CONFIRM_KEY
+    from scrapy_neardup.crawler.filter.learned_rules import CONFIRM_KEY, HEADS_FORMAT
 
     rules, bodies = confirming_rules(tmp_path, "en", "de", (9,))
     rules.confirm_bytes = len(bodies[9]) // 2 + 1
     # (the heads were kept under keys seeded with the 16 bytes they were made with: asked the same way)
-    rules._key = lambda url: mmh3.hash64(url, seed=16, signed=False)[0]  # type: ignore[method-assign]
+    rules._key = lambda url: mmh3.hash64(url, seed=16 | HEADS_FORMAT << 24,  # type: ignore[method-assign]
+                                         signed=False)[0]
     request = Request(f"{H}/de/api/p9.html")
     assert rules.avoided([request], None, scheduled=True) == set()
     assert CONFIRM_KEY not in request.meta and b"Range" not in request.headers

@@ -60,7 +60,7 @@ from ..frontier.scheduler import DurableScheduler
 from ..url_rules import RuleBook
 from ..url_rules.book import RuleState
 from ..url_rules.storage import Avoided, SqliteStorage
-from ..url_rules.window import in_text, window_offset
+from ..url_rules.window import text_window, window_at
 from .duplicates_log import DuplicatesLog
 from .store_faults import FILE_ERRORS
 
@@ -79,6 +79,10 @@ WARN_EVERY = 60.0
 #: request.meta key of a ranged GET confirming a predicted copy: (rule, target URL, its length, window offset, hash,
 #: the target's fingerprint)
 CONFIRM_KEY = "neardup_confirm"
+#: A head's hash of its window: 24 bits (beside the body's length, 32, and the window's place, 8)
+DIGEST = 0xFFFFFF
+#: The heads' format, in the seed of their keys: 2 since the window's place is kept
+HEADS_FORMAT = 2
 
 
 def _content_range(response: Response) -> tuple[int | None, int | None]:
@@ -233,10 +237,11 @@ class LearnedRules:
     # -- confirmation by content before the body (NEARDUP_URL_RULES_CONFIRM_BYTES)
 
     def _to_confirm(self, request: Request, spec: str, target: str, target_fp: int | None) -> None:
-        """Make ``request`` a ranged GET of ``confirm_bytes`` bytes from the middle of
-        ``target``'s body (the fetched page a rule says it copies: pages of one template
-        share their first and last bytes, their middle is their text), to be compared
-        with those; made whole when ``target``'s bytes are not known (its rule book unavailable).
+        """Make ``request`` a ranged GET of ``confirm_bytes`` bytes of ``target``'s body where its
+        text is (the fetched page a rule says it copies: pages of one template share their first
+        and last bytes, and often an inline style or script; ``_keep_head`` chose the window), to be
+        compared with those; made whole when ``target``'s bytes are not known (its rule book
+        unavailable) or it has no window of text.
 
         With ``If-Range: <target's ETag>`` when ``target`` had a strong one: a server answers
         the range only if the predicted page has that validator, else the whole body in the
@@ -259,8 +264,8 @@ class LearnedRules:
             self.stats.inc_value("neardup/url_rules/unconfirmable")
             return
         head, etag = found
-        length, digest = head >> 32, head & 0xFFFFFFFF
-        if length == 0:  # (a page whose middle is not its text: its ETag alone was kept, ``_keep_head``)
+        length, fraction, digest = head >> 32, head >> 24 & 0xFF, head & DIGEST
+        if length == 0:  # (a page with no window of text: its ETag alone was kept, ``_keep_head``)
             self.stats.inc_value("neardup/url_rules/unconfirmable")
             return
         if length <= 2 * self.confirm_bytes:
@@ -268,7 +273,7 @@ class LearnedRules:
             # NEARDUP_URL_RULES_CONFIRM_BYTES past a page's size the "confirmed" bodies were downloaded whole)
             self.stats.inc_value("neardup/url_rules/too_short_to_confirm")
             return
-        offset = self._window(length)
+        offset = window_at(length, fraction, self.confirm_bytes)
         request.headers[b"Range"] = f"bytes={offset}-{offset + self.confirm_bytes - 1}"
         # (a range of the bytes themselves: a server that compresses, as nginx with gzip on, answers a
         # compressed request whole and never with a range, so nothing would be saved)
@@ -309,22 +314,26 @@ class LearnedRules:
 
     def _key(self, url: str) -> int:
         """A fetched page's key in the rule book's heads: its URL's 64-bit hash, seeded with the
-        window's size (a crawl resumed with another ``confirm_bytes`` finds none of the old heads)."""
-        return mmh3.hash64(url, seed=self.confirm_bytes, signed=False)[0]
+        window's size and the heads' format (a crawl resumed with another ``confirm_bytes``, or a
+        book written before the window's place was kept, finds none of the old heads)."""
+        return mmh3.hash64(url, seed=self.confirm_bytes | HEADS_FORMAT << 24, signed=False)[0]
 
     def _keep_head(self, url: str, response: Response) -> None:
-        """Keep ``url``'s head in the rule book: its body length << 32 | the 32-bit hash of its middle
-        window, and its strong ``ETag`` if it has one (for ``If-Range``; two ints and a short string a
-        page, not its URL: on by default, it is kept for every page). Committed through the gate with
-        the book (``mark``), before the page is acknowledged, so that after a kill and a resume the
-        pages fetched before it still confirm their copies. A page whose middle window is not its text
-        (``window.in_text``: an inline style or script, its ``<head>``), which every page of its template
-        shares, keeps a head of length 0: its predicted copies are plain GETs
-        (``neardup/url_rules/unconfirmable``)."""
+        """Keep ``url``'s head in the rule book: its body length << 32 | the window's place << 24 | the
+        24-bit hash of the window, and its strong ``ETag`` if it has one (for ``If-Range``; two ints and a
+        short string a page, not its URL: on by default, it is kept for every page). The window is the
+        page's text (``window.text_window``: its middle, else another fraction of it; the template's
+        style or script, which every page of it shares, would confirm distinct pages of one length).
+        Committed through the gate with the book (``mark``), before the page is acknowledged, so that
+        after a kill and a resume the pages fetched before it still confirm their copies. A page with no
+        window of text keeps a head of length 0: its predicted copies are plain GETs
+        (``neardup/url_rules/unconfirmable``). O(the page's first ``window.MAX_CHECKED`` bytes)."""
         body = response.body
-        offset = self._window(len(body))
-        if in_text(body, offset, self.confirm_bytes):
-            head = len(body) << 32 | mmh3.hash(body[offset : offset + self.confirm_bytes], signed=False)
+        fraction = text_window(body, self.confirm_bytes)
+        if fraction is not None:
+            offset = window_at(len(body), fraction, self.confirm_bytes)
+            head = len(body) << 32 | fraction << 24 | mmh3.hash(body[offset : offset + self.confirm_bytes],
+                                                                 signed=False) & DIGEST
         else:  # (kept with length 0, which confirms nothing: its ETag still tells ``_came_whole`` its answers)
             self.stats.inc_value("neardup/url_rules/window_not_text")
             head = 0
@@ -357,7 +366,7 @@ class LearnedRules:
 
     def _copy_came_whole(self, request: Request, response: Response) -> None:
         """A ranged GET's whole answer (its ETag was not the predicted copy's, ``If-Range``): if its
-        length and middle window are the predicted copy's, a copy came whole, its body downloaded
+        length and window are the predicted copy's, a copy came whole, its body downloaded
         for nothing. The ETags under its rule do not follow the content (copies written at other
         times: nginx's ETag is mtime and size), so the rule's later ranged GETs go without
         ``If-Range`` (``neardup/url_rules/if_range_off``): a copy is confirmed by its range, and a page
@@ -367,7 +376,7 @@ class LearnedRules:
         spec, _, length, offset, digest, *_ = request.meta[CONFIRM_KEY]
         body = response.body
         if self.book.if_range_off(spec) or len(body) != length \
-                or mmh3.hash(body[offset : offset + self.confirm_bytes], signed=False) != digest:
+                or mmh3.hash(body[offset : offset + self.confirm_bytes], signed=False) & DIGEST != digest:
             return
         try:
             turned = self.book.turn_if_range_off(spec)
@@ -378,10 +387,6 @@ class LearnedRules:
             self.stats.inc_value("neardup/url_rules/if_range_off")
             logger.info("URL rule %s: a copy came whole in the answer to its ranged GET (%s, another ETag): "
                         "its ranged GETs go without If-Range", spec, response.url)
-
-    def _window(self, length: int) -> int:
-        """The offset of the ``confirm_bytes`` compared in a body of ``length`` bytes (``window_offset``)."""
-        return window_offset(length, self.confirm_bytes)
 
     def confirmation(self, request: Request, response: Response) -> Response | Request | None:
         """The answer to a ranged GET of ``_to_confirm``: None when its bytes and
@@ -407,7 +412,7 @@ class LearnedRules:
             # another length is a page that is not a copy, a translation, a request a plain crawl makes too;
             # one whose window matches is a copy under an ETag of its own, ``_copy_came_whole``)
             token_site = (not self._ranges_answered[host] and len(body) == length
-                          and mmh3.hash(body[offset : offset + self.confirm_bytes], signed=False) != digest)
+                          and mmh3.hash(body[offset : offset + self.confirm_bytes], signed=False) & DIGEST != digest)
             if b"If-Range" not in request.headers or token_site:
                 self._missed(host)
             return response
@@ -417,7 +422,7 @@ class LearnedRules:
         self.stats.inc_value("neardup/url_rules/ranged_gets")
         self.stats.inc_value("neardup/url_rules/ranged_bytes", len(response.body))
         if response.status == 206 and (start, total) == (offset, length) \
-                and mmh3.hash(response.body, signed=False) == digest:
+                and mmh3.hash(response.body, signed=False) & DIGEST == digest:
             self.stats.inc_value(COPIES_CONFIRMED)
             self.stats.inc_value("neardup/url_rules/bytes_saved_estimate", max(0, length - len(response.body)))
             referer = request.headers.get("Referer")
@@ -460,7 +465,7 @@ class LearnedRules:
     def _downloaded(self, response: Response, request: Request) -> None:
         """A response came: if its URL was counted as avoided (a request for it
         was in flight when an outlink to it was left out), it is not. O(1).
-        Confirming by content: its length and the hash of its middle bytes are kept (``_keep_head``)."""
+        Confirming by content: its length and the hash of a window of its text are kept (``_keep_head``)."""
         url = _defragged(request.url)
         if self.confirm_bytes and response.status == 200:
             self._keep_head(url, response)

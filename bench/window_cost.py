@@ -1,0 +1,61 @@
+"""What choosing a page's confirmation window costs the crawl's thread: ``url_rules.window.text_window``
+(the 256 bytes a ranged GET compares: the page's middle if that is its text, not its head or an
+inline style, script or SVG, else another fraction of it), run for every page fetched whole while
+confirmation is on. Per page, over the shared data's HTML (the Chinese pages, the sites' tarballs):
+the time, the share of pages whose middle is not text, and of those with no window of text.
+
+    .venv/bin/python bench/window_cost.py [--data ../shared/data] [--out bench/results/window_cost.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tarfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from scrapy_neardup.crawler.url_rules.window import text_window  # noqa: E402
+
+
+def pages(data: Path) -> dict[str, list[bytes]]:
+    """HTML bodies per set: each folder's ``*.html`` and each site tarball's."""
+    out: dict[str, list[bytes]] = {}
+    for d in sorted(p for p in data.iterdir() if p.is_dir()):
+        got = [f.read_bytes() for f in sorted(d.rglob("*.html"))]
+        if got:
+            out[d.name] = got
+    for tgz in sorted((data / "sites").glob("*.tar.gz")):
+        with tarfile.open(tgz) as tf:
+            out[tgz.name.removesuffix(".tar.gz")] = [tf.extractfile(m).read() for m in tf.getmembers()
+                                                      if m.isfile() and m.name.endswith(".html")]
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data"))
+    ap.add_argument("--out", default="bench/results/window_cost.json")
+    a = ap.parse_args()
+    rows = []
+    for name, bodies in pages(Path(a.data)).items():
+        times, fractions = [], []
+        for body in bodies:
+            t = time.perf_counter()
+            fractions.append(text_window(body, 256))
+            times.append(time.perf_counter() - t)
+        rows.append({"set": name, "pages": len(bodies), "mean_kb": round(statistics.mean(map(len, bodies)) / 1e3, 1),
+                     "us_mean": round(statistics.mean(times) * 1e6, 1), "us_max": round(max(times) * 1e6, 1),
+                     "middle_not_text": round(sum(f != 128 for f in fractions) / len(bodies), 3),
+                     "no_window": round(sum(f is None for f in fractions) / len(bodies), 3)})
+        print(rows[-1], flush=True)
+    Path(a.out).write_text(json.dumps({"command": " ".join(sys.argv), "sets": rows}, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
