@@ -34,6 +34,18 @@ def crawl(site: TrapSite, out: Path, *settings: str) -> tuple[list[str], list[di
     return targets, avoided, r.stderr
 
 
+#: Scrapy's breadth-first order (the polite profile's), and rules that act on 5 pairs: the shops' crawls
+BREADTH_FIRST = ("DEPTH_PRIORITY=1", "SCHEDULER_DISK_QUEUE=scrapy.squeues.PickleFifoDiskQueue",
+                 "SCHEDULER_MEMORY_QUEUE=scrapy.squeues.FifoMemoryQueue", "NEARDUP_URL_RULES_MIN_EVIDENCE=5")
+
+
+def crawl_breadth_first(site, tmp_path: Path) -> tuple[list[str], list[str], list[dict], str]:
+    """``site`` crawled breadth-first by plain Scrapy and with the rules: (plain's targets, and the
+    rules crawl's targets, avoided records and log, ``crawl``)."""
+    plain, _, _ = crawl(site, tmp_path / "plain", "NEARDUP_ENABLED=False", *BREADTH_FIRST)
+    return plain, *crawl(site, tmp_path / "rules", *BREADTH_FIRST)
+
+
 def target(url: str) -> str:
     p = urlsplit(url)
     return (p.path or "/") + (f"?{p.query}" if p.query else "")
@@ -134,10 +146,7 @@ def test_a_copy_is_never_confirmed_by_a_window_that_is_not_the_pages_text(tmp_pa
     from tests.fixtures.trap_site import ShopSite
 
     site = StyledShop(ShopSite(categories=16, one_page=10, pages=2))
-    bfs = ("DEPTH_PRIORITY=1", "SCHEDULER_DISK_QUEUE=scrapy.squeues.PickleFifoDiskQueue",
-           "SCHEDULER_MEMORY_QUEUE=scrapy.squeues.FifoMemoryQueue", "NEARDUP_URL_RULES_MIN_EVIDENCE=5")
-    plain, _, _ = crawl(site, tmp_path / "plain", "NEARDUP_ENABLED=False", *bfs)
-    targets, avoided, log = crawl(site, tmp_path / "rules", *bfs)
+    plain, targets, avoided, log = crawl_breadth_first(site, tmp_path)
     assert re.search(r"URL rule learned: param \S+ page", log), log[-3000:]
     assert {site.truth(t) for t in targets} == {site.truth(t) for t in plain}
     assert all(site.truth(target(a["url"])) == site.truth(target(a["duplicate_of"])) for a in avoided)
@@ -171,10 +180,7 @@ def test_ranged_gets_stop_where_the_etag_changes_at_every_request(tmp_path):
 
             return PageServer(Tokens.page)
 
-    bfs = ("DEPTH_PRIORITY=1", "SCHEDULER_DISK_QUEUE=scrapy.squeues.PickleFifoDiskQueue",
-           "SCHEDULER_MEMORY_QUEUE=scrapy.squeues.FifoMemoryQueue", "NEARDUP_URL_RULES_MIN_EVIDENCE=5")
-    plain, _, _ = crawl(Tokens, tmp_path / "plain", "NEARDUP_ENABLED=False", *bfs)
-    targets, _, log = crawl(Tokens, tmp_path / "rules", *bfs)
+    plain, targets, _, log = crawl_breadth_first(Tokens, tmp_path)
     assert {shop.truth(t) for t in targets} == {shop.truth(t) for t in plain}
     assert "ranged GETs do not pay on" in log, log[-3000:]
     whole = stat(log, "neardup/url_rules/range_whole") or 0
@@ -260,10 +266,7 @@ def test_a_shop_crawled_breadth_first_loses_no_page_to_a_parameter_learned_elsew
     from tests.fixtures.trap_site import ShopSite
 
     site = ShopSite()
-    bfs = ("DEPTH_PRIORITY=1", "SCHEDULER_DISK_QUEUE=scrapy.squeues.PickleFifoDiskQueue",
-           "SCHEDULER_MEMORY_QUEUE=scrapy.squeues.FifoMemoryQueue", "NEARDUP_URL_RULES_MIN_EVIDENCE=5")
-    plain, _, _ = crawl(site, tmp_path / "plain", "NEARDUP_ENABLED=False", *bfs)
-    targets, avoided, log = crawl(site, tmp_path / "rules", *bfs)
+    plain, targets, avoided, log = crawl_breadth_first(site, tmp_path)
     assert "URL rule learned: param" in log and "page" in log, log[-3000:]
     assert {site.truth(t) for t in targets} == {site.truth(t) for t in plain}
     assert all(site.truth(target(a["url"])) == site.truth(target(a["duplicate_of"])) for a in avoided)
@@ -282,10 +285,7 @@ def test_a_shop_whose_one_page_categories_repeat_page_one_loses_no_page_breadth_
     from tests.fixtures.trap_site import ShopSite
 
     site = ShopSite(categories=16, one_page=10, pages=pages)
-    bfs = ("DEPTH_PRIORITY=1", "SCHEDULER_DISK_QUEUE=scrapy.squeues.PickleFifoDiskQueue",
-           "SCHEDULER_MEMORY_QUEUE=scrapy.squeues.FifoMemoryQueue", "NEARDUP_URL_RULES_MIN_EVIDENCE=5")
-    plain, _, _ = crawl(site, tmp_path / "plain", "NEARDUP_ENABLED=False", *bfs)
-    targets, avoided, log = crawl(site, tmp_path / "rules", *bfs)
+    plain, targets, avoided, log = crawl_breadth_first(site, tmp_path)
     assert re.search(r"URL rule learned: param \S+ page", log), log[-3000:]
     assert {site.truth(t) for t in targets} == {site.truth(t) for t in plain}
     # (a wrong prediction made before the explored one came back is made after all, at the retirement)
