@@ -1411,3 +1411,29 @@ def test_a_pair_that_differs_in_its_query_alone_is_booked_under_the_parameter_ru
     assert book.avoid(f"{H}/articles/a9.html?page=2") == ("param h.test page", f"{H}/articles/a9.html", False)
     book.observe(f"{H}/m/p9.html", 99 << 20)
     assert book.avoid(f"{H}/p9.html") == ("prefix h.test /m/ /", f"{H}/m/p9.html", False)
+
+
+def test_the_window_of_two_pages_of_one_template_and_length_is_their_own_text():
+    """Two pages of one template and one length, an inline script in their middle, a shared menu and
+    footer: the window a ranged GET compares must be where they differ, their own text, never the
+    template's (a window in the menu "confirmed" distinct pages; a reviewer's pages of 25,201 bytes)."""
+    import random
+
+    from scrapy_neardup.crawler.url_rules.window import text_window, window_at
+
+    menu = "".join(f'<li><a href="/c/{i:03}">category {i:03}</a></li>' for i in range(110))
+    foot = "<p>" + "shop address and terms " * 180 + "</p>"
+
+    def page(seed: int) -> bytes:  # (menu, script: its middle, the page's own words, footer)
+        rng = random.Random(seed)
+        words = " ".join(rng.choice(["alpha", "bravo", "gamma", "delta", "omega"]) for _ in range(200))
+        return (f"<html><head><title>p</title></head><body><nav><ul>{menu}</ul></nav><main>"
+                f"<script>{'var x = 1; ' * 500}</script><p>{words}</p></main><footer>{foot}</footer>"
+                "</body></html>").encode()
+
+    a, b = page(1), page(2)
+    assert len(a) == len(b)
+    fa, fb = text_window(a, 256), text_window(b, 256)
+    assert fa == fb and fa is not None and fa != 128
+    wa, wb = (p[window_at(len(p), fa, 256):][:256] for p in (a, b))
+    assert wa != wb and b"category" not in wa and b"shop address" not in wa

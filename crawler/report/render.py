@@ -263,8 +263,9 @@ def _ranged_part(data: CrawlData) -> str:
     """Confirmation by content: the ranged GETs and what they saved (``NEARDUP_URL_RULES_CONFIRM_BYTES``)."""
     if not data.ranged:
         return ""
-    lead = ("<h3>Copies confirmed by content</h3><p>A sub-tree rule's predicted copy is requested as a ranged GET "
-            "of the fetched page's middle bytes; a match is a copy whose body is never downloaded. ")
+    lead = ("<h3>Copies confirmed by content</h3><p>A sub-tree rule's predicted copy (or a parameter rule's, "
+            "on a value seen) is requested as a ranged GET of 256 bytes of the fetched page's text; a match is a "
+            "copy whose body is never downloaded. ")
     if set(data.ranged) == {"range_confirmed"} and data.ranged["range_confirmed"] == data.confirmed_lines:
         # (no run closed with its counts and no stats given: what the duplicates file says, and no more)
         return (lead + f"{_n(data.confirmed_lines)} copies were confirmed (their lines in the duplicates file; "

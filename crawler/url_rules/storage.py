@@ -124,8 +124,8 @@ class Storage(Protocol):
 
     def set_heads(self, rows: list[tuple[int, int, str | None]]) -> None:
         """Keep, per fetched page (the 64-bit hash of its URL), what a ranged GET
-        confirming a copy of it is checked against (``LearnedRules``: its length and
-        the hash of its middle window, one int) and its strong ``ETag`` (or None; sent
+        confirming a copy of it is checked against (``LearnedRules``: its length, the
+        place of a window of its text and that window's hash, one int) and its strong ``ETag`` (or None; sent
         as ``If-Range``): two ints and a short string a page, read back after a resume."""
 
     def heads(self, keys: list[int]) -> list[tuple[int, str | None] | None]:

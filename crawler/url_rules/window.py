@@ -23,14 +23,18 @@ from __future__ import annotations
 import re
 
 #: A boundary of an element whose content is not a page's text (in lowercased bytes)
-_NOT_TEXT = re.compile(rb"<(/?)(script|style|svg|template|noscript)[\s>/]")
+_NOT_TEXT = re.compile(rb"<(/?)(script|style|svg|template|noscript|nav|header|footer|aside)[\s>/]")
 _HEAD = re.compile(rb"<head[\s>]")
 _HEAD_END = re.compile(rb"</head[\s>]|<body[\s>]")
 #: Bytes of a page checked: a window past them is not taken for text (the scan is on the crawl's thread)
 MAX_CHECKED = 512 * 1024
 _BLANK = b" \t\r\n\f\v"
-#: Where a window may sit, in 256ths of the body: its middle first, then farther out on either side
-FRACTIONS = (128, 96, 160, 64, 192, 32, 224)
+#: Where a window sits first, in 256ths of the body: its middle
+MIDDLE = 128
+#: A boundary's tag is looked through this far for its end (``/>``): a page of unclosed tags costs no more
+TAG_END = 1024
+#: Boundaries read at most (a step in Python each): past them, the rest of the page is not text
+MAX_BOUNDARIES = 2000
 
 
 def window_at(length: int, fraction: int, size: int) -> int:
@@ -65,14 +69,17 @@ def not_text_spans(body: bytes, until: int = MAX_CHECKED) -> list[tuple[int, int
         spans.append((head.start(), end.end() if end is not None else len(low)))
     depth: dict[bytes, int] = {}
     start = -1
-    for m in _NOT_TEXT.finditer(low):
+    for n, m in enumerate(_NOT_TEXT.finditer(low)):
+        if n == MAX_BOUNDARIES:  # (a page of that many is taken for not text from there: its cost stays bounded)
+            spans.append((start if any(depth.values()) else m.start(), len(low)))
+            return spans
         name = m[2]
         if m[1]:
             if depth.get(name):
                 depth[name] -= 1
                 if not any(depth.values()):
                     spans.append((start, m.end()))
-        elif low[max(m.start(), low.find(b">", m.end() - 1) - 1)] != ord("/"):  # (not a self-closing <script/>)
+        elif low[max(m.start(), low.find(b">", m.end() - 1, m.end() + TAG_END) - 1)] != ord("/"):  # (not <x/>)
             if not any(depth.values()):
                 start = m.start()
             depth[name] = depth.get(name, 0) + 1
@@ -95,24 +102,38 @@ def in_text(body: bytes, offset: int, size: int, spans: list[tuple[int, int]] | 
     >>> in_text(svg, 400, 64), in_text(svg, 1200, 64), in_text(b'<script src="a.js"/>' + b"text " * 100, 200, 64)
     (False, True, True)
     """
-    if offset + size > MAX_CHECKED or len(body[offset : offset + size].translate(None, _BLANK)) < size // 8:
-        return False  # (past the checked bytes; or blank, padding that every page of a length shares)
-    spans = not_text_spans(body, offset + size) if spans is None else spans
+    if offset + size > MAX_CHECKED or len(body[offset : offset + size].translate(None, _BLANK)) < size // 2:
+        return False  # (past the checked bytes; or half blank, padding that every page of a length shares)
+    # (scanned a little past the window: a tag name that starts in it ends after it)
+    spans = not_text_spans(body, offset + size + 16) if spans is None else spans
     return not any(start < offset + size and offset < end for start, end in spans)
 
 
 def text_window(body: bytes, size: int) -> int | None:
-    """The first of ``FRACTIONS`` whose window of ``size`` bytes is ``body``'s text, or None.
+    """Where the window of ``size`` bytes compared for ``body`` sits, in 256ths of it: the middle if
+    that is text, else the middle of the longest stretch of text between the spans that are not
+    (``not_text_spans``: those, and a page's ``<nav>``, ``<header>``, ``<footer>`` and ``<aside>``, are
+    what every page of a template shares; the longest stretch is the page's own text on most pages),
+    or of the next longest; None if none holds a window.
 
-    >>> script = b"<html><head></head><body><p>" + b"word " * 40 + b"</p><script>" + b"x" * 300 + b"</script>"
-    >>> page = script + b"<p>" + b"more " * 60 + b"</p></body></html>"
-    >>> text_window(page, 64), text_window(b"<style>" + b"x" * 900 + b"</style>", 64)
-    (192, None)
+    >>> script = b"<html><head></head><body><nav>" + b"menu " * 30 + b"</nav><p>" + b"word " * 40
+    >>> page = script + b"</p><script>" + b"x" * 300 + b"</script><p>" + b"more " * 60 + b"</p></body></html>"
+    >>> fraction = text_window(page, 64)
+    >>> fraction, page[window_at(len(page), fraction, 64):][:15], text_window(b"<style>" + b"x" * 900 + b"</style>", 64)
+    (216, b' more more more', None)
     """
-    if in_text(body, window_at(len(body), FRACTIONS[0], size), size):  # (most pages: half of them scanned)
-        return FRACTIONS[0]
-    spans = not_text_spans(body)
-    for fraction in FRACTIONS[1:]:
-        if in_text(body, window_at(len(body), fraction, size), size, spans):
-            return fraction
+    length = len(body)
+    if in_text(body, window_at(length, MIDDLE, size), size):  # (most pages: half of them scanned)
+        return MIDDLE
+    spans = sorted(not_text_spans(body))
+    stretches, at = [], 0
+    for start, end in spans + [(min(length, MAX_CHECKED), min(length, MAX_CHECKED))]:
+        if start - at >= size:
+            stretches.append((at, start))
+        at = max(at, end)
+    for start, end in sorted(stretches, key=lambda st: st[0] - st[1]):  # (the longest first)
+        centre = (start + end) // 2 * 256 // length
+        for fraction in (centre, centre + 1, centre - 1):
+            if 0 < fraction < 256 and in_text(body, window_at(length, fraction, size), size, spans):
+                return fraction
     return None
