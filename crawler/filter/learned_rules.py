@@ -322,8 +322,9 @@ class LearnedRules:
         """Keep ``url``'s head in the rule book: its body length << 32 | the window's place << 24 | the
         24-bit hash of the window, and its strong ``ETag`` if it has one (for ``If-Range``; two ints and a
         short string a page, not its URL: on by default, it is kept for every page). The window is the
-        page's text (``window.text_window``: its middle, else another fraction of it; the template's
-        style or script, which every page of it shares, would confirm distinct pages of one length).
+        page's text (``window.text_window``: its middle, else the middle of its longest stretch of text;
+        the template's style, script or menu, which every page of it shares, would confirm distinct
+        pages of one length).
         Committed through the gate with the book (``mark``), before the page is acknowledged, so that
         after a kill and a resume the pages fetched before it still confirm their copies. A page with no
         window of text keeps a head of length 0: its predicted copies are plain GETs
