@@ -175,13 +175,7 @@ def local_site(name: str, respond, truth: Callable[[str], str | None], work: Pat
         with LocalServer(respond) as server:
             run_crawl(server.url + start.lstrip("/"), work / f"{name}-{mode}", [*settings, *(more or [])])
             requests = [t for t in server.requests if t != "/robots.txt"]
-            ranged = server.partial.copy()
-        targets = []  # (the whole answers: a predicted copy's ranged GET comes before its whole one, if any)
-        for t in requests:
-            if ranged[t] > 0:
-                ranged[t] -= 1
-            else:
-                targets.append(t)
+            targets = [t for t in server.whole() if t != "/robots.txt"]
         results[mode] = summarize(targets, work / f"{name}-{mode}", truth)
         results[mode]["ranged_gets"] = len(requests) - len(targets)
         results[mode]["requests_all"] = len(requests)

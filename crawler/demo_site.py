@@ -243,6 +243,17 @@ class LocalServer:
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
         self.thread.start()
 
+    def whole(self) -> list[str]:
+        """The targets answered whole, in order: ``requests`` less one per ranged answer (``partial``: a
+        predicted copy's ranged GET comes before its whole request, if it is made whole after it)."""
+        ranged, out = self.partial.copy(), []
+        for target in self.requests:
+            if ranged[target] > 0:
+                ranged[target] -= 1
+            else:
+                out.append(target)
+        return out
+
     def close(self) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()

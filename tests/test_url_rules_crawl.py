@@ -23,13 +23,7 @@ def crawl(site: TrapSite, out: Path, *settings: str) -> tuple[list[str], list[di
     with site.serve() as server:
         r = scrapy_crawl(server.url + "/", out, f"NEARDUP_STORE={out / 'store'}", "NEARDUP_INDEX=", *settings)
         assert r.returncode == 0, r.stderr[-3000:]
-        ranged = server.partial.copy()
-        targets = []
-        for t in server.requests:
-            if ranged[t] > 0:  # (its ranged GET comes first)
-                ranged[t] -= 1
-            elif t != "/robots.txt":
-                targets.append(t)
+        targets = [t for t in server.whole() if t != "/robots.txt"]
     avoided = [d for d in read_jsonl(out / "store" / "duplicates.jsonl") if d.get("avoided")]
     return targets, avoided, r.stderr
 

@@ -85,6 +85,11 @@ DIGEST = 0xFFFFFF
 HEADS_FORMAT = 2
 
 
+def _digest(window: bytes) -> int:
+    """What a head keeps of a window's bytes, and a ranged GET's answer is compared with: 24 bits of mmh3."""
+    return mmh3.hash(window, signed=False) & DIGEST
+
+
 def _content_range(response: Response) -> tuple[int | None, int | None]:
     """(first byte, complete length) of a 206 response's ``Content-Range``
     (``bytes 100-199/4000``); None for what it lacks."""
@@ -318,6 +323,10 @@ class LearnedRules:
         book written before the window's place was kept, finds none of the old heads)."""
         return mmh3.hash64(url, seed=self.confirm_bytes | HEADS_FORMAT << 24, signed=False)[0]
 
+    def _window_digest(self, body: bytes, offset: int) -> int:
+        """The digest of ``body``'s ``confirm_bytes`` window at ``offset`` (``_digest``)."""
+        return _digest(body[offset : offset + self.confirm_bytes])
+
     def _keep_head(self, url: str, response: Response) -> None:
         """Keep ``url``'s head in the rule book: its body length << 32 | the window's place << 24 | the
         24-bit hash of the window, and its strong ``ETag`` if it has one (for ``If-Range``; two ints and a
@@ -333,8 +342,7 @@ class LearnedRules:
         fraction = text_window(body, self.confirm_bytes)
         if fraction is not None:
             offset = window_at(len(body), fraction, self.confirm_bytes)
-            head = len(body) << 32 | fraction << 24 | mmh3.hash(body[offset : offset + self.confirm_bytes],
-                                                                 signed=False) & DIGEST
+            head = len(body) << 32 | fraction << 24 | self._window_digest(body, offset)
         else:  # (kept with length 0, which confirms nothing: its ETag still tells ``_came_whole`` its answers)
             self.stats.inc_value("neardup/url_rules/window_not_text")
             head = 0
@@ -377,7 +385,7 @@ class LearnedRules:
         spec, _, length, offset, digest, *_ = request.meta[CONFIRM_KEY]
         body = response.body
         if self.book.if_range_off(spec) or len(body) != length \
-                or mmh3.hash(body[offset : offset + self.confirm_bytes], signed=False) & DIGEST != digest:
+                or self._window_digest(body, offset) != digest:
             return
         try:
             turned = self.book.turn_if_range_off(spec)
@@ -413,7 +421,7 @@ class LearnedRules:
             # another length is a page that is not a copy, a translation, a request a plain crawl makes too;
             # one whose window matches is a copy under an ETag of its own, ``_copy_came_whole``)
             token_site = (not self._ranges_answered[host] and len(body) == length
-                          and mmh3.hash(body[offset : offset + self.confirm_bytes], signed=False) & DIGEST != digest)
+                          and self._window_digest(body, offset) != digest)
             if b"If-Range" not in request.headers or token_site:
                 self._missed(host)
             return response
@@ -423,7 +431,7 @@ class LearnedRules:
         self.stats.inc_value("neardup/url_rules/ranged_gets")
         self.stats.inc_value("neardup/url_rules/ranged_bytes", len(response.body))
         if response.status == 206 and (start, total) == (offset, length) \
-                and mmh3.hash(response.body, signed=False) & DIGEST == digest:
+                and _digest(response.body) == digest:
             self.stats.inc_value(COPIES_CONFIRMED)
             self.stats.inc_value("neardup/url_rules/bytes_saved_estimate", max(0, length - len(response.body)))
             referer = request.headers.get("Referer")

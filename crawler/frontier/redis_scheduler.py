@@ -540,12 +540,12 @@ class ReliableRedisScheduler(ScrapyRedisScheduler):
         self._heartbeat()
 
     def _acknowledge(self) -> None:
-        self._ack_or_later(self._unacked + self.tracker.acknowledgeable(), pending=False)
+        ids, self._unacked = self._unacked + self.tracker.acknowledgeable(), []
+        self._ack_or_later(ids)
 
-    def _ack_or_later(self, ids: list[int], pending: bool = True) -> None:
-        """Acknowledge ``ids``; Redis away, they stay in flight and are acknowledged at the next
-        checkpoint (``pending``: added to those waiting; else they are all that wait). Raised into
-        the engine instead, a request dropped at its pop (unreadable, given up) stayed in this
+    def _ack_or_later(self, ids: list[int]) -> None:
+        """Acknowledge ``ids``; Redis away, they wait with the others for the next checkpoint. Raised
+        into the engine instead, a request dropped at its pop (unreadable, given up) stayed in this
         live process's in-flight hash, and the crawl never ended."""
         if not ids:
             return
@@ -553,10 +553,7 @@ class ReliableRedisScheduler(ScrapyRedisScheduler):
             self._ack_now(ids)
         except Exception as exc:
             self._redis_down(exc)
-            self._unacked = [*self._unacked, *ids] if pending else ids
-            return
-        if not pending:
-            self._unacked = []
+            self._unacked += ids
 
     def _ack_now(self, ids: list[int]) -> None:
         # (the data's hashes are let go only once acknowledged: sent again after a failure, they clear the

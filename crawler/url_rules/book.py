@@ -131,15 +131,11 @@ def _collapsed(seen: set[str], names: Iterable[str]) -> set[str]:
     any (``_any_token``): a section's values stay a handful whatever the session ids met. O(len(seen))."""
     out = set(seen)
     for name in names:
-        mark = _any_token(name)
-        if mark in out:
-            values = {t for t in out if t.startswith(quote_plus(name) + "=") and t != mark}
-        else:
-            values = {t for t in out if t.startswith(quote_plus(name) + "=")}
-            if len(values) < VALUES_ANY:
-                continue
-        out -= values
-        out.add(mark)
+        mark, prefix = _any_token(name), quote_plus(name) + "="
+        values = {t for t in out if t.startswith(prefix) and t != mark}
+        if mark in out or len(values) >= VALUES_ANY:
+            out -= values
+            out.add(mark)
     return out
 
 
