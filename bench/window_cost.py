@@ -1,4 +1,4 @@
-"""What choosing a page's confirmation window costs the crawl's thread: ``url_rules.window.text_window``
+"""What choosing a page's confirmation window costs the worker process: ``fingerprint.window.text_window``
 (the 256 bytes a ranged GET compares: the page's middle if that is its text, not its head or an
 inline style, script or SVG, else another fraction of it), run for every page fetched whole while
 confirmation is on. Per page, over the shared data's HTML (the Chinese pages, the sites' tarballs):
@@ -20,7 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from scrapy_neardup.crawler.url_rules.window import text_window  # noqa: E402
+from scrapy_neardup.dedup.fingerprint.window import text_window  # noqa: E402
 
 
 def pages(data: Path) -> dict[str, list[bytes]]:

@@ -750,7 +750,6 @@ def confirming_rules(tmp_path, old: str, new: str, pages: tuple[int, ...]) -> tu
     ``/{new}/api/`` -> ``/{old}/api/`` (the ``/{new}/`` prefix rule retired by a changed front
     page), with the pages ``/{old}/api/p{i}.html`` of ``pages`` downloaded (ETag ``"{old}-{i}"``);
     and their bodies."""
-    from scrapy import Request
     from scrapy.http import HtmlResponse
     from scrapy.settings import Settings
     from scrapy.utils.test import get_crawler
@@ -773,7 +772,7 @@ def confirming_rules(tmp_path, old: str, new: str, pages: tuple[int, ...]) -> tu
     for i, body in bodies.items():
         url = f"{H}/{old}/api/p{i}.html"
         book.observe(url, 5000 + i)
-        rules._downloaded(HtmlResponse(url, body=body, headers={"ETag": f'"{old}-{i}"'}), Request(url))
+        rules._keep_head(url, HtmlResponse(url, body=body, headers={"ETag": f'"{old}-{i}"'}))  # (as at its verdict)
     return rules, bodies
 
 
@@ -821,8 +820,9 @@ def test_a_ranged_get_carries_if_range_and_confirms_by_bytes_alone(tmp_path):
     # their verdicts: the page that came whole (another ETag) leaves the sub-tree rule acting; the one made
     # whole after its range (the same ETag, other bytes: a request more than a plain crawl) retires it
     sub = "prefix h.test /en/api/ /de/api/"
-    rules._downloaded(HtmlResponse(whole.url, body=got.body, headers={"ETag": '"t-7"'}), whole)
-    rules.learn(whole.url, 7 << 40)
+    came = HtmlResponse(whole.url, body=got.body, headers={"ETag": '"t-7"'})
+    rules._downloaded(came, whole)
+    rules.learn(whole.url, 7 << 40, None, came)
     assert {st.rule.spec: st.state for st in book.rules()}[sub] == ACTIVE
     assert stats["neardup/url_rules/missed_whole"] == 1
     assert "neardup/url_rules/if_range_off" not in stats  # (what came whole was not a copy: If-Range stays)
@@ -830,7 +830,7 @@ def test_a_ranged_get_carries_if_range_and_confirms_by_bytes_alone(tmp_path):
     rules._downloaded(made, again)
     released: list[str] = []
     rules._requeue = lambda st: released.append(st.rule.spec)  # type: ignore[method-assign]  # (no engine here)
-    rules.learn(again.url, 8 << 40)
+    rules.learn(again.url, 8 << 40, None, made)
     assert {st.rule.spec: st.state for st in book.rules()}[sub] == RETIRED and released == [sub]
     assert stats["neardup/url_rules/retired"] == 1 and stats["neardup/url_rules/missed_whole"] == 1
     rules.close()
@@ -905,7 +905,7 @@ def test_a_rule_a_copy_came_whole_under_sends_no_if_range_and_a_miss_then_retire
     other = HtmlResponse(f"{H}/v2/api/p7.html", body=b"<html>changed</html>", headers={"ETag": '"v2-7"'})
     rules._downloaded(other, Request(other.url))
     rules._requeue = lambda st: None  # type: ignore[method-assign]  # (no engine here)
-    rules.learn(other.url, 7 << 40)
+    rules.learn(other.url, 7 << 40, None, other)
     assert {st.rule.spec: st.state for st in book.rules()}[sub] == RETIRED
     rules.close()
 
@@ -1419,7 +1419,7 @@ def test_the_window_of_two_pages_of_one_template_and_length_is_their_own_text():
     template's (a window in the menu "confirmed" distinct pages; a reviewer's pages of 25,201 bytes)."""
     import random
 
-    from scrapy_neardup.crawler.url_rules.window import text_window, window_at
+    from scrapy_neardup.dedup.fingerprint.window import text_window, window_at
 
     menu = "".join(f'<li><a href="/c/{i:03}">category {i:03}</a></li>' for i in range(110))
     foot = "<p>" + "shop address and terms " * 180 + "</p>"

@@ -52,6 +52,9 @@ from scrapy import Request, signals
 from scrapy.crawler import Crawler
 from scrapy.http import Response
 
+from scrapy_neardup.dedup.fingerprint.window import DIGEST, page_head, window_at
+from scrapy_neardup.dedup.fingerprint.window import digest as _digest
+
 from ..config import NearDupConfig
 from ..counts import COPIES_CONFIRMED, REQUESTS_AVOIDED
 from ..frontier.acks import ID_KEY, EMIT_AGAIN_KEY, AckTracker
@@ -60,7 +63,6 @@ from ..frontier.scheduler import DurableScheduler
 from ..url_rules import RuleBook
 from ..url_rules.book import RuleState
 from ..url_rules.storage import Avoided, SqliteStorage
-from ..url_rules.window import text_window, window_at
 from .duplicates_log import DuplicatesLog
 from .store_faults import FILE_ERRORS
 
@@ -79,15 +81,8 @@ WARN_EVERY = 60.0
 #: request.meta key of a ranged GET confirming a predicted copy: (rule, target URL, its length, window offset, hash,
 #: the target's fingerprint)
 CONFIRM_KEY = "neardup_confirm"
-#: A head's hash of its window: 24 bits (beside the body's length, 32, and the window's place, 8)
-DIGEST = 0xFFFFFF
 #: The heads' format, in the seed of their keys: 2 since the window's place is kept
 HEADS_FORMAT = 2
-
-
-def _digest(window: bytes) -> int:
-    """What a head keeps of a window's bytes, and a ranged GET's answer is compared with: 24 bits of mmh3."""
-    return mmh3.hash(window, signed=False) & DIGEST
 
 
 def _content_range(response: Response) -> tuple[int | None, int | None]:
@@ -141,8 +136,13 @@ class LearnedRules:
         crawler.signals.connect(self._resume, signal=signals.spider_opened)
         crawler.signals.connect(self._downloaded, signal=signals.response_received)
 
-    def learn(self, url: str, fp: int, duplicate_of: str | None = None) -> None:
-        """Tell the rule book what this page is (and what it duplicates)."""
+    def learn(self, url: str, fp: int, duplicate_of: str | None = None, response: Response | None = None,
+              head: int | None = None) -> None:
+        """Tell the rule book what this page is (and what it duplicates). With its ``response`` (a 200), its
+        ``head`` is kept for the ranged GETs that confirm its copies (``_keep_head``; the worker made it, with
+        the fingerprint: ``window.page_head``, here when it did not)."""
+        if self.confirm_bytes and response is not None and response.status == 200:
+            self._keep_head(url, response, head)
         spec = self._avoided_here.get(url)
         if spec is not None:  # (an outlink to it was left out while its response was on its way)
             self._withdraw(url, spec)
@@ -327,25 +327,21 @@ class LearnedRules:
         """The digest of ``body``'s ``confirm_bytes`` window at ``offset`` (``_digest``)."""
         return _digest(body[offset : offset + self.confirm_bytes])
 
-    def _keep_head(self, url: str, response: Response) -> None:
+    def _keep_head(self, url: str, response: Response, head: int | None = None) -> None:
         """Keep ``url``'s head in the rule book: its body length << 32 | the window's place << 24 | the
-        24-bit hash of the window, and its strong ``ETag`` if it has one (for ``If-Range``; two ints and a
-        short string a page, not its URL: on by default, it is kept for every page). The window is the
-        page's text (``window.text_window``: its middle, else the middle of its longest stretch of text;
-        the template's style, script or menu, which every page of it shares, would confirm distinct
-        pages of one length).
+        24-bit hash of the window (``window.page_head``: ``head``, made by the worker process with the
+        fingerprint, or here if it is None), and its strong ``ETag`` if it has one (for ``If-Range``; two ints
+        and a short string a page, not its URL: on by default, it is kept for every page). The window is the
+        page's text (its middle, else the middle of its longest stretch of text: the template's style, script
+        or menu, which every page of it shares, would confirm distinct pages of one length).
         Committed through the gate with the book (``mark``), before the page is acknowledged, so that
         after a kill and a resume the pages fetched before it still confirm their copies. A page with no
-        window of text keeps a head of length 0: its predicted copies are plain GETs
-        (``neardup/url_rules/unconfirmable``). O(the page's first ``window.MAX_CHECKED`` bytes)."""
-        body = response.body
-        fraction = text_window(body, self.confirm_bytes)
-        if fraction is not None:
-            offset = window_at(len(body), fraction, self.confirm_bytes)
-            head = len(body) << 32 | fraction << 24 | self._window_digest(body, offset)
-        else:  # (kept with length 0, which confirms nothing: its ETag still tells ``_came_whole`` its answers)
+        window of text keeps a head of 0: its predicted copies are plain GETs
+        (``neardup/url_rules/unconfirmable``). O(1) given ``head``."""
+        if head is None:
+            head = page_head(response.body, self.confirm_bytes)
+        if head == 0:  # (kept, which confirms nothing: its ETag still tells ``_came_whole`` its answers)
             self.stats.inc_value("neardup/url_rules/window_not_text")
-            head = 0
         raw = response.headers.get(b"ETag")
         etag = raw.decode("latin-1") if raw and raw.startswith(b'"') else None  # (a weak W/"..." may not be sent)
         try:
@@ -474,12 +470,10 @@ class LearnedRules:
     def _downloaded(self, response: Response, request: Request) -> None:
         """A response came: if its URL was counted as avoided (a request for it
         was in flight when an outlink to it was left out), it is not. O(1).
-        Confirming by content: its length and the hash of a window of its text are kept (``_keep_head``)."""
+        (Its head is kept with its verdict, ``learn``: it is made in the worker process.)"""
         url = _defragged(request.url)
-        if self.confirm_bytes and response.status == 200:
-            self._keep_head(url, response)
-            if CONFIRM_KEY in request.meta:
-                self._copy_came_whole(request, response)
+        if self.confirm_bytes and response.status == 200 and CONFIRM_KEY in request.meta:
+            self._copy_came_whole(request, response)
         spec = self._avoided_here.get(url)
         if spec is not None:
             self._withdraw(url, spec)

@@ -61,8 +61,9 @@ logger = logging.getLogger(__name__)
 
 KEPT, DROPPED, UNCHANGED, SKIPPED = "kept", "dropped", "unchanged", "skipped"
 
-#: Told each fingerprinted page: its URL, its fingerprint and, dropped, the URL it duplicates
-Learn = Callable[[str, int, "str | None"], None]
+#: Told each fingerprinted page: its URL, its fingerprint, dropped, the URL it duplicates, its response and its
+#: head for ranged GETs (``JobResult.head``)
+Learn = Callable[[str, int, "str | None", Response, "int | None"], None]
 #: Asked before a page is stored as new: whether its frontier recorded that it is (``AckTracker.storing``)
 Storing = Callable[[Response], bool]
 #: URLs fetched by ``dont_filter`` requests whose callbacks a crawl remembers (``Verdicts.callbacks``); past
@@ -162,7 +163,7 @@ class Verdicts:
                     raise NotRecorded(url)
                 self._items_out.add(response)
         if self.learn is not None:
-            self.learn(url, fp, match.key if verdict == DROPPED and match is not None else None)
+            self.learn(url, fp, match.key if verdict == DROPPED and match is not None else None, response, result.head)
         return verdict
 
     def let_through(self, verdict: str, outputs: list[Any], response: Response | None = None) -> list[Any]:

@@ -142,6 +142,8 @@ class FingerprintWorkers:
         self.min_text = config.min_text
         self.timeout = config.worker_timeout
         self.memory_mib = config.worker_memory
+        #: bytes of the window a page's head keeps, for the learned rules' ranged GETs (0: none kept)
+        self.window = config.url_rules_confirm_bytes if config.url_rules else 0
         self.stats = stats
         count = config.workers
         if count and not is_asyncio_reactor_installed():
@@ -202,11 +204,11 @@ class FingerprintWorkers:
         ``links``: the worker reads the page's outlinks too (``JobResult.links``; not here)."""
         encoding = declared_encoding(response)
         if not self.count:
-            return fingerprint_job(response.body, encoding, self.min_text, no_budget=True)
+            return fingerprint_job(response.body, encoding, self.min_text, no_budget=True, window=self.window)
         if not self.up.is_set():
             if len(response.body) <= START_PATH_MAX_BYTES:
                 self.stats.inc_value("neardup/fingerprinted_while_workers_start")
-                return fingerprint_job(response.body, encoding, self.min_text, no_budget=True)
+                return fingerprint_job(response.body, encoding, self.min_text, no_budget=True, window=self.window)
             # too big for the crawl's thread: it waits in the queue for the first worker
             self.stats.inc_value("neardup/waited_for_worker")
             logger.debug("near-duplicate filter: %s (%d bytes) waits for the worker process to start",
@@ -322,7 +324,7 @@ class FingerprintWorkers:
                 self._retire(worker, kill=False)
                 return
             try:
-                result = worker.run(body, encoding, self.min_text, self.timeout, links)
+                result = worker.run(body, encoding, self.min_text, self.timeout, links, self.window)
             except JobFailed as exc:
                 self._thread.in_a_row = self._thread.pages_lost = 0  # (the worker answered: the page was bad)
                 pending.set_exception(exc)

@@ -24,6 +24,7 @@ from selectolax.lexbor import LexborHTMLParser
 from ..features import UNDETERMINED
 from .links import LinkJob, page_links
 from .pipeline import Fingerprinter
+from .window import page_head
 
 _FINGERPRINTERS: dict[int, Fingerprinter] = {}
 
@@ -39,19 +40,23 @@ class JobResult(NamedTuple):
     language: str = UNDETERMINED  # of the page's prose (``features.language``)
     #: the page's outlinks when asked for (``links.LinkJob``) and the page was parsed; else None
     links: list[str] | None = None
+    #: the page's head for ranged GETs when asked for (``window.page_head``; 0: no window of text) and it has a
+    #: fingerprint; else None
+    head: int | None = None
 
 
 def fingerprint_job(body: bytes, encoding: str | None, min_tokens: int, links: LinkJob | None = None, *,
-                    no_budget: bool = False) -> JobResult:
+                    no_budget: bool = False, window: int = 0) -> JobResult:
     """Fingerprint HTML bytes (one ``Fingerprinter`` per process and ``min_tokens``);
-    with ``links``, read the page's outlinks from the same tree (``links.page_links``). ``no_budget``: in
-    a thread no time budget stops (``Fingerprinter.fingerprint_html``)."""
+    with ``links``, read the page's outlinks from the same tree (``links.page_links``); with ``window``, the
+    page's head for the ranged GETs that confirm its copies (``window.page_head`` of that many bytes).
+    ``no_budget``: in a thread no time budget stops (``Fingerprinter.fingerprint_html``)."""
     fper = _FINGERPRINTERS.get(min_tokens)
     if fper is None:
         fper = _FINGERPRINTERS[min_tokens] = Fingerprinter(min_tokens=min_tokens)
     if links is None:
         r = fper.fingerprint_html(body, encoding, no_budget=no_budget)
-        return JobResult(r.value, r.reason, r.title, r.text, r.language)
+        return JobResult(r.value, r.reason, r.title, r.text, r.language, None, _head(body, r.value, window))
     found: list[list[str] | None] = []
 
     def read_links(doc: LexborHTMLParser, tree_encoding: str) -> None:
@@ -66,7 +71,13 @@ def fingerprint_job(body: bytes, encoding: str | None, min_tokens: int, links: L
     if not found and r.reason == "empty":  # (blank bytes are not parsed: they have no links)
         found.append([])
     # (a binary page, one the pre-parse scan calls hostile, one that failed to parse: None)
-    return JobResult(r.value, r.reason, r.title, r.text, r.language, found[0] if found else None)
+    return JobResult(r.value, r.reason, r.title, r.text, r.language, found[0] if found else None,
+                     _head(body, r.value, window))
+
+
+def _head(body: bytes, value: int | None, window: int) -> int | None:
+    """The page's head (``window.page_head``) for a page with a fingerprint, when asked for (``window``)."""
+    return page_head(body, window) if window and value is not None else None
 
 
 class WorkerDied(Exception):
@@ -135,13 +146,13 @@ class WorkerProcess:
         return self.process.pid
 
     def run(self, body: bytes, encoding: str | None, min_tokens: int, timeout: float,
-            links: LinkJob | None = None) -> JobResult:
-        """Fingerprint a page in the worker (and read its links: ``links``), within ``timeout`` seconds; else
-        ``WorkerTimeout`` (the worker is left as it is: kill it), ``WorkerDied``
+            links: LinkJob | None = None, window: int = 0) -> JobResult:
+        """Fingerprint a page in the worker (and read its links: ``links``; its head: ``window``), within
+        ``timeout`` seconds; else ``WorkerTimeout`` (the worker is left as it is: kill it), ``WorkerDied``
         (``WorkerOutOfMemory`` when it said so) or ``JobFailed``."""
         assert self.conn is not None
         try:
-            self.conn.send((body, encoding, min_tokens, links))
+            self.conn.send((body, encoding, min_tokens, links, window))
         except OSError as exc:  # (a broken pipe: it is gone)
             raise WorkerDied(repr(exc)) from None
         return self._receive(time.monotonic() + timeout, "result")

@@ -129,11 +129,11 @@ def serve(conn: Connection) -> None:
     threading.Thread(target=compile_all, name="neardup-warmup", daemon=True).start()
     while True:
         try:
-            body, encoding, min_tokens, links = conn.recv()
+            body, encoding, min_tokens, links, window = conn.recv()
         except (EOFError, OSError):
             return
         try:
-            answer: tuple[str, Any] = ("result", fingerprint_job(body, encoding, min_tokens, links))
+            answer: tuple[str, Any] = ("result", fingerprint_job(body, encoding, min_tokens, links, window=window))
         except MemoryError as exc:  # (past --memory-mib): say so, and end, to be replaced
             del body
             say("out_of_memory", repr(exc))

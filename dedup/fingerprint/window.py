@@ -1,5 +1,5 @@
 """The bytes a ranged GET compares to confirm a predicted copy: a window of the
-fetched page's body that is the page's text.
+fetched page's body that is the page's text, and the page's head that keeps it.
 
 A page's middle is not always its text: a large inline ``<style>`` or
 ``<script>`` (sqlite3-doc's short pages: 60% of them), its ``<head>``, an
@@ -7,32 +7,38 @@ inline ``<svg>``. Such bytes are the template's, shared by every page of it:
 a distinct page of the same length would be "confirmed" a copy by them (a
 helper's static shop: nginx's ``ETag`` of mtime and size let the range
 through, and 52 of its contents were never fetched). So the window is taken at
-the middle of the body if that is text, else at the first of a few other
-fractions of it that is (``FRACTIONS``), and the fraction is kept with the
-page's head; a page with none keeps a head that confirms nothing
+the middle of the body if that is text, else at the middle of its longest
+stretch of text (``text_window``), and its place is kept with the page's head
+(``page_head``); a page with none keeps a head that confirms nothing
 (``neardup/url_rules/window_not_text``: its predicted copies are plain GETs).
 
 The check is on raw byte offsets, which an HTML parser's tree does not give:
 the spans of ``<head>`` and of those elements, found by regular expressions
-over the page's lowercased bytes, on the crawl's thread (``bench/window_cost.py``);
-the first ``MAX_CHECKED`` bytes only.
+over the page's lowercased bytes (``bench/window_cost.py``), the first
+``MAX_CHECKED`` bytes only. It runs where the page is fingerprinted, in the
+worker process (``jobs.fingerprint_job``), not on the crawl's thread: about
+0.2 ms a page there was 2.5% of a crawl's pages/s (``bench/crawl_ab.py``).
 """
 
 from __future__ import annotations
 
 import re
 
+import mmh3
+
 #: A boundary of an element whose content is not a page's text (in lowercased bytes)
 _NOT_TEXT = re.compile(rb"<(/?)(script|style|svg|template|noscript|nav|header|footer|aside)[\s>/]")
 _HEAD = re.compile(rb"<head[\s>]")
 _HEAD_END = re.compile(rb"</head[\s>]|<body[\s>]")
-#: Bytes of a page checked: a window past them is not taken for text (the scan is on the crawl's thread)
+#: Bytes of a page checked: a window past them is not taken for text (its cost stays bounded on any page)
 MAX_CHECKED = 512 * 1024
 _BLANK = b" \t\r\n\f\v"
 #: Where a window sits first, in 256ths of the body: its middle
 MIDDLE = 128
 #: A boundary's tag is looked through this far for its end (``/>``): a page of unclosed tags costs no more
 TAG_END = 1024
+#: A head's hash of its window: 24 bits (beside the body's length, 32, and the window's place, 8)
+DIGEST = 0xFFFFFF
 #: Boundaries read at most (a step in Python each): past them, the rest of the page is not text
 MAX_BOUNDARIES = 2000
 
@@ -137,3 +143,27 @@ def text_window(body: bytes, size: int) -> int | None:
             if 0 < fraction < 256 and in_text(body, window_at(length, fraction, size), size, spans):
                 return fraction
     return None
+
+
+def digest(window: bytes) -> int:
+    """What a head keeps of a window's bytes, and a ranged GET's answer is compared with: 24 bits of mmh3."""
+    return mmh3.hash(window, signed=False) & DIGEST
+
+
+def page_head(body: bytes, size: int) -> int:
+    """The head a fetched page keeps for the ranged GETs that confirm its copies: its length << 32 | the
+    window's place (``text_window``) << 24 | the ``digest`` of its ``size`` bytes there; 0 for a page with no
+    window of text (it confirms nothing). O(the page's first ``MAX_CHECKED`` bytes).
+
+    >>> page = b"<html><body><p>" + b"word " * 200 + b"</p></body></html>"
+    >>> head = page_head(page, 64)
+    >>> head >> 32 == len(page), head >> 24 & 0xFF, head & DIGEST == digest(page[window_at(len(page), 128, 64):][:64])
+    (True, 128, True)
+    >>> page_head(b"<style>" + b"x" * 900 + b"</style>", 64)
+    0
+    """
+    fraction = text_window(body, size)
+    if fraction is None:
+        return 0
+    offset = window_at(len(body), fraction, size)
+    return len(body) << 32 | fraction << 24 | digest(body[offset : offset + size])
