@@ -139,6 +139,10 @@ def read_stats(stderr: str, wall: float, min_pages: int = 100) -> dict:
         for line in stderr.splitlines():
             if f"'{key}':" in line:
                 stats[key] = float(line.split(":")[-1].strip(" ,}"))
+    for line in stderr.splitlines():  # (each live thread's CPU: ``thread_cpu._threads_cpu``)
+        if "'bench/thread_cpu_s/" in line:
+            key, _, value = line.strip(" {},").partition("':")
+            stats[key.strip("'")] = float(value.strip(" ,}"))
     ok = sum(float(line.split(":")[-1].strip(" ,}")) for line in stderr.splitlines()
              if "'downloader/response_status_count/200':" in line)
     if ok < min_pages:

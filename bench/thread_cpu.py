@@ -31,6 +31,9 @@ what the process's other threads (the filter's worker-serving threads, its
 warm-up, Scrapy's own) take beside the reactor's thread, holding the GIL
 while they run Python.
 
+And each live thread's CPU since it started, by its name (``bench/thread_cpu_s/<name>``, from
+``/proc/self/task``, in clock ticks of 10 ms): which of the other threads take it.
+
 It also puts in the stats the reactor thread's CPU spent in the garbage
 collector (``bench/gc_cpu_s``), its full collections and the objects the
 collector tracks at the end (``bench/gc_objects``).
@@ -118,6 +121,8 @@ class ThreadCpu:
             self.stats.set_value("bench/thread_cpu_after_start_s", round(now - self.after_start, 4))
             # (the clock started as the START_RESPONSES-th response arrived: its processing is in)
             self.stats.set_value("bench/responses_after_start", self.responses - START_RESPONSES + 1)
+        for name, took in _threads_cpu().items():
+            self.stats.set_value(f"bench/thread_cpu_s/{name}", took)
         if self._gc in gc.callbacks:
             gc.callbacks.remove(self._gc)
         self.stats.set_value("bench/gc_cpu_s", round(sum(took for _, took in self.gc_by_gen), 4))
@@ -126,3 +131,19 @@ class ThreadCpu:
         for gen, (n, took) in enumerate(self.gc_by_gen):
             self.stats.set_value(f"bench/gc_gen{gen}_collections", n)
             self.stats.set_value(f"bench/gc_gen{gen}_s", round(took, 4))
+
+
+def _threads_cpu() -> dict[str, float]:
+    """Each live thread's user + system CPU seconds since it started, by name (``/proc``; {} elsewhere)."""
+    import os
+
+    tick = os.sysconf("SC_CLK_TCK")
+    out: dict[str, float] = {}
+    for thread in threading.enumerate():
+        try:
+            with open(f"/proc/self/task/{thread.native_id}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        out[thread.name] = round((int(fields[11]) + int(fields[12])) / tick, 2)  # (utime, stime: 14th, 15th)
+    return out
