@@ -238,3 +238,23 @@ def test_a_check_and_add_sent_twice_is_this_calls_own_record_not_a_duplicate(red
     again = store.check_and_add(0x0123456789ABCDEF ^ 1, "sent-twice")  # (a later call, the same URL)
     assert again is not None and (again.key, again.distance) == ("sent-twice", 1)
     store.close()
+
+
+def test_two_stores_storing_one_page_in_the_same_microsecond_do_not_both_keep_it(redis_url, monkeypatch):
+    """Two processes fetch one URL and store its fingerprint at once, their clocks at the same microsecond:
+    a record is a call's own only with the call's own sequence number (``_admit``), and the numbers were the
+    microseconds alone, so each took the other's record for its own and both emitted the page. Each store's
+    numbers carry bits of its own: the second call finds the first's record, a match."""
+    from scrapy_neardup.dedup.store.redis import store as redis_store
+
+    now = time.time_ns()
+    monkeypatch.setattr(redis_store.time, "time_ns", lambda: now)  # (both draw the same microsecond)
+    a, b = SimhashStore.open(redis_url), SimhashStore.open(redis_url)
+    fp = 0x0123456789ABCDEF
+    assert a.check_and_add(fp, "https://h.test/same") is None
+    got = b.check_and_add(fp, "https://h.test/same")
+    assert got is not None and (got.key, got.distance) == ("https://h.test/same", 0)
+    assert b.check_and_add_many([fp ^ 1], ["https://h.test/same"])[0] is not None
+    a.check_invariants()
+    a.close()
+    b.close()

@@ -30,6 +30,9 @@ from .connection import Connection, connect
 from .keys import REDIS_FORMAT, KeySpace, meta_key
 from .url import cluster_flag, redact, split_url
 
+#: Low bits of a record's sequence number that are its store's (``RedisSimhashStore._seqs``)
+SEQ_TAG_BITS = 12
+
 DEFAULT_SHARDS = 64
 DEFAULT_LEASE = 30.0
 OVERLAP_MIN = 200  # a batch (wave) this big is admitted in two halves at once, from two threads (one Redis)
@@ -79,7 +82,8 @@ class RedisSimhashStore:
         self.connection = Connection(client, self.location)
         self.meta_key = meta_key(self.name)
         self.token = uuid.uuid4().hex  # this store's reservations
-        self._last_seq = 0
+        self._last_seq = 0  # (in microseconds: ``_seqs``)
+        self._seq_tag = int(self.token[:SEQ_TAG_BITS // 4], 16)  # (this store's low bits of its sequence numbers)
         self._seq_lock = threading.Lock()
         self._lock = threading.RLock()
         self._pool: ThreadPoolExecutor | None = None
@@ -123,13 +127,23 @@ class RedisSimhashStore:
 
     def _seqs(self, n: int) -> range:
         """Sequence numbers for ``n`` new records: microseconds of this machine's
-        clock, strictly increasing in this process (no shared counter: a hot key
-        on one node). They order records by age, across processes as far as the
-        machines' clocks agree."""
+        clock, strictly increasing in this store (no shared counter: a hot key
+        on one node), above ``SEQ_TAG_BITS`` random bits of this store's. They order
+        records by age, across processes as far as the machines' clocks agree. The
+        bits tell two stores' records apart when both draw the same microsecond:
+        ``_admit`` takes a record of the call's own number and key for the call's own
+        (two processes storing one URL and fingerprint at once would each have taken the
+        other's record for its own, and both emitted the page). Records written
+        before the bits were added are all older than those after. O(1).
+
+        >>> SEQ_TAG_BITS, (time.time_ns() // 1000) << SEQ_TAG_BITS < 1 << 63
+        (12, True)
+        """
         with self._seq_lock:
             first = max(self._last_seq + 1, time.time_ns() // 1000)
             self._last_seq = first + n - 1
-        return range(first, first + n)
+        step = 1 << SEQ_TAG_BITS
+        return range(first * step | self._seq_tag, (first + n) * step, step)
 
     def _where(self, arr: np.ndarray, prefixes: np.ndarray) -> tuple:
         """What writing a batch needs of each fingerprint: ``KeySpace.names``, and its
