@@ -219,13 +219,14 @@ def test_a_neighbour_committed_between_read_and_commit_is_found(shared_store_url
     b.close()
 
 
-def test_a_check_and_add_sent_twice_is_this_calls_own_record_not_a_duplicate(redis_url):
+def test_a_check_and_add_sent_twice_is_this_calls_own_record_not_a_duplicate(shared_store_url):
     """redis-py sends a step again when the connection breaks or times out after the server ran it: the
     second check-and-add finds the record the first committed. Taken for a duplicate of itself, a page was
     stored and never emitted. That record has this call's sequence number: stored, not a match. A record of
     the same key from an earlier call (another process's fetch of the same URL, a commit before an outage)
-    is still a match. (One Redis: a cluster's commit step, sent twice, appends twice; not handled yet.)"""
-    store = SimhashStore.open(redis_url)
+    is still a match. On a cluster, whose commit is a step of its own, a commit sent twice writes once (the
+    record of this call's own sequence number is there already, the fingerprint in its bucket)."""
+    store = SimhashStore.open(shared_store_url)
     run = store.connection.run
     store.connection.run = lambda calls: (run(calls), run(calls))[1]  # (each step sent twice)
     try:

@@ -67,15 +67,20 @@ def verdict(raw: bytes, pos: int, fp: int, found: dict[int, dict[int, int]], i: 
 
 
 def commit(store: StoreParts, keys: Sequence[str], where: tuple, idx: list[int],
-           repair: bool = False) -> None:
+           repair: bool = False, once: bool = False) -> None:
     """Commit fingerprints ``idx`` of a batch into every table: table 0
     (with the records) first, so no table shows a fingerprint without its key.
     (One pipeline on one Redis, whose connection keeps the order; on a
     cluster the nodes run concurrently, so table 0 goes in a round of its own.)
-    ``repair``: finish a record this process half-committed before an outage."""
+    ``repair``: finish a record this process half-committed before an outage.
+    ``once``: reserved fingerprints (no committed one within k, so none in its
+    buckets), whose commit, sent again by redis-py after a lost answer, writes
+    once (``scripts.COMMIT``; the same fingerprint added unconditionally between
+    the reservation and the commit, by ``add``, is then in the other tables'
+    buckets once for its two records: found all the same)."""
     if not idx:
         return
-    head = [store.token, "1" if repair else "0"]
+    head = [store.token, "1" if repair else "2" if once else "0"]
     first, _ = store.keyspace.calls(scripts.COMMIT, 0, idx, where, head,
                                     lambda chunk: [b"".join(where[3][i].to_bytes(8, "big") for i in chunk)]
                                     + [keys[i].encode("utf-8") for i in chunk])

@@ -86,7 +86,7 @@ def reserve(store: StoreParts, fps: list[int], keys: Sequence[str], where: tuple
                 waiting = True
         if give_back:
             release(store, give_back, where)
-        commit(store, keys, where, sorted(admitted))
+        commit(store, keys, where, sorted(admitted), once=True)
         if waiting:
             if waited > 4 * store.lease:
                 raise StoreError(f"the Redis store at {store.location}: a reservation did not clear in "

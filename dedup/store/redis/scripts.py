@@ -99,13 +99,16 @@ return table.concat(out)
 #: also write the record (field: fingerprint + 8-byte sequence number, value:
 #: its key) in "<bucket>:r" and count it in "<tag>:n", so a fingerprint is never
 #: visible in any table before its record.
-#: KEYS[1]: the first bucket. ARGV: token, repair ('1': skip a fingerprint already
-#: in its bucket), fingerprints (concatenated), bucket names (space-separated),
+#: KEYS[1]: the first bucket. ARGV: token, mode ('0': append; '1', repair: skip a
+#: fingerprint already in its bucket; '2', once: skip in table 0 a record written
+#: already, this very sequence number and key, and in the other tables a fingerprint
+#: already in its bucket: a reserved commit that redis-py sent again after losing
+#: its answer writes once), fingerprints (concatenated), bucket names (space-separated),
 #: then in table 0 only: sequence numbers (8 bytes each, concatenated), and a key
 #: per fingerprint.
 #: Returns how many were appended.
 COMMIT = _LIB + """
-local token, repair, fps = ARGV[1], ARGV[2] == '1', ARGV[3]
+local token, mode, fps = ARGV[1], ARGV[2], ARGV[3]
 local table0 = #ARGV > 4
 local function has(s, fp)
   local i = 1
@@ -120,9 +123,13 @@ local n, i, counts = 0, 0, {}
 for bucket in string.gmatch(ARGV[4], '%S+') do
   local fp = string.sub(fps, i * 8 + 1, i * 8 + 8)
   local skip = false
-  if repair then
+  if mode == '1' or (mode == '2' and not table0) then
     local s = redis.call('GET', bucket)
     skip = s ~= false and has(s, fp)
+  elseif mode == '2' then
+    local key, old = ARGV[6 + i], redis.call('HGET', bucket .. ':r', fp)
+    skip = old ~= false and string.find(old, string.sub(ARGV[5], i * 8 + 1, i * 8 + 8) ..
+      struct.pack('>I4', #key) .. key, 1, true) ~= nil
   end
   if not skip then
     redis.call('APPEND', bucket, fp)
