@@ -314,3 +314,23 @@ def test_a_stop_signal_to_the_process_group_is_the_crawls_to_handle():
         assert worker.process.poll() is None
     finally:
         worker.kill()
+
+
+def test_the_worker_makes_the_pages_head_for_ranged_gets_with_its_fingerprint():
+    """The head a fetched page keeps for the ranged GETs that confirm its copies (``window.page_head``) comes
+    back with its fingerprint from the worker process (``JobResult.head``), as from the crawl's thread while
+    the workers start; none for a page with no fingerprint, or when not asked for."""
+    from scrapy_neardup.dedup.fingerprint.jobs import WorkerProcess, fingerprint_job
+    from scrapy_neardup.dedup.fingerprint.window import page_head
+
+    page = (b"<html><head><style>" + b"p{}" * 200 + b"</style></head><body><p>"
+            + b"the worker reads the page's text once " * 30 + b"</p></body></html>")
+    assert page_head(page, 64) >> 32 == len(page) and page_head(page, 64) & 0xFFFFFF
+    worker = WorkerProcess()
+    try:
+        assert worker.run(page, "utf-8", 15, timeout=60, window=64).head == page_head(page, 64)
+        assert worker.run(page, "utf-8", 15, timeout=60).head is None
+        assert worker.run(b"<p>two words</p>", "utf-8", 15, timeout=60, window=64).head is None  # (too short)
+    finally:
+        worker.kill()
+    assert fingerprint_job(page, "utf-8", 15, no_budget=True, window=64).head == page_head(page, 64)

@@ -76,8 +76,16 @@ def fingerprint_job(body: bytes, encoding: str | None, min_tokens: int, links: L
 
 
 def _head(body: bytes, value: int | None, window: int) -> int | None:
-    """The page's head (``window.page_head``) for a page with a fingerprint, when asked for (``window``)."""
-    return page_head(body, window) if window and value is not None else None
+    """The page's head (``window.page_head``) for a page with a fingerprint, when asked for (``window``);
+    0, which confirms nothing, if making it failed (never at the cost of the fingerprint)."""
+    if not window or value is None:
+        return None
+    try:
+        return page_head(body, window)
+    except MemoryError:  # (the worker's cap: as for the fingerprint)
+        raise
+    except Exception:
+        return 0
 
 
 class WorkerDied(Exception):

@@ -2,7 +2,7 @@
 thread as each response comes, as before it moved into the worker process with the fingerprint."""
 import sys
 
-if sys.argv and sys.argv[0] != "-m":  # (the crawl's process, not a worker: ``python -m ...worker``)
+if "scrapy_neardup.dedup.fingerprint.worker" not in sys.orig_argv:  # (the crawl's process, not a worker)
     import scrapy_neardup.crawler.filter.learned_rules as learned_rules
     import scrapy_neardup.crawler.filter.workers as workers
 
