@@ -176,17 +176,21 @@ def test_a_kill_before_any_acknowledgement_leaves_an_empty_document(tmp_path):
     assert json.loads(path.read_text()) == []
 
 
-def test_overwrite_starts_a_new_document(tmp_path):
+def test_overwrite_starts_a_new_document(tmp_path, caplog):
+    """``-O`` on a resume starts the file again, as Scrapy does, and says that the earlier runs' items,
+    whose pages are not fetched again, are gone from it."""
     path = tmp_path / "feed.json"
-    run = Run(tmp_path / "job", path, "json")
+    run = Run(tmp_path / "job", path, "json", mode="wb")  # -O, a first run: nothing to say
     run.item("u1", 1)
     run.commit([1])
     run.finish()
-    run = Run(tmp_path / "job", path, "json", mode="wb")  # -O
+    assert "overwritten" not in caplog.text
+    run = Run(tmp_path / "job", path, "json", mode="wb")  # -O again
     run.item("u2", 2)
     run.commit([2])
     run.finish()
     assert parse(path, "json") == ["u2"]
+    assert f"feed {path} is overwritten (-O, FEEDS overwrite) on a crawl resumed from JOBDIR" in caplog.text
 
 
 def test_items_of_no_frontier_request_do_not_hold_the_others(tmp_path):

@@ -300,6 +300,11 @@ class FeedLedger:
             row = moved
         doc_start = committed = st.st_size
         going_on = False
+        if write_mode == "wb" and row is not None and row.committed > row.doc_start:
+            # (Scrapy's -O, as asked; but the pages of those items are acknowledged: no run fetches them again)
+            logger.warning("feed %s is overwritten (-O, FEEDS overwrite) on a crawl resumed from JOBDIR: the "
+                           "items earlier runs of this crawl wrote there (%d bytes) are gone, and their pages are "
+                           "not fetched again. Use -o to append to the file", key, row.committed - row.doc_start)
         if write_mode != "wb" and row is not None and row.kind == shape.kind:
             if row.inode == st.st_ino and st.st_size >= row.committed:
                 if st.st_size > row.committed:
