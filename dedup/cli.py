@@ -4,8 +4,8 @@
 ``neardup fingerprint ...``).
 
 ``dedup`` deduplicates a corpus (``corpus.CorpusRun``, docs/corpus.md): exit
-0 done, 1 stopped by ``--strict`` at a bad record, 2 a bad argument or an
-OUT that holds another run. ``query`` prints the stored records within k of
+0 done, 1 stopped by ``--strict`` at a bad record, an input not read to its end,
+or every record bad, 2 a bad argument or an OUT that holds another run. ``query`` prints the stored records within k of
 a file's or a fingerprint's (exit 1: none); ``stats`` a store's size, layout,
 scheme, disk and memory.
 
@@ -107,6 +107,11 @@ def _dedup_done(args: argparse.Namespace, summary: dict) -> int:
     if summary["file_errors"]:
         print(f"{args.prog} dedup: {len(summary['file_errors'])} input file(s) could not be read to their end "
               f"(summary.json, file_errors): {summary['file_errors'][0]['error']}", file=sys.stderr)
+        return 1
+    if not summary["records"] and summary["bad"]:  # (a wrong --text-field: every record bad, none read)
+        first = summary["bad_records"][0] if summary["bad_records"] else {}
+        print(f"{args.prog} dedup: every record was bad ({sum(summary['bad'].values())}; summary.json, bad): "
+              f"{first.get('reason', '')}", file=sys.stderr)
         return 1
     return 0
 

@@ -929,3 +929,102 @@ def test_a_link_to_nothing_in_an_input_directory_is_named(tmp_path):
     (site / "b.jsonl").symlink_to(tmp_path / "gone.jsonl")
     summary, _ = run(tmp_path, [site], fields=FieldOptions())
     assert summary["records"] == 10 and [e["file"] for e in summary["file_errors"]] == [str(site / "b.jsonl")]
+
+
+def test_a_resume_refuses_an_output_removed_or_cut_and_a_damaged_checkpoint(tmp_path):
+    """An output file shorter than the checkpoint says (removed, cut) was padded with NUL bytes up to it, and
+    the run said it was done; a checkpoint damaged from outside gave a traceback. Both refused, by name."""
+    src = write_jsonl(tmp_path / "in.jsonl", make_corpus(40, 5))
+    summary, out = run(tmp_path, [src])
+    (out / "unique.jsonl").unlink()
+    with pytest.raises(CorpusError, match="unique.jsonl holds 0 bytes, fewer than the"):
+        run(tmp_path, [src])
+    assert not (out / "unique.jsonl").exists() or (out / "unique.jsonl").stat().st_size == 0
+    (out / ".neardup" / "checkpoint.json").write_text('{"version": 2, "ident')
+    with pytest.raises(CorpusError, match="checkpoint.json is damaged"):
+        run(tmp_path, [src])
+    with pytest.raises(CorpusError, match="cannot be made"):
+        run(tmp_path, [src], out="/proc/no-such-out")
+
+
+def test_every_record_bad_is_a_failure_and_a_parquet_without_the_column_is_refused(tmp_path, capsys, caplog):
+    """A wrong --text-field made every record bad, a WARNING each, and the command said it was done (exit
+    0); in a Parquet file the missing column is known before any row is read."""
+    src = write_jsonl(tmp_path / "in.jsonl", make_corpus(60, 6))
+    assert dedup_main(["dedup", str(src), "-o", str(tmp_path / "o"), "--text-field", "txt", "--quiet"]) == 1
+    assert "every record was bad (60" in capsys.readouterr().err
+    assert caplog.text.count("bad record /") == 20 and "more bad records, not logged" in caplog.text
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"id": ["a"], "body": ["some text"]}), tmp_path / "p.parquet")
+    with pytest.raises(CorpusError, match="p.parquet: no column 'text'"):
+        run(tmp_path, [tmp_path / "p.parquet"], out="p")
+
+
+@pytest.mark.parametrize("pandas", [True, False])
+def test_a_parquet_row_a_datetime_cannot_hold_loses_nothing_else(tmp_path, pandas):
+    """One nanosecond timestamp (what pandas writes) made ``to_pylist`` refuse its whole batch of 1,024 rows,
+    and the rest of the file, where pandas is not installed (the corpus extra alone): the value is read as
+    its ISO 8601 string, as pandas' Timestamp gives it where it is."""
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    records = make_corpus(450, 7, copies=0)
+    stamps = [i * 1_000_000_000 + (1 if i == 400 else 0) for i in range(450)]
+    pq.write_table(pa.table({"id": [r["id"] for r in records], "text": [r["text"] for r in records],
+                             "at": pa.array(stamps, type=pa.timestamp("ns"))}), tmp_path / "ns.parquet")
+    out = tmp_path / "out"
+    env = dict(os.environ)
+    if not pandas:  # (a pandas whose import fails comes first on the path: as if it were not installed)
+        (tmp_path / "no" / "pandas").mkdir(parents=True)
+        (tmp_path / "no" / "pandas" / "__init__.py").write_text("raise ImportError('not installed')\n")
+        env["PYTHONPATH"] = os.pathsep.join([str(tmp_path / "no"), env.get("PYTHONPATH", "")])
+    subprocess.run([sys.executable, "-m", "scrapy_neardup.dedup", "dedup", str(tmp_path / "ns.parquet"), "-o",
+                    str(out), "--id-field", "id", "--workers", "1", "--quiet"], check=True, timeout=300, env=env)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["records"] == 450 and not summary["bad"] and not summary["file_errors"]
+    rows = read_lines(out / "unique.jsonl")
+    assert len(rows) == summary["kept"] and any(r["at"] == "1970-01-01T00:06:40.000000001" for r in rows)
+
+
+def test_a_record_too_large_is_kept_unchecked(tmp_path, monkeypatch):
+    """A record past ``MAX_RECORD_BYTES`` is kept unchecked (``too_large``), as the crawl passes a page past
+    NEARDUP_MAX_PAGE_BYTES: fingerprinting a 50 MB text held 2.4 GB, and a worker killed for it stopped
+    every resume at the same record."""
+    from scrapy_neardup.dedup.corpus import jobs
+
+    monkeypatch.setattr(jobs, "MAX_RECORD_BYTES", 2000)  # (the workers are forked: they see it too)
+    records = make_corpus(20, 8, copies=0) + [{"id": "big", "text": " ".join(["river"] * 500)}]
+    summary, out = run(tmp_path, [write_jsonl(tmp_path / "in.jsonl", records)])
+    assert summary["unfingerprinted"] == {"too_large": 1} and "big" in [r["id"] for r in read_lines(out / "unique.jsonl")]
+
+
+def test_dropped_against_the_store_does_not_depend_on_where_batches_end(tmp_path):
+    """A record that copies one kept earlier in this run, which an earlier run stored too: dropped against
+    this run's kept record whether the two are in one batch or not (it counted as dropped against the
+    store when they were)."""
+    first, copy = {"id": "a", "text": " ".join(WORDS[:60])}, {"id": "x", "text": " ".join(WORDS[:60])}
+    filler = make_corpus(6, 9, copies=0)
+    near = write_jsonl(tmp_path / "near.jsonl", [first, copy] + filler)
+    far = write_jsonl(tmp_path / "far.jsonl", [first] + filler + [copy])
+    got = []
+    for name, src in (("near", near), ("far", far)):
+        store = str(tmp_path / f"{name}-store")
+        run(tmp_path, [src], out=f"{name}-1", store=store, batch=4)
+        again, out = run(tmp_path, [src], out=f"{name}-2", store=store, batch=4)
+        got.append((again["dropped"], again["dropped_against_store"],
+                     [(d["id"], d["duplicate_of"]) for d in read_lines(out / "duplicates.jsonl")]))
+    assert got[0] == got[1] == (1, 0, [("x", "a")])
+
+
+def test_a_link_in_an_input_directory_to_a_file_read_already_is_read_once(tmp_path, caplog):
+    """A link inside an input tree to another of its files stopped the whole run ("given twice"): it is read
+    once, and said so. A file named twice on the command line is still refused."""
+    (tmp_path / "hd" / "a").mkdir(parents=True)
+    (tmp_path / "hd" / "sub").mkdir()
+    (tmp_path / "hd" / "sub" / "i.html").write_text("<html><body><p>" + " ".join(WORDS[:50]) + "</p></body></html>")
+    (tmp_path / "hd" / "a" / "link.html").symlink_to("../sub/i.html")
+    summary, _ = run(tmp_path, [tmp_path / "hd"], fields=FieldOptions())
+    assert summary["records"] == 1 and summary["inputs"] == [str(tmp_path / "hd" / "a" / "link.html")]
+    assert "read already (a link): read once" in caplog.text

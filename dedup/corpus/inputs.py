@@ -32,12 +32,15 @@ import glob
 import gzip
 import io
 import json
+import logging
 import math
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
+
+logger = logging.getLogger(__name__)
 
 #: file name endings of each kind, longest first where one ends another
 KINDS: tuple[tuple[str, str], ...] = (
@@ -71,6 +74,39 @@ class InputFile:
     size: int
 
 
+def _rows(batch: Any) -> list[dict[str, Any] | str]:
+    """A Parquet batch's rows as dicts; a row Python cannot hold is the reason, a string. Values of nanosecond
+    timestamps and times that a ``datetime`` cannot hold (what pandas writes) become their ISO 8601 strings
+    (``to_pylist`` refused the whole batch for one such value: 1,024 rows, and the file's rest). O(rows)."""
+    import pyarrow as pa
+
+    try:
+        return batch.to_pylist()
+    except (pa.ArrowException, ValueError, OverflowError):
+        pass
+    import pyarrow.compute as pc
+
+    def iso(col: Any) -> Any:
+        if pa.types.is_timestamp(col.type):
+            return pc.strftime(col, format="%Y-%m-%dT%H:%M:%S" + ("%z" if col.type.tz else ""))
+        return pc.strftime(col, format="%H:%M:%S")
+
+    columns = [iso(col) if (pa.types.is_timestamp(col.type) or pa.types.is_time(col.type)) and col.type.unit == "ns"
+               else col for col in batch.columns]
+    batch = pa.RecordBatch.from_arrays(columns, names=batch.schema.names)
+    try:
+        return batch.to_pylist()
+    except (pa.ArrowException, ValueError, OverflowError):
+        pass
+    rows: list[dict[str, Any] | str] = []
+    for i in range(batch.num_rows):  # (one by one: only the rows that cannot be held are lost)
+        try:
+            rows.append(batch.slice(i, 1).to_pylist()[0])
+        except (pa.ArrowException, ValueError, OverflowError) as exc:
+            rows.append(f"{type(exc).__name__}: {exc}")
+    return rows
+
+
 @dataclass(slots=True)
 class RawRecord:
     """One record as read, before parsing: ``payload`` is a JSON line's bytes
@@ -85,6 +121,12 @@ class RawRecord:
     url: str | None = None
     record_id: str | None = None
     skip: str | None = None  # not a record: why (a non-HTML WARC record)
+    bad: str | None = None  # a record that could not be read: why (a Parquet row Python cannot hold)
+
+    @property
+    def sent(self) -> bool:
+        """Whether the record goes to be fingerprinted: neither skipped nor bad."""
+        return self.skip is None and self.bad is None
 
 
 def source_of(file: InputFile, rec: RawRecord) -> dict[str, Any]:
@@ -149,6 +191,7 @@ def expand_inputs(args: list[str], out: str | os.PathLike[str] | None = None,
                 raise InputError(f"{arg}: matches no file this reads")
         else:
             raise InputError(f"{arg}: no such file or directory")
+        listed = found != [arg]  # (a directory's or a glob's files, not a file named as such)
         for path in found:
             # (as the ids name it, FILE:LINE, and as a resumed run is recognised: `./in/a.jsonl`, `in//a.jsonl`
             # and `in/a.jsonl` are one name)
@@ -156,6 +199,9 @@ def expand_inputs(args: list[str], out: str | os.PathLike[str] | None = None,
             kind = kind_of(path)
             assert kind is not None
             real = os.path.realpath(path)
+            if real in seen and listed:  # (a link in a tree to a file read already: read once)
+                logger.warning("%s is %s, read already (a link): read once", path, seen[real])
+                continue
             if real in seen:  # (its records would all be named duplicates of themselves, under the same ids)
                 raise InputError(f"{path}: given twice (as {seen[real]} before)")
             seen[real] = path
@@ -312,9 +358,10 @@ class Reader:
             if row + batch.num_rows <= start:
                 row += batch.num_rows
                 continue
-            for rec in batch.to_pylist():
+            for rec in _rows(batch):
                 if row >= start:
-                    yield RawRecord(rec, row, row + 1)
+                    yield RawRecord(rec, row, row + 1) if isinstance(rec, dict) else \
+                        RawRecord(None, row, row + 1, bad=f"unreadable row: {rec}")
                 row += 1
 
     def _warc(self, start: int) -> Iterator[RawRecord]:

@@ -103,6 +103,15 @@ def check_same_columns(files: list[InputFile]) -> None:
                              "inputs' columns, so every Parquet input must have the same")
 
 
+def check_fields(files: list[InputFile], fields: list[str]) -> None:
+    """Raise ``InputError`` when a Parquet file of ``files`` has none of ``fields`` as a column (the text or
+    HTML field: its schema says so before any row is read, where each row would be a bad record)."""
+    for file, schema in _schemas([f for f in files if f.kind == "parquet"]):
+        missing = [name for name in fields if name not in schema.names]
+        if missing:
+            raise InputError(f"{file.path}: no column {missing[0]!r} (its columns: {', '.join(schema.names[:20])})")
+
+
 def write_unique(part: Path, files: list[InputFile], out: Path, rows_of_inputs: bool) -> int:
     """``unique.parquet`` from ``part`` (a line per kept record: ``{"f": file index,
     "r": row}`` when ``rows_of_inputs``, else ``{"id", "url", "title", "text"}``).

@@ -61,8 +61,10 @@ from .kept import KeptSet
 logger = logging.getLogger(__name__)
 
 STATE_DIR = ".neardup"
-#: how many named bad records the summary lists (all are counted, and logged)
+#: how many named bad records the summary lists (all are counted)
 MAX_NAMED = 1000
+#: Bad records logged one by one; past them, one line says the rest are counted
+MAX_LOGGED = 20
 CHECKPOINT_VERSION = 2  # 2: the identity as its digest
 #: seconds between checkpoints (and at the end of every file): a kill repeats at most this much work
 CHECKPOINT_EVERY = 1.0
@@ -212,6 +214,8 @@ class CorpusRun:
             self.state_dir.mkdir(exist_ok=True)
         except (FileExistsError, NotADirectoryError):
             raise CorpusError(f"-o {self.out}: not a directory") from None
+        except OSError as exc:  # (read-only, /proc, no permission)
+            raise CorpusError(f"-o {self.out}: cannot be made ({exc.strerror or exc})") from None
         self._lock()
         # (--format parquet: the JSON lines are the run's own, converted when it is done)
         lines = self.state_dir if self.parquet else self.out
@@ -220,7 +224,13 @@ class CorpusRun:
                  "kept_fp": self.state_dir / "kept.fp", "kept_ids": self.state_dir / "kept.ids"}
         ck = None
         if self._checkpoint_path().exists():
-            ck = json.loads(self._checkpoint_path().read_text())
+            try:  # (written whole and renamed into place: damaged only from outside)
+                ck = json.loads(self._checkpoint_path().read_text())
+                if not isinstance(ck, dict):
+                    raise ValueError("not a JSON object")
+            except (ValueError, UnicodeDecodeError) as exc:
+                raise CorpusError(f"{self._checkpoint_path()} is damaged ({exc}): the run cannot be resumed; "
+                                  "start it again in another OUT") from None
             if ck.get("version") != CHECKPOINT_VERSION:
                 raise CorpusError(f"{self.out} holds a run checkpointed by another version of neardup "
                                   f"(checkpoint version {ck.get('version')}, this one writes {CHECKPOINT_VERSION}): "
@@ -232,6 +242,10 @@ class CorpusRun:
             raise CorpusError(f"{self.out} holds outputs of another run (no checkpoint): choose another OUT")
         offsets = ck["offsets"] if ck else {}
         for key, path in names.items():
+            size = path.stat().st_size if path.exists() else 0
+            if size < offsets.get(key, 0):  # (truncate would pad it with NUL bytes up to the checkpoint)
+                raise CorpusError(f"{path} holds {size} bytes, fewer than the {offsets[key]} this run had written "
+                                  "(removed or cut since): the run cannot be resumed; start it again in another OUT")
             fh = open(path, "r+b" if path.exists() else "w+b")  # noqa: SIM115 (closed by close())
             fh.truncate(offsets.get(key, 0))
             fh.seek(0, os.SEEK_END)
@@ -314,15 +328,18 @@ class CorpusRun:
                            "identity; a later run over a file of the same name finds these records there as "
                            "duplicates, never as themselves")
 
-    def _store_match(self, fp: int, rid: str | None) -> Match | None:
+    def _store_match(self, fp: int, rid: str | None, also: set[tuple[str, int]] | None = None) -> Match | None:
         """The nearest record of ``--store`` within k (the oldest of equally near ones), not the record
         itself (same id and fingerprint; ``rid`` None: an id that is a position, ``FILE:LINE``, which names
-        another record in another run's file of that name) nor one of this run's kept records: the store is given those
-        once a checkpoint has passed them (``_sync_store``), and whether it holds one yet must not change
-        an answer (a resumed run gives an uninterrupted one's); the kept set answers for them."""
+        another record in another run's file of that name) nor one of this run's kept records (those of the
+        kept set, and ``also``: (id, fingerprint) of records kept in the batch being decided): the store is
+        given those once a checkpoint has passed them (``_sync_store``), and whether it holds one yet must not
+        change an answer (a resumed run gives an uninterrupted one's, and a record's verdict does not depend on
+        where the batches end); the kept set answers for them."""
         assert self.store is not None and self.kept is not None
         for m in self.store.query(fp):
-            if not (m.key == rid and m.fingerprint == fp) and not self.kept.holds(m.key, m.fingerprint):
+            if not (m.key == rid and m.fingerprint == fp) and not self.kept.holds(m.key, m.fingerprint) \
+                    and (also is None or (m.key, m.fingerprint) not in also):
                 return m
         return None
 
@@ -389,6 +406,10 @@ class CorpusRun:
                 c.skipped[rec.skip] += 1
                 verdicts[i] = "skip"
                 continue
+            if rec.bad is not None:
+                self._bad(file, rec, rec.bad)
+                verdicts[i] = "skip"
+                continue
             if oc.error is not None:
                 self._bad(file, rec, oc.error)
                 verdicts[i] = "skip"
@@ -424,7 +445,17 @@ class CorpusRun:
             for i, found in in_store.items():
                 fp = outcomes[i].value
                 assert fp is not None
-                ours = self.kept.twin(fp, int(kept_before[int(np.searchsorted(slots, i))]))
+                before = int(np.searchsorted(slots, i))
+                ours = self.kept.twin(fp, int(kept_before[before]))
+                batch_kept = {(ids[j], fps[j]) for j in range(before) if was_kept[j]}
+                if (found.key, found.fingerprint) in batch_kept:  # (the store's record is one this batch kept)
+                    rid = outcomes[i].record_id or default_id(file, records[i])
+                    mine = rid if outcomes[i].record_id or not positional_id(file, records[i]) else None
+                    again = self._store_match(fp, mine, batch_kept)
+                    if again is None:
+                        verdicts[i] = ours
+                        continue
+                    found = again
                 if ours is not None and ours.distance < found.distance:
                     verdicts[i] = ours
                 else:
@@ -473,7 +504,12 @@ class CorpusRun:
             raise StrictStop(f"{where}: {reason}")
         if len(c.bad_records) < MAX_NAMED:
             c.bad_records.append(named)
-        logger.warning("bad record %s: %s (skipped)", where, reason)
+        n = sum(c.bad.values())
+        if n <= MAX_LOGGED:
+            logger.warning("bad record %s: %s (skipped)", where, reason)
+        elif n == MAX_LOGGED + 1:  # (a wrong --text-field made a warning of every record)
+            logger.warning("more bad records, not logged: summary.json counts them (bad) and names the first %d "
+                           "(bad_records)", MAX_NAMED)
 
     # -- the run -----------------------------------------------------------------
 
@@ -484,11 +520,14 @@ class CorpusRun:
             ck = self._open_outputs()  # (in the try: a refusal there lets go of the lock too)
             if ck and ck.get("complete"):
                 return json.loads((self.out / "summary.json").read_text())
-            if self.rows_of_inputs:
-                from .parquet_out import check_same_columns
+            if any(f.kind == "parquet" for f in self.files):
+                from .parquet_out import check_fields, check_same_columns
 
+                fields = self.options.fields
                 try:
-                    check_same_columns(self.files)
+                    check_fields(self.files, [name for name in (fields.html_field or fields.text_field,) if name])
+                    if self.rows_of_inputs:
+                        check_same_columns(self.files)
                 except InputError as exc:
                     raise CorpusError(str(exc)) from None
             self._open_store()
@@ -576,7 +615,7 @@ class CorpusRun:
             group_bytes = 0
             for fi, records, error, mark in self._batches():
                 kind = self.files[fi].kind
-                payloads = [r.payload for r in records if r.skip is None]
+                payloads = [r.payload for r in records if r.sent]
                 if kind == "html" and pool is not None:
                     group.append((fi, records, error, len(payloads), mark))
                     group_payloads.extend(payloads)
@@ -617,7 +656,7 @@ class CorpusRun:
             raise self._worker_died(source_of(self.files[fi], records[0]) if records else
                                     {"file": self.files[fi].path}) from None
         outcomes = iter(got[lo:hi])
-        filled = [next(outcomes) if r.skip is None else Outcome(None, None, None, None, None) for r in records]
+        filled = [next(outcomes) if r.sent else Outcome(None, None, None, None, None) for r in records]
         self._decide(fi, records, filled)
         if records:
             last = records[-1]

@@ -100,11 +100,14 @@ def fingerprint_partition(rows: Iterable[tuple[int, RawRecord | str]], scheme: s
 
     def decided(batch: list[tuple[int, RawRecord]]) -> Iterator[tuple[int, tuple]]:
         f = files[split_position(batch[0][0])[0]]
-        todo = [rec.payload for _, rec in batch if rec.skip is None]
+        todo = [rec.payload for _, rec in batch if rec.sent]
         outcomes = iter(fingerprint_batch(f.kind, options, todo) if todo else [])
         for pos, rec in batch:
             if rec.skip is not None:
                 yield pos, (SKIP, None, None, rec.skip, None, rec.locator, None)
+                continue
+            if rec.bad is not None:
+                yield pos, (BAD, None, None, rec.bad, None, rec.locator, None)
                 continue
             oc = next(outcomes)
             if oc.error is not None:
