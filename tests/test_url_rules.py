@@ -836,6 +836,33 @@ def test_a_ranged_get_carries_if_range_and_confirms_by_bytes_alone(tmp_path):
     rules.close()
 
 
+def test_no_if_range_with_the_etag_of_a_compressed_body(tmp_path):
+    """nginx's ``gzip_static`` sends a strong ETag of the compressed file; the ranged GET asks for the identity
+    (``Accept-Encoding: identity``), whose ETag is another: with that If-Range every answer came whole and
+    uncompressed (1.23 times plain's bytes). A page whose body Scrapy decoded (its Content-Length is the
+    compressed one's) keeps no ETag; one sent as it is keeps it."""
+    import gzip
+
+    from scrapy import Request
+    from scrapy.downloadermiddlewares.httpcompression import HttpCompressionMiddleware
+    from scrapy.http import HtmlResponse
+
+    rules, bodies = confirming_rules(tmp_path, "en", "de", (6, 7))
+    url = f"{H}/en/api/p6.html"
+    rules._keep_head(url, HtmlResponse(url, body=bodies[6], headers={"ETag": '"gz-6"', "Content-Length": str(len(bodies[6]))}))
+    url, packed = f"{H}/en/api/p7.html", gzip.compress(bodies[7])
+    sent = HtmlResponse(url, body=packed, headers={"ETag": '"gz-7"', "Content-Length": str(len(packed)),
+                                                   "Content-Encoding": "gzip"})
+    decoded = HttpCompressionMiddleware.from_crawler(rules.crawler).process_response(Request(url), sent)
+    assert decoded.body == bodies[7] and b"Content-Encoding" not in decoded.headers  # (as Scrapy hands it on)
+    rules._keep_head(url, decoded)
+    asked = {i: Request(f"{H}/de/api/p{i}.html") for i in (6, 7)}
+    assert rules.avoided(list(asked.values()), None, scheduled=True) == set()
+    assert asked[6].headers.get(b"If-Range") == b'"gz-6"' and b"Range" in asked[6].headers
+    assert b"If-Range" not in asked[7].headers and b"Range" in asked[7].headers
+    rules.close()
+
+
 def test_a_copy_confirmed_by_its_bytes_names_the_kept_page_not_a_dropped_target(tmp_path):
     """The page a rule predicts a copy of may itself have been dropped as a near-duplicate of another: the
     confirmed copy's ``avoided`` line names the page kept (``kept_twin`` of the target's fingerprint, as

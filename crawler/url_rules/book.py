@@ -371,7 +371,8 @@ class RuleBook:
             self._rules_changed()
         if was == CANDIDATE and st.state == ACTIVE:
             self.events.append(("learned", st))
-            logger.info("URL rule learned: %s (%d pairs agree, e.g. %s)", st.rule.spec, st.evidence, st.example)
+            logger.info("URL rule learned: %s (%d pairs agree%s)", st.rule.spec, st.evidence,
+                        f", e.g. {st.example}" if st.example else "")  # (a shared book's may be another process's)
         elif was == ACTIVE and st.state == RETIRED:
             self.events.append(("retired", st))
             logger.warning("URL rule retired: %s (%s)", st.rule.spec, st.counter_example)
@@ -505,8 +506,8 @@ class RuleBook:
             # untranslated sub-tree), its prediction costs what a plain crawl spends, one request
             # answered whole: retiring it would only download whole the copies it has yet to confirm.
             self.events.append(("missed_whole", st))
-            logger.info("URL rule %s kept: %s != %s, which comes whole in the answer to its ranged GET",
-                        st.rule.spec, url, first[0])
+            logger.info("URL rule %s kept: %s != %s (it acts through ranged GETs only: a page that is not a copy "
+                        "costs the request a plain crawl makes)", st.rule.spec, url, first[0])
             return
         elif st.rule.kind == "param" and not st.pinned and (scope := scope_of(parts_of(url)[2])) not in st.scopes:
             # A counter-example in a section where no pair of the rule agreed, so where it never acted: the
