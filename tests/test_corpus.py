@@ -962,42 +962,53 @@ def test_every_record_bad_is_a_failure_and_a_parquet_without_the_column_is_refus
         run(tmp_path, [tmp_path / "p.parquet"], out="p")
 
 
-@pytest.mark.parametrize("pandas", [True, False])
-def test_a_parquet_row_a_datetime_cannot_hold_loses_nothing_else(tmp_path, pandas):
+def test_a_parquet_row_a_datetime_cannot_hold_loses_nothing_else(tmp_path):
     """One nanosecond timestamp (what pandas writes) made ``to_pylist`` refuse its whole batch of 1,024 rows,
-    and the rest of the file, where pandas is not installed (the corpus extra alone): the value is read as
-    its ISO 8601 string, as pandas' Timestamp gives it where it is."""
+    and the rest of the file, where pandas is not installed (the corpus extra alone): the value is its
+    ISO 8601 string with nine digits, the others as in every batch, the same bytes as where pandas is."""
     pa = pytest.importorskip("pyarrow")
     import pyarrow.parquet as pq
 
     records = make_corpus(450, 7, copies=0)
     stamps = [i * 1_000_000_000 + (1 if i == 400 else 0) for i in range(450)]
     pq.write_table(pa.table({"id": [r["id"] for r in records], "text": [r["text"] for r in records],
-                             "at": pa.array(stamps, type=pa.timestamp("ns"))}), tmp_path / "ns.parquet")
-    out = tmp_path / "out"
-    env = dict(os.environ)
-    if not pandas:  # (a pandas whose import fails comes first on the path: as if it were not installed)
-        (tmp_path / "no" / "pandas").mkdir(parents=True)
-        (tmp_path / "no" / "pandas" / "__init__.py").write_text("raise ImportError('not installed')\n")
-        env["PYTHONPATH"] = os.pathsep.join([str(tmp_path / "no"), env.get("PYTHONPATH", "")])
-    subprocess.run([sys.executable, "-m", "scrapy_neardup.dedup", "dedup", str(tmp_path / "ns.parquet"), "-o",
-                    str(out), "--id-field", "id", "--workers", "1", "--quiet"], check=True, timeout=300, env=env)
-    summary = json.loads((out / "summary.json").read_text())
-    assert summary["records"] == 450 and not summary["bad"] and not summary["file_errors"]
-    rows = read_lines(out / "unique.jsonl")
-    assert len(rows) == summary["kept"] and any(r["at"] == "1970-01-01T00:06:40.000000001" for r in rows)
+                             "at": pa.array(stamps, type=pa.timestamp("ns", tz="Europe/Paris"))}),
+                   tmp_path / "ns.parquet")
+    got = []
+    for pandas in (True, False):
+        out = tmp_path / f"out-{pandas}"
+        env = dict(os.environ)
+        if not pandas:  # (a pandas whose import fails comes first on the path: as if it were not installed)
+            (tmp_path / "no" / "pandas").mkdir(parents=True)
+            (tmp_path / "no" / "pandas" / "__init__.py").write_text("raise ImportError('not installed')\n")
+            env["PYTHONPATH"] = os.pathsep.join([str(tmp_path / "no"), env.get("PYTHONPATH", "")])
+        subprocess.run([sys.executable, "-m", "scrapy_neardup.dedup", "dedup", str(tmp_path / "ns.parquet"), "-o",
+                        str(out), "--id-field", "id", "--workers", "1", "--quiet"], check=True, timeout=300, env=env)
+        summary = json.loads((out / "summary.json").read_text())
+        assert summary["records"] == 450 and not summary["bad"] and not summary["file_errors"]
+        got.append((out / "unique.jsonl").read_bytes())
+    rows = [json.loads(line) for line in got[1].splitlines()]
+    assert rows[400]["at"] == "1970-01-01T01:06:40.000000001+01:00" and rows[3]["at"] == "1970-01-01T01:00:03+01:00"
+    assert got[0] == got[1]
 
 
-def test_a_record_too_large_is_kept_unchecked(tmp_path, monkeypatch):
-    """A record past ``MAX_RECORD_BYTES`` is kept unchecked (``too_large``), as the crawl passes a page past
-    NEARDUP_MAX_PAGE_BYTES: fingerprinting a 50 MB text held 2.4 GB, and a worker killed for it stopped
-    every resume at the same record."""
-    from scrapy_neardup.dedup.corpus import jobs
+def test_a_record_too_large_is_kept_unchecked_with_its_text(tmp_path, monkeypatch):
+    """A record whose text is past ``MAX_TEXT_CHARS`` is kept unchecked (``too_large``), as the crawl passes a
+    page past NEARDUP_MAX_PAGE_BYTES: fingerprinting a 50 MB text held 2.4 GB, and a worker killed for it
+    stopped every resume at the same record. An HTML record's title and text are still written."""
+    from scrapy_neardup.dedup.fingerprint import pipeline
 
-    monkeypatch.setattr(jobs, "MAX_RECORD_BYTES", 2000)  # (the workers are forked: they see it too)
-    records = make_corpus(20, 8, copies=0) + [{"id": "big", "text": " ".join(["river"] * 500)}]
+    monkeypatch.setattr(pipeline, "MAX_TEXT_CHARS", 2000)  # (the workers are forked: they see it too)
+    big = " ".join(["river"] * 500)
+    records = make_corpus(20, 8, copies=0) + [{"id": "big", "text": big}]
     summary, out = run(tmp_path, [write_jsonl(tmp_path / "in.jsonl", records)])
     assert summary["unfingerprinted"] == {"too_large": 1} and "big" in [r["id"] for r in read_lines(out / "unique.jsonl")]
+    (tmp_path / "hd").mkdir()
+    (tmp_path / "hd" / "big.html").write_text(f"<html><head><title>Big</title></head><body><p>{big}</p></body></html>")
+    summary, out = run(tmp_path, [tmp_path / "hd"], out="html", fields=FieldOptions())
+    assert summary["unfingerprinted"] == {"too_large": 1}
+    [line] = read_lines(out / "unique.jsonl")
+    assert line["title"] == "Big" and line["text"].strip() == big
 
 
 def test_dropped_against_the_store_does_not_depend_on_where_batches_end(tmp_path):
@@ -1026,5 +1037,8 @@ def test_a_link_in_an_input_directory_to_a_file_read_already_is_read_once(tmp_pa
     (tmp_path / "hd" / "sub" / "i.html").write_text("<html><body><p>" + " ".join(WORDS[:50]) + "</p></body></html>")
     (tmp_path / "hd" / "a" / "link.html").symlink_to("../sub/i.html")
     summary, _ = run(tmp_path, [tmp_path / "hd"], fields=FieldOptions())
-    assert summary["records"] == 1 and summary["inputs"] == [str(tmp_path / "hd" / "a" / "link.html")]
-    assert "read already (a link): read once" in caplog.text
+    assert summary["records"] == 1 and summary["inputs"] == [str(tmp_path / "hd" / "sub" / "i.html")]
+    assert f"{tmp_path / 'hd' / 'a' / 'link.html'} is a link to {tmp_path / 'hd' / 'sub' / 'i.html'}" in caplog.text
+    with pytest.raises(CorpusError, match="given twice"):
+        run(tmp_path, [tmp_path / "hd" / "sub" / "i.html", tmp_path / "hd" / "a" / "link.html"], out="twice",
+            fields=FieldOptions())

@@ -843,11 +843,11 @@ def test_no_if_range_with_the_etag_of_a_compressed_body(tmp_path):
     compressed one's) keeps no ETag; one sent as it is keeps it."""
     import gzip
 
-    from scrapy import Request
+    from scrapy import Request, signals
     from scrapy.downloadermiddlewares.httpcompression import HttpCompressionMiddleware
     from scrapy.http import HtmlResponse
 
-    rules, bodies = confirming_rules(tmp_path, "en", "de", (6, 7))
+    rules, bodies = confirming_rules(tmp_path, "en", "de", (6, 7, 8))
     url = f"{H}/en/api/p6.html"
     rules._keep_head(url, HtmlResponse(url, body=bodies[6], headers={"ETag": '"gz-6"', "Content-Length": str(len(bodies[6]))}))
     url, packed = f"{H}/en/api/p7.html", gzip.compress(bodies[7])
@@ -856,10 +856,19 @@ def test_no_if_range_with_the_etag_of_a_compressed_body(tmp_path):
     decoded = HttpCompressionMiddleware.from_crawler(rules.crawler).process_response(Request(url), sent)
     assert decoded.body == bodies[7] and b"Content-Encoding" not in decoded.headers  # (as Scrapy hands it on)
     rules._keep_head(url, decoded)
-    asked = {i: Request(f"{H}/de/api/p{i}.html") for i in (6, 7)}
+    # sent chunked (no Content-Length: Apache's mod_deflate, its ETag "...-gzip"): told as it arrives
+    url, request = f"{H}/en/api/p8.html", Request(f"{H}/en/api/p8.html")
+    sent = HtmlResponse(url, body=gzip.compress(bodies[8]), headers={"ETag": '"t-8-gzip"', "Content-Encoding": "gzip"},
+                        request=request)
+    rules.crawler.signals.send_catch_log(signals.response_downloaded, response=sent, request=request, spider=None)
+    decoded = HttpCompressionMiddleware.from_crawler(rules.crawler).process_response(request, sent)
+    assert b"Content-Length" not in decoded.headers and decoded.request is request
+    rules._keep_head(url, decoded)
+    asked = {i: Request(f"{H}/de/api/p{i}.html") for i in (6, 7, 8)}
     assert rules.avoided(list(asked.values()), None, scheduled=True) == set()
     assert asked[6].headers.get(b"If-Range") == b'"gz-6"' and b"Range" in asked[6].headers
-    assert b"If-Range" not in asked[7].headers and b"Range" in asked[7].headers
+    for i in (7, 8):
+        assert b"If-Range" not in asked[i].headers and b"Range" in asked[i].headers
     rules.close()
 
 

@@ -81,13 +81,19 @@ WARN_EVERY = 60.0
 #: request.meta key of a ranged GET confirming a predicted copy: (rule, target URL, its length, window offset, hash,
 #: the target's fingerprint)
 CONFIRM_KEY = "neardup_confirm"
+#: request.meta key set as a response arrives with a ``Content-Encoding`` (``LearnedRules._arrived``): Scrapy
+#: drops that header as it decodes the body, and the response's ``ETag`` is the compressed body's
+ENCODED_KEY = "neardup_encoded"
 #: The heads' format, in the seed of their keys: 2 since the window's place is kept
 HEADS_FORMAT = 2
 
 
 def _decoded(response: Response) -> bool:
-    """Whether ``response``'s body was sent compressed (its ``Content-Length`` is not the body's length, which
-    Scrapy decoded). O(1)."""
+    """Whether ``response``'s body was sent compressed: its request is marked so (``ENCODED_KEY``, as it
+    arrived, ``LearnedRules._arrived``), or its ``Content-Length`` is not the body's length, which Scrapy
+    decoded. O(1)."""
+    if response.request is not None and response.request.meta.get(ENCODED_KEY):
+        return True
     sent = response.headers.get(b"Content-Length")
     return sent is not None and sent.isdigit() and int(sent) != len(response.body)
 
@@ -142,6 +148,7 @@ class LearnedRules:
         AckTracker.of(crawler).add_gate(self)
         crawler.signals.connect(self._resume, signal=signals.spider_opened)
         crawler.signals.connect(self._downloaded, signal=signals.response_received)
+        crawler.signals.connect(self._arrived, signal=signals.response_downloaded)
 
     def learn(self, url: str, fp: int, duplicate_of: str | None = None, response: Response | None = None,
               head: int | None = None) -> None:
@@ -477,6 +484,15 @@ class LearnedRules:
         if self._avoided_here.pop(url, None) is not None:
             self.stats.inc_value(REQUESTS_AVOIDED, -1)
         self.duplicates.requeued(url, spec, retired)
+
+    @staticmethod
+    def _arrived(response: Response, request: Request) -> None:
+        """A response as the downloader got it, before Scrapy decodes its body: a compressed one marks its
+        request (``ENCODED_KEY``: its ``ETag`` is not the identity's, ``_keep_head``). O(1)."""
+        if response.headers.get(b"Content-Encoding"):
+            request.meta[ENCODED_KEY] = True
+        else:  # (a redirect's request hands its meta on to the next)
+            request.meta.pop(ENCODED_KEY, None)
 
     def _downloaded(self, response: Response, request: Request) -> None:
         """A response came: if its URL was counted as avoided (a request for it

@@ -75,36 +75,55 @@ class InputFile:
 
 
 def _rows(batch: Any) -> list[dict[str, Any] | str]:
-    """A Parquet batch's rows as dicts; a row Python cannot hold is the reason, a string. Values of nanosecond
-    timestamps and times that a ``datetime`` cannot hold (what pandas writes) become their ISO 8601 strings
-    (``to_pylist`` refused the whole batch for one such value: 1,024 rows, and the file's rest). O(rows)."""
+    """A Parquet batch's rows as dicts; a row Python cannot hold is the reason, a string. A nanosecond
+    timestamp or time that a ``datetime`` cannot hold (what pandas writes), where pandas is not installed,
+    is its ISO 8601 string with nine digits, as pandas' ``Timestamp.isoformat`` gives it; the column's
+    other values stay ``datetime``s, as in every other batch (``to_pylist`` refused the whole batch for one
+    such value: 1,024 rows, and the file's rest). O(rows)."""
     import pyarrow as pa
 
     try:
         return batch.to_pylist()
     except (pa.ArrowException, ValueError, OverflowError):
         pass
-    import pyarrow.compute as pc
-
-    def iso(col: Any) -> Any:
-        if pa.types.is_timestamp(col.type):
-            return pc.strftime(col, format="%Y-%m-%dT%H:%M:%S" + ("%z" if col.type.tz else ""))
-        return pc.strftime(col, format="%H:%M:%S")
-
-    columns = [iso(col) if (pa.types.is_timestamp(col.type) or pa.types.is_time(col.type)) and col.type.unit == "ns"
-               else col for col in batch.columns]
-    batch = pa.RecordBatch.from_arrays(columns, names=batch.schema.names)
+    names = batch.schema.names
+    ns = {i for i, col in enumerate(batch.columns)
+          if (pa.types.is_timestamp(col.type) or pa.types.is_time(col.type)) and col.type.unit == "ns"}
+    values = {i: _ns_values(batch.column(i)) for i in ns}
+    rest = [i for i in range(len(names)) if i not in ns]
     try:
-        return batch.to_pylist()
+        others = pa.RecordBatch.from_arrays([batch.column(i) for i in rest], names=[names[i] for i in rest]).to_pylist()
+        return [{name: values[i][r] if i in ns else others[r][name] for i, name in enumerate(names)}
+                for r in range(batch.num_rows)]
     except (pa.ArrowException, ValueError, OverflowError):
         pass
     rows: list[dict[str, Any] | str] = []
-    for i in range(batch.num_rows):  # (one by one: only the rows that cannot be held are lost)
+    for r in range(batch.num_rows):  # (one by one: only the rows that cannot be held are lost)
         try:
-            rows.append(batch.slice(i, 1).to_pylist()[0])
+            row = batch.slice(r, 1).to_pylist()[0]
         except (pa.ArrowException, ValueError, OverflowError) as exc:
             rows.append(f"{type(exc).__name__}: {exc}")
+            continue
+        rows.append(row)
     return rows
+
+
+def _ns_values(col: Any) -> list[Any]:
+    """A nanosecond timestamp or time column's values: ``datetime``/``time`` where they hold it (a whole
+    microsecond), else the ISO 8601 string with nine digits of the second."""
+    import pyarrow as pa
+
+    ints = col.cast(pa.int64()).to_pylist()
+    micro = pa.array([None if v is None else v // 1000 for v in ints],
+                     type=pa.timestamp("us", tz=col.type.tz) if pa.types.is_timestamp(col.type) else pa.time64("us"))
+    out: list[Any] = []
+    for v, held in zip(ints, micro.to_pylist()):
+        if v is None or v % 1000 == 0:
+            out.append(held)
+            continue
+        naive = held.replace(tzinfo=None).isoformat(timespec="microseconds")
+        out.append(naive + f"{v % 1000:03d}" + held.isoformat(timespec="microseconds")[len(naive):])
+    return out
 
 
 @dataclass(slots=True)
@@ -192,6 +211,8 @@ def expand_inputs(args: list[str], out: str | os.PathLike[str] | None = None,
         else:
             raise InputError(f"{arg}: no such file or directory")
         listed = found != [arg]  # (a directory's or a glob's files, not a file named as such)
+        # (a link to a file listed too is left for that file, wherever the link sorts)
+        linked = {os.path.realpath(p): os.path.normpath(p) for p in found if not os.path.islink(p)} if listed else {}
         for path in found:
             # (as the ids name it, FILE:LINE, and as a resumed run is recognised: `./in/a.jsonl`, `in//a.jsonl`
             # and `in/a.jsonl` are one name)
@@ -199,8 +220,8 @@ def expand_inputs(args: list[str], out: str | os.PathLike[str] | None = None,
             kind = kind_of(path)
             assert kind is not None
             real = os.path.realpath(path)
-            if real in seen and listed:  # (a link in a tree to a file read already: read once)
-                logger.warning("%s is %s, read already (a link): read once", path, seen[real])
+            if listed and (real in seen or (real in linked and os.path.islink(path))):
+                logger.warning("%s is a link to %s, read as that file: read once", path, seen.get(real) or linked[real])
                 continue
             if real in seen:  # (its records would all be named duplicates of themselves, under the same ids)
                 raise InputError(f"{path}: given twice (as {seen[real]} before)")

@@ -33,12 +33,6 @@ from ..fingerprint import Fingerprinter
 
 logger = logging.getLogger(__name__)
 
-#: A record's HTML bytes, or its text's characters, past which it is kept unchecked (``too_large`` in
-#: ``unfingerprinted``), as the crawl passes a page past ``NEARDUP_MAX_PAGE_BYTES``: fingerprinting holds
-#: about 50 times a text's size at its peak (a 50 MB record, 2.4 GB), and a worker the kernel kills for
-#: it would stop every resume at the same record
-MAX_RECORD_BYTES = 10 * 1024 * 1024
-
 
 @dataclass(frozen=True, slots=True)
 class FieldOptions:
@@ -134,8 +128,6 @@ def _fingerprint_html(fper: Fingerprinter, min_tokens: int, html: bytes,
                       encoding: str | None = None) -> tuple[int | None, str | None, str, str]:
     """(value, reason, title, visible text) of HTML bytes (in ``encoding``, else the one they declare
     or are detected in); an exact copy seen before is not parsed again."""
-    if len(html) > MAX_RECORD_BYTES:
-        return None, "too_large", "", ""
     key = _Memo.key("html", min_tokens, html, encoding)
     got = _MEMO.get(key)
     if got is None:
@@ -148,8 +140,6 @@ def _fingerprint_html(fper: Fingerprinter, min_tokens: int, html: bytes,
 def _fingerprint_text(fper: Fingerprinter, min_tokens: int, text: str, title: str | None,
                       language: str | None) -> tuple[int | None, str | None]:
     """(value, reason) of a text field; an exact copy (same title and language) seen before is not fingerprinted again."""
-    if len(text) > MAX_RECORD_BYTES:
-        return None, "too_large"
     key = _Memo.key("text", min_tokens, text, title, language)
     got = _MEMO.get(key)
     if got is None:

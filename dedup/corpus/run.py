@@ -65,7 +65,7 @@ STATE_DIR = ".neardup"
 MAX_NAMED = 1000
 #: Bad records logged one by one; past them, one line says the rest are counted
 MAX_LOGGED = 20
-CHECKPOINT_VERSION = 2  # 2: the identity as its digest
+CHECKPOINT_VERSION = 3  # 2: the identity as its digest; 3: records past MAX_TEXT_CHARS kept unchecked
 #: seconds between checkpoints (and at the end of every file): a kill repeats at most this much work
 CHECKPOINT_EVERY = 1.0
 
@@ -442,13 +442,14 @@ class CorpusRun:
             # a record --store matched names the nearer of the store's record and this run's kept twin; the
             # store's on a tie (kept before this run: the older)
             kept_before = first + np.concatenate([[0], np.cumsum(was_kept)])
+            kept_at = {(ids[j], fps[j]): j for j in np.flatnonzero(was_kept).tolist()}  # (this batch's, by place)
             for i, found in in_store.items():
                 fp = outcomes[i].value
                 assert fp is not None
                 before = int(np.searchsorted(slots, i))
                 ours = self.kept.twin(fp, int(kept_before[before]))
-                batch_kept = {(ids[j], fps[j]) for j in range(before) if was_kept[j]}
-                if (found.key, found.fingerprint) in batch_kept:  # (the store's record is one this batch kept)
+                if kept_at.get((found.key, found.fingerprint), before) < before:  # (one this batch kept before it)
+                    batch_kept = {pair for pair, j in kept_at.items() if j < before}
                     rid = outcomes[i].record_id or default_id(file, records[i])
                     mine = rid if outcomes[i].record_id or not positional_id(file, records[i]) else None
                     again = self._store_match(fp, mine, batch_kept)

@@ -56,6 +56,13 @@ class Fingerprint:
         return None if self.value is None else to_hex(self.value)
 
 
+#: Characters of visible text past which a page or record gets no fingerprint (``too_large``): the features
+#: hold about 50 times a text's size at their peak (a 50 MB corpus record held 2.4 GB, and a worker the kernel
+#: killed for it stopped every resume of ``neardup dedup`` at that record). A crawl's pages stop at
+#: ``NEARDUP_MAX_PAGE_BYTES`` (10 MiB) before that
+MAX_TEXT_CHARS = 10 * 1024 * 1024
+
+
 class Fingerprinter:
     """Turns pages into fingerprints. Stateless and deterministic: the same
     bytes and scheme always give the same fingerprint.
@@ -92,6 +99,8 @@ class Fingerprinter:
         path (False), which give the same fingerprint; None: as ``jit`` says.
         ``language``: the prose's language code (CLD2's, e.g. ``en``, ``zh``) when
         the caller knows it; None: detected from the prose."""
+        if len(page.text) > MAX_TEXT_CHARS:  # (kept unchecked, its text kept: the features are the costly part)
+            return Fingerprint(None, "too_large", page.title, page.text, 0, page)
         if compiled is None:
             compiled = jit.ready("fingerprint")
         # the prose's language first: it chooses the term weights, and masks the fingerprint
