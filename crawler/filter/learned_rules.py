@@ -357,10 +357,9 @@ class LearnedRules:
         if head == 0:  # (kept, which confirms nothing: its ETag still tells ``_came_whole`` its answers)
             self.stats.inc_value("neardup/url_rules/window_not_text")
         raw = response.headers.get(b"ETag")
-        # (a weak W/"..." may not be sent; nor the ETag of a compressed body, which the identity that a ranged GET
-        # asks for never has: every If-Range came whole, uncompressed, 1.23 times plain's bytes under nginx's
-        # gzip_static. Scrapy drops Content-Encoding as it decodes; the server's Content-Length stays, the
-        # compressed body's)
+        # (a weak W/"..." may not be sent; nor the ETag of a compressed body (``_decoded``), which the identity
+        # that a ranged GET asks for never has: every If-Range came whole, uncompressed, 1.23 times plain's bytes
+        # under nginx's gzip_static)
         etag = raw.decode("latin-1") if raw and raw.startswith(b'"') and not _decoded(response) else None
         try:
             self.book.store.set_heads([(self._key(url), head, etag)])
