@@ -996,9 +996,9 @@ def test_a_record_too_large_is_kept_unchecked_with_its_text(tmp_path, monkeypatc
     """A record whose text is past ``MAX_TEXT_CHARS`` is kept unchecked (``too_large``), as the crawl passes a
     page past NEARDUP_MAX_PAGE_BYTES: fingerprinting a 50 MB text held 2.4 GB, and a worker killed for it
     stopped every resume at the same record. An HTML record's title and text are still written."""
-    from scrapy_neardup.dedup.fingerprint import pipeline
+    from scrapy_neardup.dedup.corpus import jobs
 
-    monkeypatch.setattr(pipeline, "MAX_TEXT_CHARS", 2000)  # (the workers are forked: they see it too)
+    monkeypatch.setattr(jobs, "MAX_TEXT_CHARS", 2000)  # (the workers are forked: they see it too)
     big = " ".join(["river"] * 500)
     records = make_corpus(20, 8, copies=0) + [{"id": "big", "text": big}]
     summary, out = run(tmp_path, [write_jsonl(tmp_path / "in.jsonl", records)])

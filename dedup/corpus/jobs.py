@@ -33,6 +33,12 @@ from ..fingerprint import Fingerprinter
 
 logger = logging.getLogger(__name__)
 
+#: Characters of a record's text (an HTML record's visible text) past which it gets no fingerprint
+#: (``too_large`` in ``unfingerprinted``) and is kept, its text written: the features hold about 50 times a
+#: text's size at their peak (a 50 MB record held 2.4 GB), and a worker the kernel killed for it stopped
+#: every resume at that record. A crawl bounds a page's bytes instead (``NEARDUP_MAX_PAGE_BYTES``)
+MAX_TEXT_CHARS = 10 * 1024 * 1024
+
 
 @dataclass(frozen=True, slots=True)
 class FieldOptions:
@@ -150,9 +156,11 @@ def _fingerprint_text(fper: Fingerprinter, min_tokens: int, text: str, title: st
 
 
 def fingerprinter(min_tokens: int) -> Fingerprinter:
+    """This process's ``Fingerprinter`` for ``min_tokens``, bounded at ``MAX_TEXT_CHARS`` of text."""
     fper = _STATE.get(min_tokens)
     if fper is None:
         fper = _STATE[min_tokens] = Fingerprinter(min_tokens=min_tokens)
+    fper.max_text_chars = MAX_TEXT_CHARS  # (read at each call: a test lowers it)
     return fper
 
 

@@ -56,13 +56,6 @@ class Fingerprint:
         return None if self.value is None else to_hex(self.value)
 
 
-#: Characters of visible text past which a page or record gets no fingerprint (``too_large``): the features
-#: hold about 50 times a text's size at their peak (a 50 MB corpus record held 2.4 GB, and a worker the kernel
-#: killed for it stopped every resume of ``neardup dedup`` at that record). A crawl's pages stop at
-#: ``NEARDUP_MAX_PAGE_BYTES`` (10 MiB) before that
-MAX_TEXT_CHARS = 10 * 1024 * 1024
-
-
 class Fingerprinter:
     """Turns pages into fingerprints. Stateless and deterministic: the same
     bytes and scheme always give the same fingerprint.
@@ -78,12 +71,15 @@ class Fingerprinter:
     """
 
     def __init__(self, params: FeatureParams = FeatureParams(), *, min_tokens: int = DEFAULT_MIN_TOKENS,
-                 seed: int = 0) -> None:
+                 seed: int = 0, max_text_chars: int | None = None) -> None:
         if min_tokens < 1:
             raise ValueError("min_tokens must be >= 1")
         self.params = params
         self.min_tokens = min_tokens
         self.seed = seed
+        #: visible text past which a page gets no fingerprint (``too_large``), its text kept; None: no bound
+        #: (a crawl bounds a page's bytes before, ``NEARDUP_MAX_PAGE_BYTES``)
+        self.max_text_chars = max_text_chars
 
     @property
     def scheme(self) -> str:
@@ -99,7 +95,7 @@ class Fingerprinter:
         path (False), which give the same fingerprint; None: as ``jit`` says.
         ``language``: the prose's language code (CLD2's, e.g. ``en``, ``zh``) when
         the caller knows it; None: detected from the prose."""
-        if len(page.text) > MAX_TEXT_CHARS:  # (kept unchecked, its text kept: the features are the costly part)
+        if self.max_text_chars is not None and len(page.text) > self.max_text_chars:  # (the features cost most)
             return Fingerprint(None, "too_large", page.title, page.text, 0, page)
         if compiled is None:
             compiled = jit.ready("fingerprint")
