@@ -999,6 +999,7 @@ def test_a_record_too_large_is_kept_unchecked_with_its_text(tmp_path, monkeypatc
     from scrapy_neardup.dedup.corpus import jobs
 
     monkeypatch.setattr(jobs, "MAX_TEXT_CHARS", 2000)  # (the workers are forked: they see it too)
+    monkeypatch.setattr(jobs, "_STATE", {})  # (a Fingerprinter made before has the bound it was made with)
     big = " ".join(["river"] * 500)
     records = make_corpus(20, 8, copies=0) + [{"id": "big", "text": big}]
     summary, out = run(tmp_path, [write_jsonl(tmp_path / "in.jsonl", records)])

@@ -52,7 +52,7 @@ from scrapy import Request, signals
 from scrapy.crawler import Crawler
 from scrapy.http import Response
 
-from scrapy_neardup.dedup.fingerprint.window import DIGEST, page_head, window_at
+from scrapy_neardup.dedup.fingerprint.window import head_parts, page_head, window_at
 from scrapy_neardup.dedup.fingerprint.window import digest as _digest
 
 from ..config import NearDupConfig
@@ -283,7 +283,7 @@ class LearnedRules:
             self.stats.inc_value("neardup/url_rules/unconfirmable")
             return
         head, etag = found
-        length, fraction, digest = head >> 32, head >> 24 & 0xFF, head & DIGEST
+        length, fraction, digest = head_parts(head)
         if length == 0:  # (a page with no window of text: its ETag alone was kept, ``_keep_head``)
             self.stats.inc_value("neardup/url_rules/unconfirmable")
             return

@@ -159,8 +159,7 @@ def fingerprinter(min_tokens: int) -> Fingerprinter:
     """This process's ``Fingerprinter`` for ``min_tokens``, bounded at ``MAX_TEXT_CHARS`` of text."""
     fper = _STATE.get(min_tokens)
     if fper is None:
-        fper = _STATE[min_tokens] = Fingerprinter(min_tokens=min_tokens)
-    fper.max_text_chars = MAX_TEXT_CHARS  # (read at each call: a test lowers it)
+        fper = _STATE[min_tokens] = Fingerprinter(min_tokens=min_tokens, max_text_chars=MAX_TEXT_CHARS)
     return fper
 
 

@@ -103,13 +103,12 @@ def check_same_columns(files: list[InputFile]) -> None:
                              "inputs' columns, so every Parquet input must have the same")
 
 
-def check_fields(files: list[InputFile], fields: list[str]) -> None:
-    """Raise ``InputError`` when a Parquet file of ``files`` has none of ``fields`` as a column (the text or
-    HTML field: its schema says so before any row is read, where each row would be a bad record)."""
-    for file, schema in _schemas([f for f in files if f.kind == "parquet"]):
-        missing = [name for name in fields if name not in schema.names]
-        if missing:
-            raise InputError(f"{file.path}: no column {missing[0]!r} (its columns: {', '.join(schema.names[:20])})")
+def check_fields(files: list[InputFile], field: str | None) -> None:
+    """Raise ``InputError`` when a Parquet file of ``files`` has no column ``field`` (the text or HTML field:
+    its schema says so before any row is read, where each row would be a bad record); None: nothing to check."""
+    for file, schema in _schemas([f for f in files if f.kind == "parquet"] if field else []):
+        if field not in schema.names:
+            raise InputError(f"{file.path}: no column {field!r} (its columns: {', '.join(schema.names[:20])})")
 
 
 def write_unique(part: Path, files: list[InputFile], out: Path, rows_of_inputs: bool) -> int:

@@ -401,6 +401,7 @@ class CorpusRun:
         slots: list[int] = []
         verdicts: list[Match | None | str] = [None] * len(records)
         in_store: dict[int, Match] = {}  # record -> the nearest --store record within k
+        store_ids: dict[int, str | None] = {}  # record -> its id as --store knows it (``_store_match``'s rid)
         for i, (rec, oc) in enumerate(zip(records, outcomes)):
             if rec.skip is not None:
                 c.skipped[rec.skip] += 1
@@ -420,7 +421,8 @@ class CorpusRun:
                 continue
             rid = oc.record_id or default_id(file, rec)
             if self.store is not None:
-                found = self._store_match(oc.value, rid if oc.record_id or not positional_id(file, rec) else None)
+                store_ids[i] = rid if oc.record_id or not positional_id(file, rec) else None
+                found = self._store_match(oc.value, store_ids[i])
                 if found is not None:
                     in_store[i] = found  # (dropped: which twin it names is decided below)
                     continue
@@ -450,9 +452,7 @@ class CorpusRun:
                 ours = self.kept.twin(fp, int(kept_before[before]))
                 if kept_at.get((found.key, found.fingerprint), before) < before:  # (one this batch kept before it)
                     batch_kept = {pair for pair, j in kept_at.items() if j < before}
-                    rid = outcomes[i].record_id or default_id(file, records[i])
-                    mine = rid if outcomes[i].record_id or not positional_id(file, records[i]) else None
-                    again = self._store_match(fp, mine, batch_kept)
+                    again = self._store_match(fp, store_ids[i], batch_kept)
                     if again is None:
                         verdicts[i] = ours
                         continue
@@ -526,7 +526,7 @@ class CorpusRun:
 
                 fields = self.options.fields
                 try:
-                    check_fields(self.files, [name for name in (fields.html_field or fields.text_field,) if name])
+                    check_fields(self.files, fields.html_field or fields.text_field)
                     if self.rows_of_inputs:
                         check_same_columns(self.files)
                 except InputError as exc:

@@ -16,8 +16,8 @@ The check is on raw byte offsets, which an HTML parser's tree does not give:
 the spans of ``<head>`` and of those elements, found by regular expressions
 over the page's lowercased bytes (``bench/window_cost.py``), the first
 ``MAX_CHECKED`` bytes only. It runs where the page is fingerprinted, in the
-worker process (``jobs.fingerprint_job``), not on the crawl's thread: about
-0.2 ms a page there was 2.5% of a crawl's pages/s (``bench/crawl_ab.py``).
+worker process (``jobs.fingerprint_job``), which reads the page's bytes anyway,
+not on the crawl's thread (tens of microseconds a page, ``bench/window_cost.py``).
 """
 
 from __future__ import annotations
@@ -51,11 +51,6 @@ def window_at(length: int, fraction: int, size: int) -> int:
     (372, 744, 0)
     """
     return max(0, min(length - size, length * fraction // 256 - size // 2))
-
-
-def window_offset(length: int, size: int) -> int:
-    """The middle window's offset (``window_at`` the middle)."""
-    return window_at(length, 128, size)
 
 
 def not_text_spans(body: bytes, until: int = MAX_CHECKED) -> list[tuple[int, int]]:
@@ -167,3 +162,12 @@ def page_head(body: bytes, size: int) -> int:
         return 0
     offset = window_at(len(body), fraction, size)
     return len(body) << 32 | fraction << 24 | digest(body[offset : offset + size])
+
+
+def head_parts(head: int) -> tuple[int, int, int]:
+    """A ``page_head``'s (body length, window place in 256ths, digest); a length of 0: no window.
+
+    >>> head_parts(1000 << 32 | 128 << 24 | 0xABCDEF)
+    (1000, 128, 11259375)
+    """
+    return head >> 32, head >> 24 & 0xFF, head & DIGEST
