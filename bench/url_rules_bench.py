@@ -242,7 +242,7 @@ def static_site(data: str, name: str, starts: list[str], work: Path) -> dict:
 
 
 def mirror_site(work: Path, modes: dict[str, list[str]], kills: int = 3, seed: int = 1, name: str = "mirror",
-                linked: bool = True, gzip: bool = False) -> dict:
+                linked: bool = True, gzip: bool = False, **site_args) -> dict:
     """The generated language-mirror site (``tests/fixtures/mirror_site.py``: 10
     language folders, 80-95% of each the default language's file under a symlink,
     planted distinct pages of the same size and mtime at predicted-copy URLs),
@@ -253,7 +253,7 @@ def mirror_site(work: Path, modes: dict[str, list[str]], kills: int = 3, seed: i
     after a seeded random 1-400 requests, and resumed (``crawl_killed``)."""
     from tests.fixtures.mirror_site import MirrorSite
 
-    site = MirrorSite(linked=linked)  # (``mirror-files``: copies are files, each folder with its own mtime)
+    site = MirrorSite(linked=linked, **site_args)  # (``mirror-files``: copies are files, each folder with its own mtime)
     root = work / f"{name}-site"
     site.build(root)
     results = {}
@@ -373,6 +373,11 @@ def main() -> None:
             # (versioned trees: a copy's ETag is not its page's; plain Scrapy and the defaults)
             rows.append(mirror_site(work, {"plain": MODES["plain"], "rules": MODES["rules"]}, name="mirror-files",
                                     linked=False))
+        for name, linked in (("mirror-partly", True), ("mirror-partly-files", False)):
+            if name in sites:  # the same, with 8 pages of each section translated in each language, at other
+                # places in each (a third of every folder); "-files": each copy a file of its own
+                rows.append(mirror_site(work, {"plain": MODES["plain"], "rules": MODES["rules"]}, name=name,
+                                        linked=linked, scattered=8, scatter_in=("guide", "api", "faq")))
         if "sqlite3-doc" in sites:
             rows.append(static_site(a.data, "sqlite3-doc", ["/index.html"], work))
         if "developers-reference" in sites:  # mirrored language trees, partly translated

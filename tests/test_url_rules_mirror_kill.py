@@ -133,15 +133,16 @@ def test_kills_with_confirmation_by_content_lose_no_page_no_trap_and_fetch_nothi
     assert unconfirmable is None, f"{what}: {unconfirmable} predictions made whole, their pages' heads unknown"
 
 
-IF_RANGE_OFF = r"URL rule (prefix \S+ \S+ \S+): a copy came whole in the answer to its ranged GET"
-API_IF_RANGE_OFF = r"URL rule prefix \S+ /\w+/api/ /\w+/api/: a copy came whole"  # (30 pages a language: more to come)
+CAME_WHOLE = r"URL rule (prefix \S+ \S+ \S+): a copy came whole in the answer to its ranged GET"
+API_CAME_WHOLE = r"URL rule prefix \S+ /\w+/api/ /\w+/api/: a copy came whole"  # (30 pages a language: more to come)
 
 
-def test_if_range_turned_off_for_a_rule_stays_off_after_a_kill_and_a_resume(tmp_path):
+def test_an_etag_change_learned_for_a_rule_is_kept_after_a_kill_and_a_resume(tmp_path):
     """Copies that are files of their own (``linked=False``: their ETags are not their pages'): the first
-    copy that comes whole under a rule turns ``If-Range`` off for it. The crawl is killed just after that
-    and resumed: the rule's ranged GETs still go without ``If-Range`` (kept in the rule book), so its copies
-    are confirmed by their ranges, not downloaded whole again until a copy comes whole once more."""
+    copy that comes whole under a rule shows how its ETag differs (nginx's mtime), and the rule's later
+    ranged GETs carry ETags made so. The crawl is killed just after that and resumed: the change is kept
+    in the rule book, so the rule's copies are answered with their ranges, not downloaded whole again
+    until a copy comes whole once more."""
     from crawl_bench import free_port, start_nginx
     from url_rules_bench import crawl_killed
 
@@ -151,16 +152,17 @@ def test_if_range_turned_off_for_a_rule_stays_off_after_a_kill_and_a_resume(tmp_
     site.build(served / "site")
     port, log, out = free_port(), tmp_path / "access.log", tmp_path / "crawl"
     (tmp_path / "nginx").mkdir()
-    # (each request's If-Range header, "-" for none, at the end of its line)
-    nginx = start_nginx(served / "site", port, tmp_path / "nginx", log, "$msec $status $request_uri $http_if_range")
+    # (each request's If-Range header, "-" for none, and the answer's ETag, at the end of its line)
+    nginx = start_nginx(served / "site", port, tmp_path / "nginx", log,
+                        "$msec $status $request_uri $http_if_range $sent_http_etag")
     base = f"http://127.0.0.1:{port}"
     kill_times: list[float] = []
     try:
         text, kills, workers = crawl_killed(",".join(base + s for s in site.starts(3)), out,
                                             [f"NEARDUP_INDEX={out / 'store' / 'index.sqlite3'}"], log,
-                                            [API_IF_RANGE_OFF], random.Random(7), kill_times)
+                                            [API_CAME_WHOLE], random.Random(7), kill_times)
         assert kills == len(kill_times) == 1
-        check_if_range_kept_off(site, text, out, log, kill_times)
+        check_etag_change_kept(site, text, out, log, kill_times)
         for pids in workers:
             assert_gone(pids)
     finally:
@@ -169,24 +171,26 @@ def test_if_range_turned_off_for_a_rule_stays_off_after_a_kill_and_a_resume(tmp_
         shutil.rmtree(served, ignore_errors=True)
 
 
-def check_if_range_kept_off(site: MirrorSite, text: str, out: Path, log: Path, kill_times: list[float]) -> None:
+def check_etag_change_kept(site: MirrorSite, text: str, out: Path, log: Path, kill_times: list[float]) -> None:
     from scrapy_neardup.crawler.url_rules.rules import UrlRule
 
     resumed = (out / "crawl.log").read_text(errors="replace")  # (the last run's log; the killed run's before it)
     killed = text[: len(text) - len(resumed)]
-    off = set(re.findall(IF_RANGE_OFF, killed))
-    assert any("/api/" in spec for spec in off), off
+    learned = set(re.findall(CAME_WHOLE, killed))
+    assert any("/api/" in spec for spec in learned), learned
     # (a resumed crawl starts well after the kill: a request logged later is one of its own)
     after = [line.split(" ") for line in log.read_text().splitlines()
              if float(line.split(" ", 1)[0]) > kill_times[-1] + 0.5]
-    for spec in off:
+    for spec in learned:
         rule = UrlRule.parse(spec)
-        under = [(status, target, if_range) for _, status, target, if_range in after
+        under = [(status, target, if_range, etag) for _, status, target, if_range, etag in after
                  if target.startswith((rule.a, rule.b))]
         if "/api/" in spec:  # (a guide/ rule may have had nothing left, or be retired)
-            assert [t for status, t, _ in under if status == "206"], f"{spec}: no ranged GET after the resume"
-        sent = [t for _, t, if_range in under if if_range != "-"]
-        assert not sent, f"{spec}: If-Range sent again after the resume: {sent[:5]}"
+            ranged = [(if_range, etag) for status, _, if_range, etag in under if status == "206"]
+            assert ranged, f"{spec}: no ranged GET after the resume"
+            # (answered with the range because it named the copy's own ETag, not its page's)
+            assert all(if_range == etag for if_range, etag in ranged if if_range != "-"), ranged[:5]
+            assert any(if_range != "-" for if_range, _ in ranged), f"{spec}: no If-Range after the resume"
         assert f"URL rule {spec}: a copy came whole" not in resumed
     # (nothing lost either: every distinct page kept once, as in the other kill tests)
     kept = kept_contents(site, out)

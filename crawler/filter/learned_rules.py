@@ -62,6 +62,7 @@ from ..frontier.codec import CorruptRequest, UnserializableRequest, decode_reque
 from ..frontier.scheduler import DurableScheduler
 from ..url_rules import RuleBook
 from ..url_rules.book import RuleState
+from ..url_rules.etags import change_of
 from ..url_rules.storage import Avoided, SqliteStorage
 from .duplicates_log import DuplicatesLog
 from .store_faults import FILE_ERRORS
@@ -298,7 +299,8 @@ class LearnedRules:
         # compressed request whole and never with a range, so nothing would be saved)
         request.headers[b"Accept-Encoding"] = b"identity"
         if etag and not self.book.if_range_off(spec):
-            request.headers[b"If-Range"] = etag
+            # (the ETag the copy would have: the page's own, or as copies came whole under the rule)
+            request.headers[b"If-Range"] = self.book.predicted_etag(spec, etag)
         request.meta[CONFIRM_KEY] = (spec, target, length, offset, digest, target_fp)
 
     def _ranges_pay(self, host: str) -> bool:
@@ -384,23 +386,37 @@ class LearnedRules:
             self._unavailable(exc)
             return False
         etags = [f[1] if f is not None else None for f in found]
-        return None not in etags and etags[0] != etags[1]
+        return None not in etags and etags[0] != self.book.predicted_etag(spec, etags[1])
 
     def _copy_came_whole(self, request: Request, response: Response) -> None:
         """A ranged GET's whole answer (its ETag was not the predicted copy's, ``If-Range``): if its
         length and window are the predicted copy's, a copy came whole, its body downloaded
         for nothing. The ETags under its rule do not follow the content (copies written at other
-        times: nginx's ETag is mtime and size), so the rule's later ranged GETs go without
-        ``If-Range`` (``neardup/url_rules/if_range_off``): a copy is confirmed by its range, and a page
-        that is not one costs a ranged GET and then the whole, which retires the rule (``_came_whole``).
-        Kept with the rule in the rule book (``RuleBook.turn_if_range_off``): a resumed crawl does not
-        send it again. O(the window): its hash is the head's, made once more."""
-        spec, _, length, offset, digest, *_ = request.meta[CONFIRM_KEY]
+        times: nginx's ETag is mtime and size). Where the copy's ETag differs from its page's in one
+        part (the mtime), the rule's later ranged GETs carry their page's ETag with that part made
+        as the copy's (``etags``, ``RuleBook.learn_etag_change``, ``neardup/url_rules/etag_learned``):
+        copies are confirmed by their ranges, and a page that is not one, of another size, still
+        comes whole in one request. Else the rule's ranged GETs go without ``If-Range``
+        (``neardup/url_rules/if_range_off``): a copy is confirmed by its range, and a page that is
+        not one costs a ranged GET and then the whole, which retires the rule (``_came_whole``).
+        Either is kept with the rule in the rule book: a resumed crawl does not ask as before.
+        O(the window): its hash is the head's, made once more."""
+        spec, target, length, offset, digest, *_ = request.meta[CONFIRM_KEY]
         body = response.body
         if self.book.if_range_off(spec) or len(body) != length \
                 or self._window_digest(body, offset) != digest:
             return
         try:
+            found = self.book.store.heads([self._key(target)])[0]
+            raw = response.headers.get(b"ETag")
+            changes = change_of(found[1], raw.decode("latin-1")) \
+                if found is not None and found[1] and raw and raw.startswith(b'"') and not _decoded(response) else None
+            if changes is not None and self.book.learn_etag_change(spec, changes):
+                self.stats.inc_value("neardup/url_rules/etag_learned")
+                logger.info("URL rule %s: a copy came whole in the answer to its ranged GET (%s, ETag %s against "
+                            "its page's %s): its ranged GETs carry ETags made so", spec, response.url,
+                            raw.decode("latin-1"), found[1])
+                return
             turned = self.book.turn_if_range_off(spec)
         except FILE_ERRORS as exc:
             self._unavailable(exc)

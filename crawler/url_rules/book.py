@@ -64,6 +64,7 @@ from urllib.parse import quote_plus, urlencode
 
 import mmh3
 
+from .etags import MAX_CHANGES, Changes, predicted
 from .rules import Parts, UrlRule, derive, host_of, narrower, parts_of, scope_of, touches, url_of
 from .storage import Avoided, Storage, open_storage, read_book
 
@@ -83,6 +84,8 @@ VALUE = "value "  # + the rule's line, a tab, the scope, a tab and a parameter's
 #: whose ``?page=2`` (and ``?page=1``) give page 1 back teach ``param page`` with two values, which say
 #: nothing of ``page=2`` or ``page=3`` elsewhere; session ids show three in two or three pairs.
 VALUES_ANY = 3
+ETAG = "etag "  # + the rule's line, a tab, an ETag part's index, a tab and its value in a fetched page: its value
+# in a copy (``etags.change_of``; a setting each, so that processes sharing a book only ever add to it)
 MAX_RULES_PER_HOST = 256  # (a site of 12 language trees of a few sections each: ~200 prefix rules)
 BACKFILL = 20_000  # a new rule is tried on at most this many of the host's latest pages
 REFRESH_EVERY = 5.0  # seconds: rules another process learned or retired (a shared book)
@@ -205,6 +208,8 @@ class RuleState:
     counter_example: str | None = None
     pinned: bool = False
     if_range_off: bool = False  # (``RuleBook.turn_if_range_off``)
+    #: how a copy's ETag differs from its page's under the rule (``RuleBook.learn_etag_change``)
+    etag_changes: Changes = field(default_factory=dict)
     #: a parameter rule's scopes (``rules.scope_of``) where a pair agreed: it acts there only (kept in the
     #: book's settings, ``SCOPE``, read again with the rules)
     scopes: set[str] = field(default_factory=set)
@@ -293,6 +298,12 @@ class RuleBook:
                 st = self._by_spec(spec)
                 if st is not None:
                     self._merge_values(st, scope, None if value == "1" else values.get((spec, scope), set()))
+        for name, value in settings.items():  # (the ETag changes this or another process saw)
+            if name.startswith(ETAG):
+                spec, index, was = name[len(ETAG):].split("\t", 2)
+                st = self._by_spec(spec)
+                if st is not None and index.isdigit():
+                    st.etag_changes[int(index), was] = value
         for name in settings:  # (the sections where this or another process met a counter-example first)
             if name.startswith(AGAINST):
                 spec, _, scope = name[len(AGAINST):].rpartition("\t")
@@ -569,6 +580,33 @@ class RuleBook:
         """Whether the rule ``spec``'s ranged GETs go without ``If-Range`` (``turn_if_range_off``). O(1)."""
         st = self._state_of(_parsed(spec))
         return st is not None and st.if_range_off
+
+    def predicted_etag(self, spec: str, etag: str) -> str:
+        """The ``ETag`` a copy of a fetched page whose ETag is ``etag`` has under the rule ``spec``
+        (``etags.predicted``), for its ranged GET's ``If-Range``: ``etag`` itself while the rule
+        knows no change that applies to it. O(the ETag's length)."""
+        st = self._state_of(_parsed(spec))
+        if st is None or not st.etag_changes:
+            return etag
+        return predicted(etag, st.etag_changes) or etag
+
+    def learn_etag_change(self, spec: str, changes: Changes) -> bool:
+        """A copy came whole under the rule ``spec`` with an ETag that differs from its page's
+        by ``changes`` (``etags.change_of``): its later ranged GETs carry ETags made so
+        (``predicted_etag``). False when the rule knows them already (its prediction did not
+        bring the range: a server that ignores ``If-Range``) or would know more than
+        ``etags.MAX_CHANGES``: the caller turns ``If-Range`` off instead. Kept with the rule and
+        committed at once, as ``turn_if_range_off``. O(1)."""
+        st = self._state_of(_parsed(spec))
+        if st is None or st.if_range_off:
+            return False
+        new = {k: v for k, v in changes.items() if st.etag_changes.get(k) != v}
+        if not new or len(st.etag_changes) + len(new) > MAX_CHANGES:
+            return False
+        st.etag_changes.update(new)
+        self.store.save_settings({f"{ETAG}{spec}\t{i}\t{was}": now for (i, was), now in new.items()})
+        self.store.commit()
+        return True
 
     def turn_if_range_off(self, spec: str) -> bool:
         """The rule ``spec``'s ranged GETs go without ``If-Range`` from now on (a copy came whole

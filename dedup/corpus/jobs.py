@@ -26,6 +26,7 @@ import logging
 import re
 from collections import OrderedDict
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any, NamedTuple
 
 from ..features.language import cld2_code_of
@@ -254,7 +255,33 @@ def utf8(text: str) -> bytes:
 
 
 def _str(value: Any) -> str | None:
-    return None if value is None else str(value)
+    """A record's id or URL as the text the outputs name it by: a string as it is, a number as JSON
+    writes it, and a JSON object, array or boolean as its JSON text (``{"a": 1}``, ``true``; Python's
+    ``repr``, ``{'a': 1}`` and ``True``, named no record as its input has it)."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, (dict, list, tuple, bool)):
+        return json.dumps(value, ensure_ascii=False, default=str)
+    return str(value)
+
+
+def _int(digits: str) -> int | Decimal:
+    """A JSON integer as Python reads it, or a ``Decimal`` past the digits Python converts to an
+    ``int`` (4,300 by default, a guard against slow conversions): valid JSON, which must not cost
+    its line for a field nobody reads."""
+    return int(digits) if len(digits) <= 4000 else Decimal(digits)
+
+
+def load_line(payload: bytes | str) -> Any:
+    """One JSON line's value. ``ValueError`` (``RecursionError`` for nesting deeper than Python's
+    parser goes) when it is not JSON. O(the line); an integer of thousands of digits is read again
+    as a ``Decimal`` (``_int``), so only lines that hold one pay for it."""
+    try:
+        return json.loads(payload)
+    except ValueError as exc:
+        if "integer string conversion" not in str(exc):
+            raise
+        return json.loads(payload, parse_int=_int)
 
 
 def fingerprint_batch(kind: str, options: FieldOptions, payloads: list[Any], want_text: bool = False) -> list[Outcome]:
@@ -265,7 +292,7 @@ def fingerprint_batch(kind: str, options: FieldOptions, payloads: list[Any], wan
     for payload in payloads:
         if kind == "jsonl":
             try:
-                record = json.loads(payload)
+                record = load_line(payload)
             except ValueError as exc:
                 out.append(Outcome(None, None, f"malformed JSON: {exc}", None, None))
                 continue

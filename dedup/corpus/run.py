@@ -29,6 +29,7 @@ in ``kept.ids``), and the batches in flight: ``2 x workers`` batches of ``DedupO
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import gc
 import hashlib
@@ -583,6 +584,11 @@ class CorpusRun:
             pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"),
                                        initializer=_worker_start, initargs=(self._lock_fds(), os.getpid()))
         bar = self._progress_bar()
+        logs = contextlib.ExitStack()
+        if bar is not None:  # (a log line is written above the bar, not on its line)
+            from tqdm.contrib.logging import logging_redirect_tqdm
+
+            logs.enter_context(logging_redirect_tqdm())
         # (file, records, error, job, its outcomes lo:hi, read mark): a job can serve several batches in a row
         pending: deque[tuple[int, list[RawRecord], str | None, Any, int, int, int]] = deque()
         # HTML files are a record each: consecutive ones go to a worker as one job, not a job a page
@@ -641,6 +647,7 @@ class CorpusRun:
                 # a batch's time: they ignore Ctrl-C. Killing them instead could cut a result half sent, and
                 # the executor's thread then waited for its rest for ever, holding the run's lock)
                 pool.shutdown(wait=True, cancel_futures=failed)
+            logs.close()
             if bar is not None:
                 bar.close()
 
