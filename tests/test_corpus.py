@@ -1043,3 +1043,21 @@ def test_a_link_in_an_input_directory_to_a_file_read_already_is_read_once(tmp_pa
     with pytest.raises(CorpusError, match="given twice"):
         run(tmp_path, [tmp_path / "hd" / "sub" / "i.html", tmp_path / "hd" / "a" / "link.html"], out="twice",
             fields=FieldOptions())
+
+
+def test_ids_that_are_not_strings_are_named_by_their_json_and_huge_integers_cost_no_line(tmp_path):
+    """An ``--id-field`` value that is a JSON object, array or boolean names its record by its JSON text, as
+    the input has it (Python's ``repr`` gave ``True`` and ``{'k': 1}``); a number as JSON writes it. A line
+    holding an integer past the 4,300 digits Python converts by default is read, not malformed."""
+    text = " ".join(WORDS[:60])
+    lines = [json.dumps({"id": {"k": 1}, "text": text}), json.dumps({"id": True, "text": text}),
+             json.dumps({"id": 7, "text": text}), json.dumps({"id": [1, "a"], "text": text}),
+             '{"id": ' + "9" * 5000 + ', "text": ' + json.dumps(text) + "}",
+             '{"id": "big", "n": ' + "1" * 5000 + ', "text": ' + json.dumps(" ".join(WORDS[100:160])) + "}"]
+    src = tmp_path / "in.jsonl"
+    src.write_text("\n".join(lines) + "\n")
+    summary, out = run(tmp_path, [src])
+    assert summary["bad"] == {} and summary["records"] == 6
+    assert [d["id"] for d in read_lines(out / "duplicates.jsonl")] == ["true", "7", '[1, "a"]', "9" * 5000]
+    assert {d["duplicate_of"] for d in read_lines(out / "duplicates.jsonl")} == {'{"k": 1}'}
+    assert (out / "unique.jsonl").read_text().splitlines() == [lines[0], lines[5]]  # (as they came)
