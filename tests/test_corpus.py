@@ -387,8 +387,16 @@ def test_an_output_directory_inside_an_input_directory_is_not_read(tmp_path):
     assert again == first and first["inputs"] == [str(corpus / "in.jsonl")]
     with pytest.raises(CorpusError, match="inside the output directory"):
         run(tmp_path, [out / "unique.jsonl"], out="corpus/out")
+    with pytest.raises(CorpusError, match="the output directory .*, or inside it"):  # (not "no file this reads")
+        run(tmp_path, [out], out="corpus/out")
     with pytest.raises(CorpusError, match="given twice"):
-        run(tmp_path, [corpus, corpus / "in.jsonl"], out="twice")
+        run(tmp_path, [corpus / "in.jsonl", corpus / "in.jsonl"], out="twice")
+    # a file a directory lists and that is named as well, in either order: read once, where it comes first
+    (tmp_path / "only").mkdir()
+    alone = write_jsonl(tmp_path / "only" / "in.jsonl", make_corpus(60, 12))
+    for n, args in enumerate(([alone.parent, alone], [alone, alone.parent])):
+        once, _ = run(tmp_path, args, out=f"once{n}")
+        assert once["inputs"] == [str(alone)] and once["records"] == first["records"]
 
 
 def test_a_store_answers_the_same_whenever_it_is_given_this_runs_kept_records(tmp_path, monkeypatch):

@@ -175,20 +175,26 @@ def positional_id(file: InputFile, rec: RawRecord) -> bool:
 
 
 def expand_inputs(args: list[str], out: str | os.PathLike[str] | None = None,
-                  seen: dict[str, str] | None = None) -> list[InputFile]:
+                  seen: dict[str, str] | None = None, listed_before: set[str] | None = None) -> list[InputFile]:
     """The files the arguments name, in order: a file as given (its path normalised), a directory's
     files of a known kind sorted by path (recursively), a glob's matches sorted.
     Files under ``out`` (the run's own outputs and state) are never inputs: a
     directory or a glob leaves them out, and a file named there is refused.
     ``seen``: the files named so far (real path -> as given), for a caller that expands its
-    arguments one at a time; a file named twice is refused either way.
+    arguments one at a time, with ``listed_before``, those of them a directory or a glob listed; a
+    file named twice is refused either way, and one a directory or a glob lists as well (in either
+    order) is read once, where it comes first, with a warning.
     Raises ``InputError`` for an argument that names nothing, or a file of no known kind."""
     inside = _under(out)
     seen = {} if seen is None else seen  # real path -> as given (a caller's, across its calls)
+    listed_before = set() if listed_before is None else listed_before  # (of those, a listing's)
     found: list[str]
     files: list[InputFile] = []
     for arg in args:
         if os.path.isdir(arg):
+            if inside(Path(arg)):  # (every file it has would be left out: "no file this reads" misled)
+                raise InputError(f"{arg}: the output directory {out}, or inside it; an input cannot be one of the "
+                                 "run's own files: name another -o")
             # (a link to nothing is listed too: skipped here, a file of the corpus went missing without a word;
             # read, it is named in file_errors)
             found = sorted(str(p) for p in Path(arg).rglob("*")
@@ -220,12 +226,18 @@ def expand_inputs(args: list[str], out: str | os.PathLike[str] | None = None,
             kind = kind_of(path)
             assert kind is not None
             real = os.path.realpath(path)
-            if listed and (real in seen or (real in linked and os.path.islink(path))):
+            if listed and os.path.islink(path) and (real in seen or real in linked):
                 logger.warning("%s is a link to %s, read as that file: read once", path, seen.get(real) or linked[real])
+                continue
+            if real in seen and (listed or real in listed_before):
+                # (named and listed by a directory or a glob, in either order: read once, where it came first)
+                logger.warning("%s is named and listed (as %s before): read once, there", path, seen[real])
                 continue
             if real in seen:  # (its records would all be named duplicates of themselves, under the same ids)
                 raise InputError(f"{path}: given twice (as {seen[real]} before)")
             seen[real] = path
+            if listed:
+                listed_before.add(real)
             files.append(InputFile(path, kind, os.path.getsize(path) if os.path.exists(path) else 0))
     return files
 

@@ -290,8 +290,9 @@ class CorpusRun:
             self.kept = KeptSet(self.options.max_distance, self._files["kept_fp"], self._files["kept_ids"])
         except ValueError as exc:
             raise CorpusError(f"{self.state_dir}: {exc}; the state is damaged: start again in another OUT") from None
-        if len(self.kept):
-            logger.info("resuming %s: %d records done, %d kept", self.out, self.counts.records, len(self.kept))
+        if self.counts.records:  # (kept as the summary counts them: the records kept unfingerprinted too)
+            logger.info("resuming %s: %d records done, %d kept, %d dropped", self.out, self.counts.records,
+                        self.counts.kept, self.counts.dropped)
 
     def _checkpoint(self, complete: bool = False) -> None:
         for fh in self._files.values():

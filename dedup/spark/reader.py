@@ -103,9 +103,10 @@ def list_inputs(sc: Any, inputs: Sequence[str]) -> list[SparkInput]:
     files: list[SparkInput] = []
     uris: set[str] = set()
     seen: dict[str, str] = {}  # (local files as the one-machine command takes them: one given twice is refused)
+    listed: set[str] = set()
     for arg in inputs:
         if not _is_uri(arg):
-            for f in expand_inputs([arg], seen=seen):
+            for f in expand_inputs([arg], seen=seen, listed_before=listed):
                 files.append(SparkInput(f.path, f.kind, "file://" + os.path.abspath(f.path), True, f.size))
             continue
         jvm = sc._jvm
