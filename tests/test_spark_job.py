@@ -258,6 +258,13 @@ def test_a_file_given_twice_or_an_out_that_holds_a_run_is_refused(spark, tmp_pat
     with pytest.raises(ValueError, match="writes into an empty or new directory"):
         run([str(path)], str(tmp_path / "held"), spark=spark)
     assert (tmp_path / "held" / "summary.json").read_text() == "{}"
+    # a Parquet input without the text column: refused before any row is read, as the one-machine command does
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"body": ["near duplicate detection"]}), tmp_path / "b.parquet")
+    with pytest.raises(InputError, match="no column 'text'"):
+        run([str(tmp_path / "b.parquet")], str(tmp_path / "out2"), spark=spark)
 
 
 @pytest.mark.parametrize("engine", ["local", "spark"])

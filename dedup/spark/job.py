@@ -39,8 +39,9 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from scrapy_neardup.dedup.corpus.inputs import RawRecord
+from scrapy_neardup.dedup.corpus.inputs import InputFile, RawRecord
 from scrapy_neardup.dedup.corpus.jobs import FieldOptions
+from scrapy_neardup.dedup.corpus.parquet_out import check_fields
 from scrapy_neardup.dedup.spark.reader import OFFSET_BITS, SparkInput, display_path, split_position
 
 logger = logging.getLogger(__name__)
@@ -264,6 +265,11 @@ def run(inputs: Sequence[str], out: str, *, spark: Any = None, master: str | Non
     try:
         scheme = fingerprinter(fields.min_tokens).scheme
         files = reader.list_inputs(sc, inputs)
+        # (a Parquet input without the text column: refused before any row is read, as the one-machine
+        # command refuses it, not every row a bad record; a file Hadoop opens is left to its rows)
+        local_parquet = [InputFile(f.name, f.kind, f.size) for f in files if f.local and f.kind == "parquet"]
+        if local_parquet:
+            check_fields(local_parquet, fields.html_field or fields.text_field)
         records, lines = reader.read_records(sc, files)
         parts = partitions or shuffle_partitions(files, sc.defaultParallelism)
         # (pos, (status, id, fp, reason, url, locator, line)): small beside the text of split files (their
