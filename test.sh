@@ -5,7 +5,7 @@ source "$(dirname "$0")/scripts/bootstrap.sh" "test,redis,corpus,spark"
 command -v redis-server >/dev/null 2>&1 || apt_install redis-server || echo "test.sh: the Redis tests will skip" >&2
 # the language-mirror tests serve their generated sites with nginx (its real ETag, Range and If-Range)
 { command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ]; } \
-    || apt_install nginx-light || echo "test.sh: the nginx-served mirror tests will skip" >&2
+    || apt_install nginx-light || apt_install nginx || echo "test.sh: the nginx-served mirror tests will skip" >&2
 # the report's browser tests drive Debian's chromium, headless, through its chromium-driver
 { command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; } \
     || apt_install chromium chromium-driver || echo "test.sh: the report's browser tests will skip" >&2

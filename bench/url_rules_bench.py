@@ -35,6 +35,7 @@ import sys
 import tarfile
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -301,6 +302,71 @@ def mirror_site(work: Path, modes: dict[str, list[str]], kills: int = 3, seed: i
     return row
 
 
+def shared_mirror_site(work: Path, processes: int = 2, name: str = "mirror-shared") -> dict:
+    """The language mirror (``mirror_site``'s) crawled by ``processes`` crawls sharing one
+    ``redis-server`` (the shared frontier, store and rule book: ``SharedCrawlAddon``), one request at
+    a time each, beside plain Scrapy. scrapy-redis's queue hands requests out in the order of their
+    encoded bytes (equal priorities), not in the order they were found: a language's ``api/`` pages
+    come before its front page. The figures are the whole run's, from nginx's log; ``contents_lost``:
+    distinct files never downloaded whole."""
+    from tests.fixtures.mirror_site import MirrorSite
+
+    site = MirrorSite()
+    root = work / f"{name}-site"
+    site.build(root)
+    results = {}
+    for mode in ("plain", "rules"):
+        port, rport = free_port(), free_port()
+        log = work / f"{name}-{mode}.log"
+        nginx = start_nginx(root, port, _fresh(work / f"{name}-nginx-{mode}"), log)
+        redis = subprocess.Popen(["redis-server", "--port", str(rport), "--bind", "127.0.0.1", "--save", "",
+                                  "--appendonly", "no"], stdout=subprocess.DEVNULL)
+        base = f"http://127.0.0.1:{port}"
+        addons = {"scrapy_neardup.NearDupAddon": 0, "scrapy_neardup.SharedCrawlAddon": 0}
+        procs, logs = [], []
+        try:
+            time.sleep(0.5)
+            for i in range(processes):
+                out = _fresh(work / f"{name}-{mode}-p{i}")
+                cmd = crawl_cmd(",".join(base + p for p in site.starts()), out, 1, [
+                    f"ADDONS={json.dumps(addons)}", f"REDIS_URL=redis://127.0.0.1:{rport}/0", f"JOBDIR={out / 'job'}",
+                    "NEARDUP_FRONTIER_LEASE=5", "ROBOTSTXT_OBEY=False", *MODES[mode]])
+                logs.append(out / "crawl.log")
+                with open(logs[-1], "w") as fh:
+                    procs.append(subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=fh))
+            for proc in procs:
+                proc.wait(timeout=1800)
+        finally:
+            for proc in procs:
+                proc.kill()
+            nginx.terminate()
+            nginx.wait(10)
+            redis.terminate()
+            redis.wait(10)
+        lines = [line.split(" ", 2) for line in log.read_text().splitlines()]
+        full = [t for _, status, t in lines if status == "200"]
+        seen: set[str | None] = set()
+        dup = 0
+        for t in full:
+            dup += site.truth(t) in seen
+            seen.add(site.truth(t))
+        every = {site.truth(f"/{lang}/{p}") for lang in site.langs for p in site.pages()}
+        texts = [f.read_text(errors="replace") for f in logs]
+        r = {"requests": len(full), "requests_all": len(lines), "ranged_gets": len(lines) - len(full),
+             "duplicate_downloads": dup, "contents": len(seen), "contents_lost": len(every - seen),
+             "traps_lost": sorted(set(site.traps) - set(full)),
+             "rule_stats": dict(sum((Counter({k: int(v) for k, v in re.findall(
+                 r"'neardup/url_rules/(\w+)': (\d+)", t)}) for t in texts), Counter()))}
+        results[mode] = r
+        print(name, mode, r, flush=True)
+    plain = results["plain"]
+    for mode, r in results.items():
+        if mode != "plain":
+            r["saved_vs_plain"] = round(1 - r["duplicate_downloads"] / plain["duplicate_downloads"], 3)
+            r["requests_vs_plain"] = round(r["requests_all"] / plain["requests_all"], 3)
+    return {"site": name, **results}
+
+
 def _fresh(path: Path) -> Path:
     shutil.rmtree(path, ignore_errors=True)
     path.mkdir(parents=True)
@@ -378,6 +444,8 @@ def main() -> None:
                 # places in each (a third of every folder); "-files": each copy a file of its own
                 rows.append(mirror_site(work, {"plain": MODES["plain"], "rules": MODES["rules"]}, name=name,
                                         linked=linked, scattered=8, scatter_in=("guide", "api", "faq")))
+        if "mirror-shared" in sites:  # the mirror by two processes sharing Redis (frontier, store, rule book)
+            rows.append(shared_mirror_site(work))
         if "sqlite3-doc" in sites:
             rows.append(static_site(a.data, "sqlite3-doc", ["/index.html"], work))
         if "developers-reference" in sites:  # mirrored language trees, partly translated

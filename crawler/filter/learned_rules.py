@@ -371,22 +371,17 @@ class LearnedRules:
         self._written += 1
 
     def _came_whole(self, spec: str, url: str, copy: str) -> bool:
-        """Whether a ranged GET confirming ``url`` as a copy of ``copy`` (fetched pages both) under
-        rule ``spec`` comes, or came, whole in its answer, at the cost of the one request a plain
-        crawl makes: both have a strong ``ETag`` and they differ (``If-Range``), the rule's ranged GETs
-        carry ``If-Range`` (``_copy_came_whole``), and neither page was made whole after its ranged
-        GET's bytes did not match (a server that ignores ``If-Range``).
-        For ``RuleBook``: such a miss leaves a rule that acts only through confirmation acting.
-        Asked per counter-example against such a rule: one look-up round."""
-        if url in self._made_whole or copy in self._made_whole or self.book.if_range_off(spec):
-            return False
-        try:
-            found = self.book.store.heads([self._key(url), self._key(copy)])
-        except FILE_ERRORS as exc:
-            self._unavailable(exc)
-            return False
-        etags = [f[1] if f is not None else None for f in found]
-        return None not in etags and etags[0] != self.book.predicted_etag(spec, etags[1])
+        """Whether the miss ``url`` != ``copy`` (fetched pages both) under rule ``spec`` cost no request
+        more than a plain crawl makes: neither page was made whole after its ranged GET's bytes did not
+        match (``confirmation``). A page that came whole in the answer to its ranged GET (another ETag than
+        the one ``If-Range`` named: a translated page), or that was fetched as a plain GET (met before the
+        rule acted, explored, or where ranges do not pay), cost a plain crawl's one request.
+        For ``RuleBook``: such a miss leaves a rule that acts only through confirmation acting; the first
+        that cost a request more retires it, so a rule costs at most one request more than a plain crawl.
+        (A trap met before the rule acted, a page of its copy's ETag and other bytes fetched whole, retired
+        the rule as if it had cost one: the mirror's ``api/`` rules, whose copies were then all downloaded
+        whole.) O(1)."""
+        return url not in self._made_whole and copy not in self._made_whole
 
     def _copy_came_whole(self, request: Request, response: Response) -> None:
         """A ranged GET's whole answer (its ETag was not the predicted copy's, ``If-Range``): if its
@@ -408,14 +403,20 @@ class LearnedRules:
             return
         try:
             found = self.book.store.heads([self._key(target)])[0]
+            page_etag = found[1] if found is not None else None
             raw = response.headers.get(b"ETag")
-            changes = change_of(found[1], raw.decode("latin-1")) \
-                if found is not None and found[1] and raw and raw.startswith(b'"') and not _decoded(response) else None
+            etag = raw.decode("latin-1") if raw and raw.startswith(b'"') and not _decoded(response) else None
+            if page_etag and etag is not None and etag in (page_etag, self.book.predicted_etag(spec, page_etag)):
+                # (asked before the rule knew its copies' ETag, a request in flight or retried: known now; or a
+                # copy with its page's own ETag where the others have their own, a tree partly linked: this copy
+                # came whole, at a plain crawl's cost, and the rest is as it was)
+                return
+            changes = change_of(page_etag, etag) if page_etag and etag is not None else None
             if changes is not None and self.book.learn_etag_change(spec, changes):
                 self.stats.inc_value("neardup/url_rules/etag_learned")
                 logger.info("URL rule %s: a copy came whole in the answer to its ranged GET (%s, ETag %s against "
-                            "its page's %s): its ranged GETs carry ETags made so", spec, response.url,
-                            raw.decode("latin-1"), found[1])
+                            "its page's %s): its ranged GETs carry ETags made so", spec, response.url, etag,
+                            page_etag)
                 return
             turned = self.book.turn_if_range_off(spec)
         except FILE_ERRORS as exc:

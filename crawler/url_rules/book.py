@@ -65,7 +65,7 @@ from urllib.parse import quote_plus, urlencode
 import mmh3
 
 from .etags import MAX_CHANGES, Changes, predicted
-from .rules import Parts, UrlRule, derive, host_of, narrower, parts_of, scope_of, touches, url_of
+from .rules import Parts, UrlRule, derive, host_of, narrower, parts_of, scope_of, section_of, touches, url_of
 from .storage import Avoided, Storage, open_storage, read_book
 
 logger = logging.getLogger(__name__)
@@ -84,6 +84,8 @@ VALUE = "value "  # + the rule's line, a tab, the scope, a tab and a parameter's
 #: whose ``?page=2`` (and ``?page=1``) give page 1 back teach ``param page`` with two values, which say
 #: nothing of ``page=2`` or ``page=3`` elsewhere; session ids show three in two or three pairs.
 VALUES_ANY = 3
+WHERE = "where "  # + a prefix rule's line, a tab and a section where one of its pairs agreed (either side's,
+# ``rules.section_of``): it acts there (``_acts_in``); a setting each, as ``SCOPE``
 ETAG = "etag "  # + the rule's line, a tab, an ETag part's index, a tab and its value in a fetched page: its value
 # in a copy (``etags.change_of``; a setting each, so that processes sharing a book only ever add to it)
 MAX_RULES_PER_HOST = 256  # (a site of 12 language trees of a few sections each: ~200 prefix rules)
@@ -104,12 +106,25 @@ SUB_TREE_MIN_EVIDENCE = 1
 
 
 def _in_scope(st: RuleState, scope: str) -> bool:
-    """Whether rule ``st`` acts on URLs of ``scope`` (``rules.scope_of``): a path rule, or a pinned one,
-    anywhere it touches; a parameter rule only where a pair of its own agreed. Learned from
-    ``/articles/a7.html?page=2`` = ``a7.html``, ``param page`` left out the second pages of every
-    category (``/cat/c10?page=2``: other products): a helper's breadth-first crawl of a shop never fetched
-    46% of its distinct pages. O(1)."""
+    """Whether parameter rule ``st`` acts on URLs of ``scope`` (``rules.scope_of``): pinned, anywhere; else
+    only where a pair of its own agreed. Learned from ``/articles/a7.html?page=2`` = ``a7.html``, ``param
+    page`` left out the second pages of every category (``/cat/c10?page=2``: other products): a helper's
+    breadth-first crawl of a shop never fetched 46% of its distinct pages. O(1)."""
     return st.rule.kind != "param" or st.pinned or (scope in st.scopes and scope not in st.against)
+
+
+def _acts_in(st: RuleState, path: str) -> bool:
+    """Whether rule ``st`` acts on a URL of ``path``: a parameter rule in the scopes of ``_in_scope``; a prefix
+    rule only in the sections (``rules.section_of``) where a pair of its own agreed, on either side, unless it
+    is pinned or a sub-tree rule (confirmed by content); a suffix rule anywhere it touches. Learned from ten
+    copies under ``/fr/api/``, ``prefix /fr/ /en/`` left out the translated front page and ``intro/`` of a
+    mirror that a shared crawl met in another order than its start pages' (61 distinct pages never
+    fetched). O(len(path))."""
+    if st.rule.kind == "param":
+        return _in_scope(st, scope_of(path))
+    if st.rule.kind != "prefix" or st.pinned or st.rule.sub_tree:
+        return True
+    return section_of(st.rule, path) in st.scopes
 
 
 def _tokens(rule: UrlRule, parts: Parts) -> dict[str, str]:
@@ -279,12 +294,15 @@ class RuleBook:
         """Read the rules and their counts again (a shared book: what the other
         processes learned and retired)."""
         known = {st.rule.spec: st for st in self.rules()}
+        others: list[RuleState] = []  # (rules another process made since this book's first look)
         for row in self.store.rules():
             st = known.get(row["spec"])
             if st is None:
                 rule = UrlRule.parse(row["spec"])
                 st = RuleState(rule, CANDIDATE, pinned=any(p == rule for p in self.pins))
                 self._add_rule(st)
+                if self._refreshed:
+                    others.append(st)
             self._update(st, row)
         values: dict[tuple[str, str], set[str]] = {}
         settings = self.store.settings()
@@ -304,6 +322,12 @@ class RuleBook:
                 st = self._by_spec(spec)
                 if st is not None and index.isdigit():
                     st.etag_changes[int(index), was] = value
+        for name in settings:  # (the sections where a path rule's pairs agreed, here or in another process)
+            if name.startswith(WHERE):
+                spec, _, scope = name[len(WHERE):].rpartition("\t")
+                st = self._by_spec(spec)
+                if st is not None:
+                    st.scopes.add(scope)
         for name in settings:  # (the sections where this or another process met a counter-example first)
             if name.startswith(AGAINST):
                 spec, _, scope = name[len(AGAINST):].rpartition("\t")
@@ -318,8 +342,20 @@ class RuleBook:
                 self._against(st, min(st.scopes & st.against), save=False)
         for st in self.rules():
             # (a book written before scopes were kept: its parameter rule acts where its example pair agreed)
-            if st.rule.kind == "param" and not st.scopes and st.example and st.evidence:
-                st.scopes.add(scope_of(parts_of(st.example.split(" = ")[0])[2]))
+            if not st.scopes and st.example and st.evidence:
+                # (a book written before: a parameter rule acts where its example pair agreed, a path rule on
+                # either side of it)
+                if st.rule.kind == "param":
+                    st.scopes.add(scope_of(parts_of(st.example.split(" = ")[0])[2]))
+                elif st.rule.kind == "prefix":
+                    st.scopes.update(section_of(st.rule, parts_of(u)[2]) for u in st.example.split(" = "))
+        for st in others:
+            # The pages this process met before it knew the rule were judged by no one against it if they came
+            # after its maker tried it on the pages then (``_backfill``): a translated front page met here was
+            # never the counter-example it is, and whole-language rules of a shared crawl acted on 10 pairs and
+            # lost 61 distinct pages of the bench mirror. They are judged now (the pairs judged already, once).
+            if st.live:
+                self._backfill(st)
         self._refreshed = time.monotonic()
 
     def _merge_values(self, st: RuleState, scope: str, seen: set[str] | None) -> set[str] | None:
@@ -389,6 +425,8 @@ class RuleBook:
             logger.warning("URL rule retired: %s (%s)", st.rule.spec, st.counter_example)
         if st.state == RETIRED and was != RETIRED:
             self.store.drop_forms(st.rule.spec)  # (never looked at again)
+        if st.state == RETIRED and was == ACTIVE:
+            self._narrow(st)
             if st.rule.kind == "param":
                 self._reform(st)
             self.store.commit()  # (a retirement is never lost: a resumed crawl must not act on the rule again)
@@ -424,7 +462,7 @@ class RuleBook:
         if live:
             firsts = self.store.set_forms([(st.rule.spec, self._form(st, url), url, fp) for st in live])
             strip = self._stripper(host, scope_of(path))  # (as the forms were made: a rule retired meanwhile changes it)
-            for st, first in zip(live, firsts):
+            for st, _, first in self._once([(st, url, first) for st, first in zip(live, firsts)]):
                 self._judge(st, url, fp, first, strip)
         if duplicate_of and duplicate_of != url:
             dup = url_of(self._strip(parts_of(url)))
@@ -434,17 +472,37 @@ class RuleBook:
                 # the pair may still be evidence of the sub-tree it is in (/de/mod/ -> /en/mod/).
                 while rule is not None and (was := self._state_of(rule)) is not None and was.state == RETIRED:
                     rule = narrower(rule, dup) if self.narrow else None
-                if rule is not None and self._state_of(rule) is None and not self._forbidden(rule) \
-                        and len(self.by_host.get(rule.host, ())) < MAX_RULES_PER_HOST:
-                    st = RuleState(rule, CANDIDATE)
-                    self._add_rule(st)
-                    if self.store.create(rule.spec, rule.host):
-                        self._backfill(st)
-                    else:  # (another process made it first, and tried it on the pages then)
-                        self._update(st, self.store.bump(rule.spec))
+                if rule is not None:
+                    self._suggest(rule)
         self.store.maybe_commit()
         if time.monotonic() - self._refreshed >= REFRESH_EVERY:
             self.refresh()
+
+    def _suggest(self, rule: UrlRule) -> None:
+        """Make ``rule`` a candidate, tried on the pages met so far, unless the book has it, it is forbidden,
+        or its host has ``MAX_RULES_PER_HOST``. O(the host's pages it touches, up to ``BACKFILL``)."""
+        if self._state_of(rule) is not None or self._forbidden(rule) \
+                or len(self.by_host.get(rule.host, ())) >= MAX_RULES_PER_HOST:
+            return
+        st = RuleState(rule, CANDIDATE)
+        self._add_rule(st)
+        if self.store.create(rule.spec, rule.host):
+            self._backfill(st)
+        else:  # (another process made it first, and tried it on the pages then)
+            self._update(st, self.store.bump(rule.spec))
+
+    def _narrow(self, retired: RuleState) -> None:
+        """Prefix rule ``retired`` acted and met a counter-example: the sub-tree rules of the sections where
+        its pairs agreed (``/fr/api/`` -> ``/en/api/``, ``rules.narrower``) are suggested at once, tried on the
+        pages met so far, so that the requests it had left out, made again, are confirmed by content where
+        its copies were (before, a sub-tree rule came only with a pair met after the retirement: the requests
+        were downloaded whole). Only with ``narrow`` (confirmation by content on). O(its sections)."""
+        if not self.narrow or retired.rule.kind != "prefix" or retired.rule.sub_tree:
+            return
+        for section in sorted(retired.scopes):
+            sub = narrower(retired.rule, f"http://{retired.rule.host}{section}x") if "#" not in section else None
+            if sub is not None:
+                self._suggest(sub)
 
     def _form(self, st: RuleState, url: str) -> str:
         """``url``'s form under a rule; for a path rule, without the parameters
@@ -510,6 +568,11 @@ class RuleBook:
                 if added is not None:  # (settings only added: at most VALUES_ANY + 1 a parameter and scope)
                     self.store.save_settings({**({f"{SCOPE}{st.rule.spec}\t{scope}": "v"} if new_scope else {}),
                                               **{f"{VALUE}{st.rule.spec}\t{scope}\t{v}": "1" for v in added}})
+            elif st.rule.kind == "prefix" and not st.rule.sub_tree:  # (it acts where its pairs agreed: ``_acts_in``)
+                new = {section_of(st.rule, parts_of(u)[2]) for u in (url, first[0])} - st.scopes
+                if new:
+                    st.scopes |= new
+                    self.store.save_settings({f"{WHERE}{st.rule.spec}\t{scope}": "1" for scope in new})
             counts = self.store.bump(st.rule.spec, evidence=1, example=st.example)
         elif self._free_miss(st, url, first[0]):
             # A rule acting only through confirmation predicts which fetched page a request's bytes
@@ -552,10 +615,19 @@ class RuleBook:
             chunk = pages[start : start + 1000]
             chunk = [(url, fp) for url, fp in chunk if touches(st.rule, parts_of(url)[2])]
             firsts = self.store.set_forms([(st.rule.spec, self._form(st, url), url, fp) for url, fp in chunk])
-            for (url, fp), first in zip(chunk, firsts):
+            fps = dict(chunk)
+            for (_, url, first) in self._once([(st, url, first) for (url, _), first in zip(chunk, firsts)]):
                 if not st.live:
                     return
-                self._judge(st, url, fp, first, self._stripper(st.rule.host, scope_of(parts_of(url)[2])))
+                self._judge(st, url, fps[url], first, self._stripper(st.rule.host, scope_of(parts_of(url)[2])))
+
+    def _once(self, pairs: list[tuple[RuleState, str, tuple[str, int] | None]]
+              ) -> list[tuple[RuleState, str, tuple[str, int]]]:
+        """Of (rule, page, its form's first page), those to judge: a pair (the first is another page) that no
+        process of the book has judged yet (``Storage.judge_once``, one round). O(len(pairs))."""
+        ask = [(st, url, first) for st, url, first in pairs if first is not None and first[0] != url]
+        claimed = self.store.judge_once([(st.rule.spec, url) for st, url, _ in ask])
+        return [(st, url, first) for (st, url, first), new in zip(ask, claimed) if new]
 
     # -- acting -------------------------------------------------------------------
 
@@ -594,14 +666,18 @@ class RuleBook:
         """A copy came whole under the rule ``spec`` with an ETag that differs from its page's
         by ``changes`` (``etags.change_of``): its later ranged GETs carry ETags made so
         (``predicted_etag``). False when the rule knows them already (its prediction did not
-        bring the range: a server that ignores ``If-Range``) or would know more than
-        ``etags.MAX_CHANGES``: the caller turns ``If-Range`` off instead. Kept with the rule and
+        bring the range: a server that ignores ``If-Range``), knows another change of the same part
+        (copies written at two times), or would know more than ``etags.MAX_CHANGES`` (in this
+        process): the caller turns ``If-Range`` off instead. Kept with the rule and
         committed at once, as ``turn_if_range_off``. O(1)."""
         st = self._state_of(_parsed(spec))
         if st is None or st.if_range_off:
             return False
         new = {k: v for k, v in changes.items() if st.etag_changes.get(k) != v}
-        if not new or len(st.etag_changes) + len(new) > MAX_CHANGES:
+        if not new or len(st.etag_changes) + len(new) > MAX_CHANGES \
+                or any(k in st.etag_changes for k in new):
+            # (known; too many; or another change of a part a change is known of: copies of pages of one time
+            # written at two times, which no prediction follows. Learnt again and again, each copy came whole)
             return False
         st.etag_changes.update(new)
         self.store.save_settings({f"{ETAG}{spec}\t{i}\t{was}": now for (i, was), now in new.items()})
@@ -645,8 +721,8 @@ class RuleBook:
             # parameter rule on a value seen must not cost a request a suffix or prefix rule saves)
             if (taken is not None and not self.confirmed_only(taken[0], url)) or first is None or first[0] == url:
                 continue
-            if not _in_scope(st, scope := scope_of(parts_of(url)[2])) \
-                    or not _acts_on_values(st, scope, parts_of(url), parts_of(first[0])):
+            if not _acts_in(st, parts_of(url)[2]) \
+                    or not _acts_on_values(st, scope_of(parts_of(url)[2]), parts_of(url), parts_of(first[0])):
                 continue  # (made: its answer is the rule's first evidence there, or its counter-example)
             if st.rule.kind != "param" and parts_of(first[0])[2] == parts_of(url)[2]:
                 # (the two differ in their query alone: a parameter rule's to claim, not a path rule whose form

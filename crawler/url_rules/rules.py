@@ -205,6 +205,27 @@ def scope_of(path: str) -> str:
     return "/" + "".join(("#" if d.isdigit() else d) + "/" for d in dirs)
 
 
+def section_of(rule: UrlRule, path: str) -> str:
+    """The part of a site where a pair for ``rule`` says something: for a prefix rule, the side of it
+    ``path`` lies under and the directory below it (``/fr/api/``; the side itself for a page directly
+    under it; digits standing for any, as ``scope_of``), else ``scope_of(path)``. A prefix rule
+    learned from copies in one language's ``api/`` says nothing of its ``intro/``, which may be
+    translated. O(len(path)).
+
+    >>> r = UrlRule("prefix", "h", "/fr/", "/en/")
+    >>> section_of(r, "/fr/api/p0.html"), section_of(r, "/en/index.html"), section_of(r, "/fr/2024/a.html")
+    ('/fr/api/', '/en/', '/fr/#/')
+    >>> section_of(UrlRule("prefix", "h", "/mirror/", "/"), "/doc/3/")
+    '/doc/'
+    """
+    if rule.kind == "prefix":
+        for side in sorted((rule.a, rule.b), key=len, reverse=True):  # (the longer first: "/" holds every path)
+            if path.startswith(side):
+                head, sep, _ = path[len(side):].partition("/")
+                return side + ("#" if head.isdigit() else head) + "/" if sep else side
+    return scope_of(path)
+
+
 def _ordered(kind: str, host: str, x: str, y: str) -> UrlRule:
     """The rule mapping the longer of two sides onto the shorter (ties: the
     greater onto the smaller), so a pair suggests one rule whichever came first."""

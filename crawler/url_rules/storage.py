@@ -96,6 +96,12 @@ class Storage(Protocol):
         """For each (spec, form, url, fp), in one round: make (url, fp) the form's
         first page unless it has one; None, or the one it has."""
 
+    def judge_once(self, asks: list[tuple[str, str]]) -> list[bool]:
+        """For each (spec, url), in one round: whether this is the first time the page is judged
+        against its form's first under the rule, in any process of the book. A process that learns
+        of a rule another made judges the pages it met before (``RuleBook.refresh``), which the
+        other may have judged already: a pair counts once."""
+
     def drop_forms(self, spec: str) -> None: ...
 
     def query_forms(self, spec: str) -> list[tuple[str, str, int]]:
@@ -313,6 +319,9 @@ class SqliteStorage:
             out.append(None if cur.rowcount else self._form(spec, form))
         return out
 
+    def judge_once(self, asks: list[tuple[str, str]]) -> list[bool]:
+        return [True] * len(asks)  # (one process: no other learns a rule and judges its pages again)
+
     def drop_forms(self, spec: str) -> None:
         self.db.execute("DELETE FROM forms WHERE rule = ?", (self._ids[spec],))
 
@@ -412,6 +421,7 @@ class RedisStorage:
                                 "nir:<spec>" -> 1 (``set_if_range_off``)
         NAME:rules:p:<host>     hash: page URL -> fingerprint (8 bytes)
         NAME:rules:<rule>:f     hash: form -> fingerprint (8 bytes) + URL of its first page
+        NAME:rules:<rule>:j     set: the 8-byte hashes of the URLs judged under the rule (``judge_once``)
         NAME:rules:a            hash: avoided URL -> {"rule": ..., "target": ..., "request": ..., "nonce": ...}
         NAME:rules:settings     hash: name -> value (``save_settings``)
         NAME:rules:h            hash: page key (8 bytes) -> head (8 bytes) + ETag (``set_heads``)
@@ -504,8 +514,17 @@ class RedisStorage:
         replies = pipe.execute()
         return [None if replies[2 * i] else self._page(replies[2 * i + 1]) for i in range(len(asks))]
 
+    def judge_once(self, asks: list[tuple[str, str]]) -> list[bool]:
+        if not asks:
+            return []
+        pipe = self.client.pipeline(transaction=False)
+        for spec, url in asks:  # (a set of the 8-byte hashes of the URLs judged under the rule)
+            pipe.sadd(f"{self._rule(spec)}:j", mmh3.hash64(url, signed=False)[0].to_bytes(8, "big"))
+        return [bool(added) for added in pipe.execute()]
+
     def drop_forms(self, spec: str) -> None:
         self.client.delete(f"{self._rule(spec)}:f")
+        self.client.delete(f"{self._rule(spec)}:j")  # (apart: on a cluster the two may be in two slots)
 
     def query_forms(self, spec: str) -> list[tuple[str, str, int]]:
         out = []

@@ -24,6 +24,7 @@ import hashlib
 import json
 import logging
 import re
+import sys
 from collections import OrderedDict
 from dataclasses import dataclass
 from decimal import Decimal
@@ -267,9 +268,10 @@ def _str(value: Any) -> str | None:
 
 def _int(digits: str) -> int | Decimal:
     """A JSON integer as Python reads it, or a ``Decimal`` past the digits Python converts to an
-    ``int`` (4,300 by default, a guard against slow conversions): valid JSON, which must not cost
-    its line for a field nobody reads."""
-    return int(digits) if len(digits) <= 4000 else Decimal(digits)
+    ``int`` (``sys.get_int_max_str_digits``, 4,300 by default, a guard against slow conversions):
+    valid JSON, which must not cost its line for a field nobody reads."""
+    limit = sys.get_int_max_str_digits()
+    return int(digits) if not limit or len(digits) <= limit else Decimal(digits)
 
 
 def load_line(payload: bytes | str) -> Any:
