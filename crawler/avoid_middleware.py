@@ -67,6 +67,14 @@ class AvoidMiddleware:
             return response
         out = rules.confirmation(request, response)
         if out is None:
-            AckTracker.of(self.crawler).left_out(request_id(request), request.errback is not None)
+            tracker, rid = AckTracker.of(self.crawler), request_id(request)
+            if request.errback is not None:
+                # (the failure path, as an exception of the download takes: Scrapy hands one raised here to the
+                # errback but to no middleware's process_exception, so the frontier never heard of it, and a
+                # CrawlSpider's confirmed copies, whose requests all have an errback, were made again at each
+                # resume and given up "in flight, answered, at 4 kills")
+                tracker.failed(rid)
+            else:
+                tracker.left_out(rid, False)
             raise IgnoreRequest(f"a ranged GET confirmed {request.url} is a copy of a fetched page")
         return out
