@@ -847,7 +847,7 @@ def test_no_if_range_with_the_etag_of_a_compressed_body(tmp_path):
     from scrapy.downloadermiddlewares.httpcompression import HttpCompressionMiddleware
     from scrapy.http import HtmlResponse
 
-    rules, bodies = confirming_rules(tmp_path, "en", "de", (6, 7, 8))
+    rules, bodies = confirming_rules(tmp_path, "en", "de", (6, 7, 8, 9, 10))
     url = f"{H}/en/api/p6.html"
     rules._keep_head(url, HtmlResponse(url, body=bodies[6], headers={"ETag": '"gz-6"', "Content-Length": str(len(bodies[6]))}))
     url, packed = f"{H}/en/api/p7.html", gzip.compress(bodies[7])
@@ -864,10 +864,20 @@ def test_no_if_range_with_the_etag_of_a_compressed_body(tmp_path):
     decoded = HttpCompressionMiddleware.from_crawler(rules.crawler).process_response(request, sent)
     assert b"Content-Length" not in decoded.headers and decoded.request is request
     rules._keep_head(url, decoded)
-    asked = {i: Request(f"{H}/de/api/p{i}.html") for i in (6, 7, 8)}
+    # nginx's gzip (dynamic): the compressed answer's ETag is the identity's strong one, weakened
+    url, request = f"{H}/en/api/p9.html", Request(f"{H}/en/api/p9.html")
+    sent = HtmlResponse(url, body=gzip.compress(bodies[9]), headers={"ETag": 'W/"ng-9"', "Content-Encoding": "gzip"},
+                        request=request)
+    rules.crawler.signals.send_catch_log(signals.response_downloaded, response=sent, request=request, spider=None)
+    rules._keep_head(url, HttpCompressionMiddleware.from_crawler(rules.crawler).process_response(request, sent))
+    # (a weak ETag of a body sent as it is: not the identity's strong one of anything)
+    url = f"{H}/en/api/p10.html"
+    rules._keep_head(url, HtmlResponse(url, body=bodies[10], headers={"ETag": 'W/"w-10"'}))
+    asked = {i: Request(f"{H}/de/api/p{i}.html") for i in (6, 7, 8, 9, 10)}
     assert rules.avoided(list(asked.values()), None, scheduled=True) == set()
     assert asked[6].headers.get(b"If-Range") == b'"gz-6"' and b"Range" in asked[6].headers
-    for i in (7, 8):
+    assert asked[9].headers.get(b"If-Range") == b'"ng-9"' and b"Range" in asked[9].headers
+    for i in (7, 8, 10):
         assert b"If-Range" not in asked[i].headers and b"Range" in asked[i].headers
     rules.close()
 
@@ -1662,3 +1672,39 @@ def test_copies_asked_for_before_their_etag_was_learned_or_with_their_pages_own_
     rules._downloaded(HtmlResponse(other.url, body=bodies[6], headers={"ETag": '"v3-6"'}, request=other), other)
     assert crawler.stats.get_value("neardup/url_rules/if_range_off") == 1 and book.if_range_off(sub)
     rules.close()
+
+
+def test_a_prefix_rule_of_byte_for_byte_copies_acts_only_through_confirmation(tmp_path):
+    """A language or version tree whose copies are byte-for-byte ones (symlinks, a fallback, files copied) is
+    what a ranged GET confirms, and what serves translated or changed pages beside its copies: its prefix rule
+    acts only through confirmation, from its first pair, as a sub-tree rule does, and a translated page that
+    cost a plain crawl's request leaves it acting. Acting unconfirmed after 10 pairs, a helper's depth-first
+    crawls lost translated front pages and pages changed between versions. A rule whose pairs differ in bytes
+    (a mobile or print template) cannot be confirmed so: it acts unconfirmed, after 10 pairs, in the
+    sections of its pairs. Kept with the book."""
+    spec, other = "prefix h.test /fr/ /en/", "prefix h.test /p/ /m/"
+    kw = dict(max_distance=3, min_evidence=10, explore=0.0, narrow=True, came_whole=lambda s, u, c: True)
+    book = RuleBook(tmp_path / "b.sqlite3", **kw, same_bytes=lambda u, o: "/fr/" in u + o or None)
+    book.observe(f"{H}/en/a.html", 1 << 40)
+    book.observe(f"{H}/fr/a.html", 1 << 40, duplicate_of=f"{H}/en/a.html")
+    book.observe(f"{H}/en/b.html", 2 << 40)
+    states = {st.rule.spec: st for st in book.rules()}
+    assert states[spec].state == ACTIVE and states[spec].confirm
+    assert book.avoid(f"{H}/fr/b.html")[:2] == (spec, f"{H}/en/b.html") and book.confirmed_only(spec, f"{H}/fr/b.html")
+    book.observe(f"{H}/en/index.html", 3 << 40)
+    book.observe(f"{H}/fr/index.html", (3 << 40) ^ 0xFF_FFFF)  # (translated: it came whole, a plain crawl's cost)
+    assert states[spec].state == ACTIVE
+    for i in range(3):  # (bytes unknown, then different: near-duplicate templates)
+        book.observe(f"{H}/p/{i}.html", (i + 5) << 40)
+        book.observe(f"{H}/m/{i}.html", (i + 5) << 40, duplicate_of=f"{H}/p/{i}.html")
+    states = {st.rule.spec: st for st in book.rules()}
+    assert states[other].state == CANDIDATE and states[other].confirm is None
+    book.close()
+    again = RuleBook(tmp_path / "b.sqlite3", **kw, same_bytes=lambda u, o: False)
+    again.observe(f"{H}/p/9.html", 9 << 40)
+    again.observe(f"{H}/m/9.html", 9 << 40)
+    states = {st.rule.spec: st for st in again.rules()}
+    assert states[spec].confirm and states[spec].state == ACTIVE and again.confirmed_only(spec)
+    assert states[other].confirm is False and states[other].state == CANDIDATE and not again.confirmed_only(other)
+    assert [r["state"] for r in list_rules(tmp_path / "b.sqlite3") if r["rule"] == spec] == [ACTIVE]
+    again.close()

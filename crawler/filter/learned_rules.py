@@ -125,7 +125,8 @@ class LearnedRules:
         self.book = RuleBook(config.url_rules_file, max_distance=config.max_distance,
                              min_evidence=config.url_rules_min_evidence, explore=config.url_rules_explore,
                              pin=config.url_rules_pin, forbid=config.url_rules_forbid,
-                             narrow=config.url_rules_confirm_bytes > 0, came_whole=self._came_whole)
+                             narrow=config.url_rules_confirm_bytes > 0, came_whole=self._came_whole,
+                             same_bytes=self._same_bytes)
         self._warned = 0.0
         self._avoided_here: dict[str, str] = {}  # URL -> rule: what this run counts in neardup/requests_avoided
         self._written = self._synced = 0  # avoided requests noted / committed (the gate)
@@ -208,7 +209,8 @@ class LearnedRules:
                 continue
             spec, target, explored, target_fp = verdict
             if explored:
-                self.stats.inc_value("neardup/url_rules/explored")
+                if scheduled:  # (counted as it is made, once: an outlink is checked at each page linking it too)
+                    self.stats.inc_value("neardup/url_rules/explored")
                 continue
             found.append((request, url, spec, target, target_fp))
         if not found:
@@ -361,8 +363,12 @@ class LearnedRules:
         raw = response.headers.get(b"ETag")
         # (a weak W/"..." may not be sent; nor the ETag of a compressed body (``_decoded``), which the identity
         # that a ranged GET asks for never has: every If-Range came whole, uncompressed, 1.23 times plain's bytes
-        # under nginx's gzip_static)
-        etag = raw.decode("latin-1") if raw and raw.startswith(b'"') and not _decoded(response) else None
+        # under nginx's gzip_static. But a compressed body's weak ETag is, as nginx's gzip makes it, its
+        # identity's strong one weakened: with none, a translated page cost a ranged GET and the whole, and a
+        # helper's gzipped mirrors saved 1-3%. A wrong guess costs a copy answered whole, a plain crawl's request)
+        compressed = _decoded(response)
+        etag = raw.decode("latin-1") if raw and raw.startswith(b'"') and not compressed \
+            else raw[2:].decode("latin-1") if raw and raw.startswith(b'W/"') and compressed else None
         try:
             self.book.store.set_heads([(self._key(url), head, etag)])
         except FILE_ERRORS as exc:
@@ -382,6 +388,20 @@ class LearnedRules:
         the rule as if it had cost one: the mirror's ``api/`` rules, whose copies were then all downloaded
         whole.) O(1)."""
         return url not in self._made_whole and copy not in self._made_whole
+
+    def _same_bytes(self, url: str, other: str) -> bool | None:
+        """Whether fetched pages ``url`` and ``other`` are byte-for-byte the same, as far as their heads
+        tell (length, the window's place and its hash: ``_keep_head``); None when a head is unknown or
+        has no window. For ``RuleBook``: a prefix rule of such copies acts only through confirmation.
+        One look-up round."""
+        try:
+            found = self.book.store.heads([self._key(url), self._key(other)])
+        except FILE_ERRORS as exc:
+            self._unavailable(exc)
+            return None
+        if any(f is None or not f[0] for f in found):
+            return None
+        return found[0][0] == found[1][0]  # type: ignore[index]
 
     def _copy_came_whole(self, request: Request, response: Response) -> None:
         """A ranged GET's whole answer (its ETag was not the predicted copy's, ``If-Range``): if its

@@ -84,6 +84,8 @@ VALUE = "value "  # + the rule's line, a tab, the scope, a tab and a parameter's
 #: whose ``?page=2`` (and ``?page=1``) give page 1 back teach ``param page`` with two values, which say
 #: nothing of ``page=2`` or ``page=3`` elsewhere; session ids show three in two or three pairs.
 VALUES_ANY = 3
+CONFIRM = "confirm "  # + a prefix rule's line: "1" when its first pair whose bytes were known was a byte-for-byte
+# copy (it acts only through confirmation by content, ``RuleState.confirm``), "0" when not
 WHERE = "where "  # + a prefix rule's line, a tab and a section where one of its pairs agreed (either side's,
 # ``rules.section_of``): it acts there (``_acts_in``); a setting each, as ``SCOPE``
 ETAG = "etag "  # + the rule's line, a tab, an ETag part's index, a tab and its value in a fetched page: its value
@@ -122,7 +124,7 @@ def _acts_in(st: RuleState, path: str) -> bool:
     fetched). O(len(path))."""
     if st.rule.kind == "param":
         return _in_scope(st, scope_of(path))
-    if st.rule.kind != "prefix" or st.pinned or st.rule.sub_tree:
+    if st.rule.kind != "prefix" or st.pinned or st.confirmed:
         return True
     return section_of(st.rule, path) in st.scopes
 
@@ -194,10 +196,11 @@ def _draw(url: str) -> int:
     return mmh3.hash(url_of(parts_of(url)).split("/", 3)[-1], signed=False)
 
 
-def min_evidence_of(rule: UrlRule, min_evidence: int) -> int:
+def min_evidence_of(rule: UrlRule, min_evidence: int, confirm: bool | None = None) -> int:
     """The agreeing pairs ``rule`` needs to act: ``min_evidence``, and for a
-    sub-tree rule (confirmed by content) at most ``SUB_TREE_MIN_EVIDENCE``."""
-    return min(min_evidence, SUB_TREE_MIN_EVIDENCE) if rule.sub_tree else min_evidence
+    rule confirmed by content (a sub-tree rule, or a prefix rule of byte-for-byte
+    copies, ``confirm``) at most ``SUB_TREE_MIN_EVIDENCE``."""
+    return min(min_evidence, SUB_TREE_MIN_EVIDENCE) if rule.sub_tree or confirm else min_evidence
 
 
 def state_of(evidence: int, counter: int, min_evidence: int, *, pinned: bool = False,
@@ -225,6 +228,15 @@ class RuleState:
     if_range_off: bool = False  # (``RuleBook.turn_if_range_off``)
     #: how a copy's ETag differs from its page's under the rule (``RuleBook.learn_etag_change``)
     etag_changes: Changes = field(default_factory=dict)
+    #: a prefix rule whose copies are byte-for-byte ones acts only through confirmation by content, as a
+    #: sub-tree rule does (``RuleBook._judge``, ``CONFIRM``); None: not known yet
+    confirm: bool | None = None
+
+    @property
+    def confirmed(self) -> bool:
+        """Whether it acts only through confirmation by content (a sub-tree rule, or a prefix rule of
+        byte-for-byte copies), unless pinned. O(1)."""
+        return not self.pinned and (self.rule.sub_tree or bool(self.confirm))
     #: a parameter rule's scopes (``rules.scope_of``) where a pair agreed: it acts there only (kept in the
     #: book's settings, ``SCOPE``, read again with the rules)
     scopes: set[str] = field(default_factory=set)
@@ -258,10 +270,14 @@ class RuleBook:
 
     def __init__(self, location: str | Path | None, *, max_distance: int = 3, min_evidence: int = 10,
                  explore: float = 0.05, pin: Iterable[str] = (), forbid: Iterable[str] = (),
-                 narrow: bool = False, came_whole: Callable[[str, str, str], bool] | None = None) -> None:
+                 narrow: bool = False, came_whole: Callable[[str, str, str], bool] | None = None,
+                 same_bytes: Callable[[str, str], bool | None] | None = None) -> None:
         self.k = max_distance
         self.narrow = narrow
         self.came_whole = came_whole
+        #: whether two fetched pages are byte-for-byte the same (their heads: length and window), None when
+        #: not known (``_judge``: a prefix rule of such copies acts only through confirmation)
+        self.same_bytes = same_bytes
         self.min_evidence = min_evidence
         self.explore = explore
         self.forbid = [UrlRule.parse(line) for line in forbid]
@@ -322,6 +338,12 @@ class RuleBook:
                 st = self._by_spec(spec)
                 if st is not None and index.isdigit():
                     st.etag_changes[int(index), was] = value
+        for name, value in settings.items():  # (whether a prefix rule's copies are byte-for-byte ones)
+            if name.startswith(CONFIRM) and (st := self._by_spec(name[len(CONFIRM):])) is not None \
+                    and st.confirm is None:
+                st.confirm = value == "1"
+                self._rules_changed()
+                self._update(st, {})  # (its pairs needed to act may be fewer)
         for name in settings:  # (the sections where a path rule's pairs agreed, here or in another process)
             if name.startswith(WHERE):
                 spec, _, scope = name[len(WHERE):].rpartition("\t")
@@ -411,7 +433,8 @@ class RuleBook:
             if counts.get(name) is not None:
                 setattr(st, name, counts[name])
         st.if_range_off = st.if_range_off or bool(counts.get("if_range_off"))
-        was, st.state = st.state, state_of(st.evidence, st.counter, min_evidence_of(st.rule, self.min_evidence),
+        was, st.state = st.state, state_of(st.evidence, st.counter,
+                                           min_evidence_of(st.rule, self.min_evidence, st.confirm and self.narrow),
                                            pinned=st.pinned,
                                            forbidden=self._forbidden(st.rule))
         if st.state != was:
@@ -569,6 +592,17 @@ class RuleBook:
                     self.store.save_settings({**({f"{SCOPE}{st.rule.spec}\t{scope}": "v"} if new_scope else {}),
                                               **{f"{VALUE}{st.rule.spec}\t{scope}\t{v}": "1" for v in added}})
             elif st.rule.kind == "prefix" and not st.rule.sub_tree:  # (it acts where its pairs agreed: ``_acts_in``)
+                if st.confirm is None and self.narrow and self.same_bytes is not None \
+                        and (same := self.same_bytes(url, first[0])) is not None:
+                    # Byte-for-byte copies (a symlink, a fallback, a tree copied) are what a ranged GET confirms,
+                    # and what a partly translated or versioned tree serves beside its own pages: such a rule
+                    # acts only through confirmation, as a sub-tree rule. Acting unconfirmed, whole-language rules
+                    # of a helper's mirrors, crawled depth-first, left out translated front pages (distances 28-35)
+                    # before they were met. Near-duplicates that differ in bytes (a mobile or print template)
+                    # cannot be confirmed so, and such a rule acts unconfirmed, in the sections of its pairs.
+                    st.confirm = same
+                    self.store.save_settings({f"{CONFIRM}{st.rule.spec}": "1" if same else "0"})
+                    self._rules_changed()
                 new = {section_of(st.rule, parts_of(u)[2]) for u in (url, first[0])} - st.scopes
                 if new:
                     st.scopes |= new
@@ -606,7 +640,7 @@ class RuleBook:
         plain crawl (a distinct page with its predicted copy's ``ETag``: a second, whole GET
         after the ranged one; or a server without ETags) retires it as any
         counter-example does, so that its later predictions are plain GETs."""
-        return (self.came_whole is not None and self.narrow and st.rule.sub_tree and not st.pinned
+        return (self.came_whole is not None and self.narrow and st.confirmed
                 and self.came_whole(st.rule.spec, url, first))
 
     def _backfill(self, st: RuleState) -> None:
@@ -643,7 +677,7 @@ class RuleBook:
         st = self._state_of(rule)
         if st is not None and st.pinned:
             return False
-        if rule.sub_tree:
+        if rule.sub_tree or (self.narrow and st is not None and st.confirmed):
             return True
         return (self.narrow and rule.kind == "param" and url is not None and st is not None
                 and not _any_value(st, scope_of(parts_of(url)[2])))
@@ -802,8 +836,8 @@ class RuleBook:
         if acting is None:
             acting = self._acting_by_host[host] = sorted(
                 (st for st in self._rules_for(host)
-                 if st.acting and (self.narrow or st.pinned or not st.rule.sub_tree)),
-                key=lambda st: st.rule.sub_tree and not st.pinned)
+                 if st.acting and (self.narrow or st.pinned or not st.confirmed)),
+                key=lambda st: st.confirmed)
         return acting
 
     def _acting_touching(self, host: str, path: str) -> list[RuleState]:
@@ -906,7 +940,8 @@ def list_rules(location: str | Path, *, min_evidence: int | None = None) -> list
     out = []
     for row in rows:
         rule = UrlRule.parse(row["spec"])
-        state = state_of(row["evidence"], row["counter"], min_evidence_of(rule, min_evidence), pinned=rule in pins,
+        confirm = settings.get(f"{CONFIRM}{row['spec']}") == "1"
+        state = state_of(row["evidence"], row["counter"], min_evidence_of(rule, min_evidence, confirm), pinned=rule in pins,
                          forbidden=forbidden_by(rule, forbids))
         out.append({"rule": row["spec"], "state": state,
                     "evidence": row["evidence"],
