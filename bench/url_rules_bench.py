@@ -367,6 +367,66 @@ def shared_mirror_site(work: Path, processes: int = 2, name: str = "mirror-share
     return {"site": name, **results}
 
 
+#: sites of ``bench/other_mirrors/docsite.py`` (a generator written apart from the fixtures): its arguments, and
+#: whether nginx serves them with gzip on; crawled from the start pages named
+OTHER_MIRRORS = {
+    "other-symlinks": (["--seed", "11", "--store", "symlink"], False, ["/en/", "/de/", "/ja/"]),
+    "other-copies": (["--seed", "11", "--store", "copy"], False, ["/en/", "/de/", "/ja/"]),
+    "other-header": (["--seed", "33", "--store", "symlink", "--switcher", "header"], False, ["/en/", "/de/", "/ja/"]),
+    "other-no-traps": (["--seed", "11", "--store", "symlink", "--traps", ""], False, ["/en/", "/de/", "/ja/"]),
+    "other-versions": (["--layout", "sphinx", "--mode", "version", "--seed", "66", "--switcher", "footer",
+                        "--v2-change", "0.05", "--v1-change", "0.08"], False, ["/v3/"]),
+    "other-symlinks-gzip": (["--seed", "11", "--store", "symlink"], True, ["/en/", "/de/", "/ja/"]),
+    "other-copies-gzip": (["--seed", "11", "--store", "copy"], True, ["/en/", "/de/", "/ja/"]),
+}
+
+
+def other_mirror_site(work: Path, name: str) -> dict:
+    """A site of ``OTHER_MIRRORS`` (Sphinx-like trees of 10 languages with 5-20% of each translated, planted
+    traps of their copy's length differing in their head, tail, middle or whole; or versions), served by
+    nginx, crawled by plain Scrapy and the defaults, depth-first (Scrapy's order), one request at a time.
+    A file's bytes are its content (``duplicate_downloads``, ``contents_lost``)."""
+    import hashlib
+
+    args, gzip, starts = OTHER_MIRRORS[name]
+    root = work / f"{name}-site"
+    shutil.rmtree(root, ignore_errors=True)
+    subprocess.run([sys.executable, str(ROOT / "bench" / "other_mirrors" / "docsite.py"), "--out", str(root), *args],
+                   check=True, capture_output=True)
+    served = root / "www"
+
+    def truth(target: str) -> str | None:
+        path = served / target.split("?", 1)[0].lstrip("/")
+        if path.is_dir():
+            path = path / "index.html"
+        return hashlib.md5(path.read_bytes()).hexdigest() if path.is_file() else None
+
+    results = {}
+    for mode in ("plain", "rules"):
+        port = free_port()
+        log = work / f"{name}-{mode}.log"
+        nginx = start_nginx(served, port, _fresh(work / f"{name}-nginx-{mode}"), log,
+                            "$msec $status $request_uri $body_bytes_sent", gzip=gzip)
+        try:
+            run_crawl(",".join(f"http://127.0.0.1:{port}{s}index.html" for s in starts), work / f"{name}-{mode}",
+                      MODES[mode])
+        finally:
+            nginx.terminate()
+            nginx.wait(10)
+        lines = [line.split(" ") for line in log.read_text().splitlines()]
+        full = [t for _, status, t, _ in lines if status == "200" and t != "/robots.txt"]
+        r = summarize(full, work / f"{name}-{mode}", truth)
+        r["requests_all"] = len(lines)
+        r["ranged_gets"] = sum(status == "206" for _, status, _, _ in lines)
+        r["bytes"] = sum(int(sent) for *_, sent in lines)
+        results[mode] = r
+        print(name, mode, {k: v for k, v in r.items() if k not in ("content_set", "wrong_examples")}, flush=True)
+    row = compare(name, results)
+    row["rules"]["bytes_vs_plain"] = round(results["rules"]["bytes"] / results["plain"]["bytes"], 3)
+    row["rules"]["requests_vs_plain"] = round(results["rules"]["requests_all"] / results["plain"]["requests_all"], 3)
+    return row
+
+
 def _fresh(path: Path) -> Path:
     shutil.rmtree(path, ignore_errors=True)
     path.mkdir(parents=True)
@@ -444,6 +504,9 @@ def main() -> None:
                 # places in each (a third of every folder); "-files": each copy a file of its own
                 rows.append(mirror_site(work, {"plain": MODES["plain"], "rules": MODES["rules"]}, name=name,
                                         linked=linked, scattered=8, scatter_in=("guide", "api", "faq")))
+        for name in OTHER_MIRRORS:
+            if name in sites or ("other" in sites and not name.endswith("-gzip")):
+                rows.append(other_mirror_site(work, name))
         if "mirror-shared" in sites:  # the mirror by two processes sharing Redis (frontier, store, rule book)
             rows.append(shared_mirror_site(work))
         if "sqlite3-doc" in sites:

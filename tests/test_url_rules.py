@@ -1708,3 +1708,17 @@ def test_a_prefix_rule_of_byte_for_byte_copies_acts_only_through_confirmation(tm
     assert states[other].confirm is False and states[other].state == CANDIDATE and not again.confirmed_only(other)
     assert [r["state"] for r in list_rules(tmp_path / "b.sqlite3") if r["rule"] == spec] == [ACTIVE]
     again.close()
+
+
+def test_rules_that_confirm_name_the_page_most_of_them_agree_on():
+    """Three language rules confirm ``/fr/x.html``: against ``/en/``, ``/de/`` and ``/ja/``, where ``/ja/x.html``
+    is translated. The request is compared with the content two of them have, not the first rule's page."""
+    book = RuleBook(None, max_distance=3, min_evidence=10, explore=0.0, narrow=True, same_bytes=lambda u, o: True)
+    for lang, fp in (("ja", 5 << 40), ("de", 1 << 40), ("en", 1 << 40)):  # (ja first: its rule comes first)
+        book.observe(f"{H}/{lang}/a.html", 9 << 40)
+        book.observe(f"{H}/fr/a.html", 9 << 40, duplicate_of=f"{H}/{lang}/a.html")
+    for lang, fp in (("ja", 5 << 40), ("de", 1 << 40), ("en", 1 << 40)):
+        book.observe(f"{H}/{lang}/x.html", fp)
+    assert sum(st.acting for st in book.rules()) == 3
+    spec, target, _ = book.avoid(f"{H}/fr/x.html")
+    assert target in (f"{H}/de/x.html", f"{H}/en/x.html") and book.confirmed_only(spec)

@@ -56,6 +56,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -749,6 +750,7 @@ class RuleBook:
                 for st in self._acting_touching(host_of(url), parts_of(url)[2])]
         firsts = self.store.forms([(st.rule.spec, form) for _, st, form in asks]) if asks else []
         out: list[tuple[str, str, bool, int] | None] = [None] * len(urls)
+        confirming: dict[int, Counter[int]] = {}  # (per URL, the fingerprints confirming rules name)
         for (j, st, _), first in zip(asks, firsts):
             url, taken = urls[j], out[j]
             # (a verdict only a ranged GET would confirm gives way to one that leaves the request out: a
@@ -763,6 +765,13 @@ class RuleBook:
                 # strips the section's parameters; ``prefix /m/ /`` touches every path, and booked them all)
                 continue
             if taken is not None and self.confirmed_only(st.rule.spec, url):
+                votes = confirming.setdefault(j, Counter({taken[3]: 1}))
+                votes[first[1]] += 1
+                if votes[first[1]] > votes[taken[3]]:
+                    # (rules that confirm by content name several fetched pages, each its language's or
+                    # version's: the request is compared with the content most of them have. A translated
+                    # page named by the first rule came whole, and a language's copy confirmed nothing)
+                    out[j] = (st.rule.spec, first[0], taken[2], first[1])
                 continue
             out[j] = (st.rule.spec, first[0], _draw(url) % 10_000 < self.explore * 10_000, first[1])
         # A URL fetched already (before the rule acted) is not avoided: the dupe filter
