@@ -302,6 +302,27 @@ def mirror_site(work: Path, modes: dict[str, list[str]], kills: int = 3, seed: i
     return row
 
 
+def shared_crawls(url: str, outs: list[Path], redis_url: str, settings: list[str], timeout: float = 1800) -> list[int]:
+    """A ``scrapy crawl site`` per directory of ``outs`` (its ``JOBDIR`` ``out/job``, its log
+    ``out/crawl.log``), all sharing ``redis_url`` (``SharedCrawlAddon``: frontier, store and rule
+    book), one request at a time each, started at once and run to their end (killed past
+    ``timeout`` s); their exit codes."""
+    addons = {"scrapy_neardup.NearDupAddon": 0, "scrapy_neardup.SharedCrawlAddon": 0}
+    procs: list[subprocess.Popen] = []
+    try:
+        for out in outs:
+            cmd = crawl_cmd(url, out, 1, [f"ADDONS={json.dumps(addons)}", f"REDIS_URL={redis_url}",
+                                          f"JOBDIR={out / 'job'}", "NEARDUP_FRONTIER_LEASE=5",
+                                          "ROBOTSTXT_OBEY=False", *settings])
+            cmd[1:1] = ["-W", "error::DeprecationWarning"]
+            with open(out / "crawl.log", "w") as fh:
+                procs.append(subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=fh))
+        return [proc.wait(timeout=timeout) for proc in procs]
+    finally:
+        for proc in procs:
+            proc.kill()
+
+
 def shared_mirror_site(work: Path, processes: int = 2, name: str = "mirror-shared") -> dict:
     """The language mirror (``mirror_site``'s) crawled by ``processes`` crawls sharing one
     ``redis-server`` (the shared frontier, store and rule book: ``SharedCrawlAddon``), one request at
@@ -322,23 +343,12 @@ def shared_mirror_site(work: Path, processes: int = 2, name: str = "mirror-share
         redis = subprocess.Popen(["redis-server", "--port", str(rport), "--bind", "127.0.0.1", "--save", "",
                                   "--appendonly", "no"], stdout=subprocess.DEVNULL)
         base = f"http://127.0.0.1:{port}"
-        addons = {"scrapy_neardup.NearDupAddon": 0, "scrapy_neardup.SharedCrawlAddon": 0}
-        procs, logs = [], []
+        outs = [_fresh(work / f"{name}-{mode}-p{i}") for i in range(processes)]
+        logs = [out / "crawl.log" for out in outs]
         try:
             time.sleep(0.5)
-            for i in range(processes):
-                out = _fresh(work / f"{name}-{mode}-p{i}")
-                cmd = crawl_cmd(",".join(base + p for p in site.starts()), out, 1, [
-                    f"ADDONS={json.dumps(addons)}", f"REDIS_URL=redis://127.0.0.1:{rport}/0", f"JOBDIR={out / 'job'}",
-                    "NEARDUP_FRONTIER_LEASE=5", "ROBOTSTXT_OBEY=False", *MODES[mode]])
-                logs.append(out / "crawl.log")
-                with open(logs[-1], "w") as fh:
-                    procs.append(subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=fh))
-            for proc in procs:
-                proc.wait(timeout=1800)
+            shared_crawls(",".join(base + p for p in site.starts()), outs, f"redis://127.0.0.1:{rport}/0", MODES[mode])
         finally:
-            for proc in procs:
-                proc.kill()
             nginx.terminate()
             nginx.wait(10)
             redis.terminate()

@@ -1023,6 +1023,18 @@ def test_a_rule_whose_copies_etags_follow_no_one_change_sends_no_if_range_and_a_
     rules.close()
 
 
+def _a_v2_v1_book(backend: str, tmp_path: Any, request: Any) -> tuple[str, RuleBook, str]:
+    """A rule book on ``backend`` (a file, Redis or a Redis Cluster) with ``prefix h.test /v2/ /v1/``
+    acting on 3 pairs: where it is, the book, the rule."""
+    where = str(tmp_path / "b.sqlite3") if backend == "sqlite" else request.getfixturevalue(
+        "redis_url" if backend == "redis" else "redis_cluster_url")
+    book = RuleBook(where, max_distance=3, min_evidence=2, explore=0.0)
+    for i in range(3):
+        book.observe(f"{H}/v1/p{i}.html", 1000 + i)
+        book.observe(f"{H}/v2/p{i}.html", 1000 + i, duplicate_of=f"{H}/v1/p{i}.html")
+    return where, book, "prefix h.test /v2/ /v1/"
+
+
 @pytest.mark.parametrize("backend", ["sqlite", "redis", "cluster"])
 def test_an_etag_change_learned_for_a_rule_is_kept_in_the_book(backend, tmp_path, request):
     """A rule's ETag change (``learn_etag_change``) is kept with the rule and committed at once: a book opened
@@ -1030,13 +1042,7 @@ def test_an_etag_change_learned_for_a_rule_is_kept_in_the_book(backend, tmp_path
     known already, or past ``MAX_CHANGES``, is refused (the caller turns ``If-Range`` off)."""
     from scrapy_neardup.crawler.url_rules.etags import MAX_CHANGES, change_of
 
-    where = str(tmp_path / "b.sqlite3") if backend == "sqlite" else request.getfixturevalue(
-        "redis_url" if backend == "redis" else "redis_cluster_url")
-    book = RuleBook(where, max_distance=3, min_evidence=2, explore=0.0)
-    for i in range(3):
-        book.observe(f"{H}/v1/p{i}.html", 1000 + i)
-        book.observe(f"{H}/v2/p{i}.html", 1000 + i, duplicate_of=f"{H}/v1/p{i}.html")
-    spec = "prefix h.test /v2/ /v1/"
+    where, book, spec = _a_v2_v1_book(backend, tmp_path, request)
     assert book.predicted_etag(spec, '"65553f00-1a2b"') == '"65553f00-1a2b"'
     change = change_of('"65553f00-1a2b"', '"6555912f-1a2b"')
     assert change is not None and book.learn_etag_change(spec, change)
@@ -1057,13 +1063,7 @@ def test_an_etag_change_learned_for_a_rule_is_kept_in_the_book(backend, tmp_path
 def test_if_range_turned_off_for_a_rule_is_kept_in_the_book(backend, tmp_path, request):
     """A rule's ``If-Range`` turned off (a copy came whole under it) is kept with the rule and committed
     at once: a book opened again (a resumed crawl, or another process of a shared book) sends none."""
-    where = str(tmp_path / "b.sqlite3") if backend == "sqlite" else request.getfixturevalue(
-        "redis_url" if backend == "redis" else "redis_cluster_url")
-    book = RuleBook(where, max_distance=3, min_evidence=2, explore=0.0)
-    for i in range(3):
-        book.observe(f"{H}/v1/p{i}.html", 1000 + i)
-        book.observe(f"{H}/v2/p{i}.html", 1000 + i, duplicate_of=f"{H}/v1/p{i}.html")
-    spec = "prefix h.test /v2/ /v1/"
+    where, book, spec = _a_v2_v1_book(backend, tmp_path, request)
     assert not book.if_range_off(spec)
     assert book.turn_if_range_off(spec) and not book.turn_if_range_off(spec)
     again = RuleBook(where, max_distance=3, min_evidence=2, explore=0.0)  # (before the first is closed: a kill)

@@ -115,10 +115,8 @@ def test_two_processes_sharing_redis_lose_no_page_of_the_mirror(tmp_path, redis_
     sections where its pairs agreed; a process that learns of a rule another made judges the pages it met
     before. Before, ``prefix /fr/ /en/`` acted on ten ``api/`` pairs everywhere under ``/fr/`` and left out the
     translated front page and ``intro/`` for good (61 distinct pages of the full mirror never fetched)."""
-    import json
-    import subprocess
-
     from crawl_bench import free_port, start_nginx
+    from url_rules_bench import shared_crawls
 
     site = MirrorSite(langs=4, sizes={"intro": 2, "guide": 8, "api": 30}, traps=2, scattered=1)
     served = Path(tempfile.mkdtemp(prefix="neardup-mirror-shared-"))
@@ -130,33 +128,24 @@ def test_two_processes_sharing_redis_lose_no_page_of_the_mirror(tmp_path, redis_
     (tmp_path / "nginx").mkdir()
     nginx = start_nginx(served / "site", port, tmp_path / "nginx", log)
     base = f"http://127.0.0.1:{port}"
-    addons = json.dumps({"scrapy_neardup.NearDupAddon": 0, "scrapy_neardup.SharedCrawlAddon": 0})
-    procs = []
+    outs = [tmp_path / f"p{i}" for i in range(2)]
+    for out in outs:
+        out.mkdir()
     try:
-        for i in range(2):
-            cmd = [sys.executable, "-W", "error::DeprecationWarning", "-m", "scrapy", "crawl", "site",
-                   "-a", "start_url=" + ",".join(base + s for s in site.starts(3)), "-s", f"ADDONS={addons}",
-                   "-s", f"REDIS_URL=redis://127.0.0.1:{redis_server.port}/{db}", "-s", f"JOBDIR={tmp_path / f'p{i}'}",
-                   "-s", "AUTOTHROTTLE_ENABLED=False", "-s", "ROBOTSTXT_OBEY=False", "-s", "CONCURRENT_REQUESTS=1",
-                   "-s", "LOG_LEVEL=INFO", "-s", "NEARDUP_FRONTIER_LEASE=5"]
-            with open(tmp_path / f"p{i}.log", "w") as fh:
-                procs.append(subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=fh))
-        for p in procs:
-            p.wait(timeout=600)
+        codes = shared_crawls(",".join(base + s for s in site.starts(3)), outs,
+                              f"redis://127.0.0.1:{redis_server.port}/{db}", [], timeout=600)
     finally:
-        for p in procs:
-            p.kill()
         nginx.terminate()
         nginx.wait(10)
     try:
-        texts = [(tmp_path / f"p{i}.log").read_text(errors="replace") for i in range(2)]
-        assert all(p.returncode == 0 for p in procs), [t[-2000:] for t in texts]
+        texts = [(out / "crawl.log").read_text(errors="replace") for out in outs]
+        assert codes == [0, 0], [t[-2000:] for t in texts]
         whole = [t for _, status, t in (line.split(" ", 2) for line in log.read_text().splitlines()) if status == "200"]
         every = {site.truth(f"/{lang}/{p}") for lang in site.langs for p in site.pages()}
         lost = every - {site.truth(t) for t in whole}
         assert not lost, f"{len(lost)} distinct pages never downloaded"
         assert set(site.traps) <= set(whole), "a planted trap was never downloaded"
-        lines = [d for i in range(2) for d in read_jsonl(tmp_path / f"p{i}" / "neardup" / "duplicates.jsonl")]
+        lines = [d for out in outs for d in read_jsonl(out / "job" / "neardup" / "duplicates.jsonl")]
         made = {d["url"] for d in lines if d.get("requeued")}  # (avoided, then made after all: a rule retired)
         for d in lines:  # (every avoided or confirmed URL checked against the file it would have served)
             if d.get("avoided") and d["url"] not in made:
