@@ -426,6 +426,11 @@ class LearnedRules:
             page_etag = found[1] if found is not None else None
             raw = response.headers.get(b"ETag")
             etag = raw.decode("latin-1") if raw and raw.startswith(b'"') and not _decoded(response) else None
+            sent = request.headers.get(b"If-Range")
+            if sent is not None and etag == sent.decode("latin-1"):
+                # (the ETag it named, and still the whole: a server that ignores Range, each answer uncompressed)
+                self._missed(urlsplit(response.url).netloc)
+                return
             if page_etag and etag is not None and etag in (page_etag, self.book.predicted_etag(spec, page_etag)):
                 # (asked before the rule knew its copies' ETag, a request in flight or retried: known now; or a
                 # copy with its page's own ETag where the others have their own, a tree partly linked: this copy

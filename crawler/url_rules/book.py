@@ -106,6 +106,14 @@ REFRESH_EVERY = 5.0  # seconds: rules another process learned or retired (a shar
 #: plain's duplicate bodies never downloaded against 72.8-78.1%, and 80.9-85.1% against 67.1-75.3% where
 #: copies have ETags of their own; requests 1.004 of plain's against 1.003; nothing lost either way.
 SUB_TREE_MIN_EVIDENCE = 1
+#: sub-tree rules a retired prefix rule suggests at once, of the sections where it acted (``RuleBook._narrow``)
+MAX_NARROWED = 8
+
+
+def _raw_path(url: str) -> str:
+    """``url``'s path as written (from the third slash), for a cheap look before ``parts_of``. O(len(url))."""
+    rest = url.split("/", 3)
+    return "/" + rest[3] if len(rest) > 3 else "/"
 
 
 def _in_scope(st: RuleState, scope: str) -> bool:
@@ -313,7 +321,9 @@ class RuleBook:
         known = {st.rule.spec: st for st in self.rules()}
         others: list[RuleState] = []  # (rules another process made since this book's first look)
         for row in self.store.rules():
-            st = known.get(row["spec"])
+            # (looked up live: a retirement met in this loop suggests sub-tree rules, ``_narrow``, which later rows
+            # name; from the list taken before, each was added twice, and the stale copy acted after a retirement)
+            st = known.get(row["spec"]) or self._by_spec(row["spec"])
             if st is None:
                 rule = UrlRule.parse(row["spec"])
                 st = RuleState(rule, CANDIDATE, pinned=any(p == rule for p in self.pins))
@@ -341,7 +351,7 @@ class RuleBook:
                     st.etag_changes[int(index), was] = value
         for name, value in settings.items():  # (whether a prefix rule's copies are byte-for-byte ones)
             if name.startswith(CONFIRM) and (st := self._by_spec(name[len(CONFIRM):])) is not None \
-                    and st.confirm is None:
+                    and st.confirm != (value == "1"):
                 st.confirm = value == "1"
                 self._rules_changed()
                 self._update(st, {})  # (its pairs needed to act may be fewer)
@@ -449,11 +459,11 @@ class RuleBook:
             logger.warning("URL rule retired: %s (%s)", st.rule.spec, st.counter_example)
         if st.state == RETIRED and was != RETIRED:
             self.store.drop_forms(st.rule.spec)  # (never looked at again)
-        if st.state == RETIRED and was == ACTIVE:
-            self._narrow(st)
             if st.rule.kind == "param":
                 self._reform(st)
             self.store.commit()  # (a retirement is never lost: a resumed crawl must not act on the rule again)
+            if was == ACTIVE:
+                self._narrow(st)
 
     def _reform(self, retired: RuleState) -> None:
         """Parameter rule ``retired`` no longer strips its parameters: the forms
@@ -510,10 +520,12 @@ class RuleBook:
             return
         st = RuleState(rule, CANDIDATE)
         self._add_rule(st)
-        if self.store.create(rule.spec, rule.host):
-            self._backfill(st)
-        else:  # (another process made it first, and tried it on the pages then)
+        if not self.store.create(rule.spec, rule.host):
+            # (another process made it first, and tried it on the pages then: those this one met since were
+            # tried by no one; the pairs judged already count once, ``_once``)
             self._update(st, self.store.bump(rule.spec))
+        if st.live:
+            self._backfill(st)
 
     def _narrow(self, retired: RuleState) -> None:
         """Prefix rule ``retired`` acted and met a counter-example: the sub-tree rules of the sections where
@@ -523,10 +535,11 @@ class RuleBook:
         were downloaded whole). Only with ``narrow`` (confirmation by content on). O(its sections)."""
         if not self.narrow or retired.rule.kind != "prefix" or retired.rule.sub_tree:
             return
-        for section in sorted(retired.scopes):
-            sub = narrower(retired.rule, f"http://{retired.rule.host}{section}x") if "#" not in section else None
-            if sub is not None:
-                self._suggest(sub)
+        subs = {sub for section in sorted(retired.scopes)
+                if "#" not in section and (sub := narrower(retired.rule, f"http://{retired.rule.host}{section}x"))}
+        for sub in sorted(subs, key=lambda r: r.spec)[:MAX_NARROWED]:
+            # (a few: each is tried on the pages met so far, on the crawl's thread, and the host's rules are capped)
+            self._suggest(sub)
 
     def _form(self, st: RuleState, url: str) -> str:
         """``url``'s form under a rule; for a path rule, without the parameters
@@ -593,16 +606,17 @@ class RuleBook:
                     self.store.save_settings({**({f"{SCOPE}{st.rule.spec}\t{scope}": "v"} if new_scope else {}),
                                               **{f"{VALUE}{st.rule.spec}\t{scope}\t{v}": "1" for v in added}})
             elif st.rule.kind == "prefix" and not st.rule.sub_tree:  # (it acts where its pairs agreed: ``_acts_in``)
-                if st.confirm is None and self.narrow and self.same_bytes is not None \
-                        and (same := self.same_bytes(url, first[0])) is not None:
+                if st.confirm is None and st.state == CANDIDATE and not st.avoided and self.narrow \
+                        and self.same_bytes is not None and (same := self.same_bytes(url, first[0])) is not None:
                     # Byte-for-byte copies (a symlink, a fallback, a tree copied) are what a ranged GET confirms,
                     # and what a partly translated or versioned tree serves beside its own pages: such a rule
                     # acts only through confirmation, as a sub-tree rule. Acting unconfirmed, whole-language rules
                     # of a helper's mirrors, crawled depth-first, left out translated front pages (distances 28-35)
                     # before they were met. Near-duplicates that differ in bytes (a mobile or print template)
                     # cannot be confirmed so, and such a rule acts unconfirmed, in the sections of its pairs.
-                    st.confirm = same
-                    self.store.save_settings({f"{CONFIRM}{st.rule.spec}": "1" if same else "0"})
+                    # (decided once, before the rule acts: one that left requests out unconfirmed stays so, and
+                    # the first process of a shared book to decide decides for all)
+                    st.confirm = self.store.setting_once(f"{CONFIRM}{st.rule.spec}", "1" if same else "0") == "1"
                     self._rules_changed()
                 new = {section_of(st.rule, parts_of(u)[2]) for u in (url, first[0])} - st.scopes
                 if new:
@@ -641,13 +655,16 @@ class RuleBook:
         plain crawl (a distinct page with its predicted copy's ``ETag``: a second, whole GET
         after the ranged one; or a server without ETags) retires it as any
         counter-example does, so that its later predictions are plain GETs."""
-        return (self.came_whole is not None and self.narrow and st.confirmed
+        return (self.came_whole is not None and self.narrow and st.confirmed and not st.avoided
                 and self.came_whole(st.rule.spec, url, first))
 
     def _backfill(self, st: RuleState) -> None:
         pages = self.store.pages(st.rule.host, BACKFILL, touching=st.rule)
         for start in range(0, len(pages), 1000):  # (a round per thousand pages on a shared book)
             chunk = pages[start : start + 1000]
+            if st.rule.kind == "prefix":  # (a shared book lists every page of the host: the path's start first)
+                sides = (st.rule.a, st.rule.b)
+                chunk = [(url, fp) for url, fp in chunk if _raw_path(url).startswith(sides)]
             chunk = [(url, fp) for url, fp in chunk if touches(st.rule, parts_of(url)[2])]
             firsts = self.store.set_forms([(st.rule.spec, self._form(st, url), url, fp) for url, fp in chunk])
             fps = dict(chunk)
@@ -708,11 +725,15 @@ class RuleBook:
         st = self._state_of(_parsed(spec))
         if st is None or st.if_range_off:
             return False
-        new = {k: v for k, v in changes.items() if st.etag_changes.get(k) != v}
-        if not new or len(st.etag_changes) + len(new) > MAX_CHANGES \
-                or any(k in st.etag_changes for k in new):
-            # (known; too many; or another change of a part a change is known of: copies of pages of one time
-            # written at two times, which no prediction follows. Learnt again and again, each copy came whole)
+        (forward, now), *back = changes.items()  # (``etags.change_of``: the page's part first, then the reverse)
+        if st.etag_changes.get(forward, now) != now:
+            # (another change of a part a change is known of: copies of pages of one time written at two times,
+            # which no prediction follows. Learnt again and again, each copy came whole)
+            return False
+        new = {forward: now} if forward not in st.etag_changes else {}
+        # (the reverse only where none is known: originals of several times copied at one are each learnt)
+        new.update({k: v for k, v in back if k not in st.etag_changes})
+        if not new or len(st.etag_changes) + len(new) > MAX_CHANGES:
             return False
         st.etag_changes.update(new)
         self.store.save_settings({f"{ETAG}{spec}\t{i}\t{was}": now for (i, was), now in new.items()})

@@ -144,6 +144,10 @@ class Storage(Protocol):
 
     def settings(self) -> dict[str, str]: ...
 
+    def setting_once(self, name: str, value: str) -> str:
+        """Keep setting ``name`` as ``value`` unless it has one; the one it has now (the first writer's,
+        whichever process of a shared book it was). Committed by the caller."""
+
     def maybe_commit(self) -> None: ...
 
     def commit(self) -> None: ...
@@ -373,6 +377,10 @@ class SqliteStorage:
     def settings(self) -> dict[str, str]:
         return dict(self.db.execute("SELECT name, value FROM settings"))
 
+    def setting_once(self, name: str, value: str) -> str:
+        self.db.execute("INSERT OR IGNORE INTO settings VALUES (?, ?)", (name, value))
+        return str(self.db.execute("SELECT value FROM settings WHERE name = ?", (name,)).fetchone()[0])
+
     def maybe_commit(self) -> None:
         if time.monotonic() - self._committed >= COMMIT_EVERY:
             self.commit()
@@ -594,6 +602,11 @@ class RedisStorage:
 
     def settings(self) -> dict[str, str]:
         return {k.decode(): v.decode() for k, v in self.client.hgetall(f"{self.name}:settings").items()}
+
+    def setting_once(self, name: str, value: str) -> str:
+        self.client.hsetnx(f"{self.name}:settings", name, value)
+        got = self.client.hget(f"{self.name}:settings", name)
+        return got.decode() if got is not None else value
 
     def maybe_commit(self) -> None:
         """(Each call is committed on the server when it returns.)"""
