@@ -1841,3 +1841,18 @@ def test_originals_of_several_times_copied_at_one_are_each_learnt():
     assert book.learn_etag_change(spec, change_of('"a2-11"', '"cc-11"'))
     assert book.predicted_etag(spec, '"a2-12"') == '"cc-12"' and book.predicted_etag(spec, '"a1-12"') == '"cc-12"'
     assert not book.learn_etag_change(spec, change_of('"a1-13"', '"dd-13"'))  # (one time copied at two)
+
+
+def test_a_ranged_get_answered_404_is_used_as_is_not_made_again():
+    """A predicted copy gone from the server (404) is the answer a plain crawl's request gets: made whole
+    again it came twice (a helper's versioned site: 9 requests more than plain Scrapy's)."""
+    import tempfile
+    from pathlib import Path
+
+    from scrapy.http import Response
+
+    rules, _ = confirming_rules(Path(tempfile.mkdtemp()), "v1", "v2", (7, 8))
+    asked = _predicted(rules, 8)
+    gone = Response(asked.url, status=404, body=b"not found", request=asked)
+    assert rules.confirmation(asked, gone) is gone
+    rules.close()

@@ -480,6 +480,10 @@ class LearnedRules:
             if b"If-Range" not in request.headers or token_site:
                 self._missed(host)
             return response
+        if response.status not in (206, 416):
+            # (a 404, a 5xx, a redirect: the answer a plain crawl's request gets too, used as is; made whole, it
+            # came again, a request more)
+            return response
         if response.status == 206:
             self._ranges_answered[host] += 1
         start, total = _content_range(response)
