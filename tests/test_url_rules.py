@@ -1856,3 +1856,17 @@ def test_a_ranged_get_answered_404_is_used_as_is_not_made_again():
     gone = Response(asked.url, status=404, body=b"not found", request=asked)
     assert rules.confirmation(asked, gone) is gone
     rules.close()
+
+
+def test_a_page_of_a_shared_book_fetched_again_with_other_content_is_judged_again(redis_url):
+    """A reviewer's case: a shared book judged each page once for good, so a page fetched again (a later
+    crawl on the same book) whose content changed was never the counter-example it is."""
+    book = RuleBook(redis_url, min_evidence=10, explore=0.0)
+    book.observe(f"{H}/en/p0.html", 1 << 40)
+    book.observe(f"{H}/fr/p0.html", 1 << 40, duplicate_of=f"{H}/en/p0.html")
+    book.observe(f"{H}/fr/p0.html", 1 << 40)  # (again, the same: counted once)
+    spec = "prefix h.test /fr/ /en/"
+    assert {s.rule.spec: s.evidence for s in book.rules()}[spec] == 1
+    book.observe(f"{H}/fr/p0.html", (1 << 40) ^ 0xFFFF_FFFF)  # (again, translated since)
+    assert {s.rule.spec: s.state for s in book.rules()}[spec] == RETIRED
+    book.close()

@@ -496,7 +496,7 @@ class RuleBook:
         if live:
             firsts = self.store.set_forms([(st.rule.spec, self._form(st, url), url, fp) for st in live])
             strip = self._stripper(host, scope_of(path))  # (as the forms were made: a rule retired meanwhile changes it)
-            for st, _, first in self._once([(st, url, first) for st, first in zip(live, firsts)]):
+            for st, _, first in self._once([(st, url, fp, first) for st, first in zip(live, firsts)]):
                 self._judge(st, url, fp, first, strip)
         if duplicate_of and duplicate_of != url:
             dup = url_of(self._strip(parts_of(url)))
@@ -668,18 +668,19 @@ class RuleBook:
             chunk = [(url, fp) for url, fp in chunk if touches(st.rule, parts_of(url)[2])]
             firsts = self.store.set_forms([(st.rule.spec, self._form(st, url), url, fp) for url, fp in chunk])
             fps = dict(chunk)
-            for (_, url, first) in self._once([(st, url, first) for (url, _), first in zip(chunk, firsts)]):
+            for (_, url, first) in self._once([(st, url, fp, first) for (url, fp), first in zip(chunk, firsts)]):
                 if not st.live:
                     return
                 self._judge(st, url, fps[url], first, self._stripper(st.rule.host, scope_of(parts_of(url)[2])))
 
-    def _once(self, pairs: list[tuple[RuleState, str, tuple[str, int] | None]]
+    def _once(self, pairs: list[tuple[RuleState, str, int, tuple[str, int] | None]]
               ) -> list[tuple[RuleState, str, tuple[str, int]]]:
-        """Of (rule, page, its form's first page), those to judge: a pair (the first is another page) that no
-        process of the book has judged yet (``Storage.judge_once``, one round). O(len(pairs))."""
-        ask = [(st, url, first) for st, url, first in pairs if first is not None and first[0] != url]
-        claimed = self.store.judge_once([(st.rule.spec, url) for st, url, _ in ask])
-        return [(st, url, first) for (st, url, first), new in zip(ask, claimed) if new]
+        """Of (rule, page, its fingerprint, its form's first page), those to judge: a pair (the first is another
+        page) that no process of the book has judged yet with this content (``Storage.judge_once``, one round:
+        a page fetched again with other content is judged again). O(len(pairs))."""
+        ask = [(st, url, fp, first) for st, url, fp, first in pairs if first is not None and first[0] != url]
+        claimed = self.store.judge_once([(st.rule.spec, f"{url}\t{fp}") for st, url, fp, _ in ask])
+        return [(st, url, first) for (st, url, _, first), new in zip(ask, claimed) if new]
 
     # -- acting -------------------------------------------------------------------
 

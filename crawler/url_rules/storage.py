@@ -97,10 +97,10 @@ class Storage(Protocol):
         first page unless it has one; None, or the one it has."""
 
     def judge_once(self, asks: list[tuple[str, str]]) -> list[bool]:
-        """For each (spec, url), in one round: whether this is the first time the page is judged
-        against its form's first under the rule, in any process of the book. A process that learns
-        of a rule another made judges the pages it met before (``RuleBook.refresh``), which the
-        other may have judged already: a pair counts once."""
+        """For each (spec, page: its URL and fingerprint), in one round: whether this is the first time
+        the page is judged against its form's first under the rule, in any process of the book. A
+        process that learns of a rule another made judges the pages it met before
+        (``RuleBook.refresh``), which the other may have judged already: a pair counts once."""
 
     def drop_forms(self, spec: str) -> None: ...
 
@@ -429,7 +429,7 @@ class RedisStorage:
                                 "nir:<spec>" -> 1 (``set_if_range_off``)
         NAME:rules:p:<host>     hash: page URL -> fingerprint (8 bytes)
         NAME:rules:<rule>:f     hash: form -> fingerprint (8 bytes) + URL of its first page
-        NAME:rules:<rule>:j     set: the 8-byte hashes of the URLs judged under the rule (``judge_once``)
+        NAME:rules:<rule>:j     set: the 8-byte hashes of the pages (URL, fingerprint) judged under the rule (``judge_once``)
         NAME:rules:a            hash: avoided URL -> {"rule": ..., "target": ..., "request": ..., "nonce": ...}
         NAME:rules:settings     hash: name -> value (``save_settings``)
         NAME:rules:h            hash: page key (8 bytes) -> head (8 bytes) + ETag (``set_heads``)
@@ -526,8 +526,8 @@ class RedisStorage:
         if not asks:
             return []
         pipe = self.client.pipeline(transaction=False)
-        for spec, url in asks:  # (a set of the 8-byte hashes of the URLs judged under the rule)
-            pipe.sadd(f"{self._rule(spec)}:j", mmh3.hash64(url, signed=False)[0].to_bytes(8, "big"))
+        for spec, page in asks:  # (a set of the 8-byte hashes of the pages judged under the rule)
+            pipe.sadd(f"{self._rule(spec)}:j", mmh3.hash64(page, signed=False)[0].to_bytes(8, "big"))
         return [bool(added) for added in pipe.execute()]
 
     def drop_forms(self, spec: str) -> None:
