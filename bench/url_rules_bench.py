@@ -355,26 +355,18 @@ def shared_mirror_site(work: Path, processes: int = 2, name: str = "mirror-share
             redis.wait(10)
         lines = [line.split(" ", 2) for line in log.read_text().splitlines()]
         full = [t for _, status, t in lines if status == "200"]
-        seen: set[str | None] = set()
-        dup = 0
-        for t in full:
-            dup += site.truth(t) in seen
-            seen.add(site.truth(t))
-        every = {site.truth(f"/{lang}/{p}") for lang in site.langs for p in site.pages()}
+        # (the duplicates files are the processes' own, under their JOBDIRs: the figures are nginx's)
+        r = summarize(full, work / f"{name}-{mode}-none", site.truth)
         texts = [f.read_text(errors="replace") for f in logs]
-        r = {"requests": len(full), "requests_all": len(lines), "ranged_gets": len(lines) - len(full),
-             "duplicate_downloads": dup, "contents": len(seen), "contents_lost": len(every - seen),
-             "traps_lost": sorted(set(site.traps) - set(full)),
-             "rule_stats": dict(sum((Counter({k: int(v) for k, v in re.findall(
-                 r"'neardup/url_rules/(\w+)': (\d+)", t)}) for t in texts), Counter()))}
+        r |= {"requests_all": len(lines), "ranged_gets": len(lines) - len(full),
+              "traps_lost": sorted(set(site.traps) - set(full)),
+              "rule_stats": dict(sum((Counter({k: int(v) for k, v in re.findall(
+                  r"'neardup/url_rules/(\w+)': (\d+)", t)}) for t in texts), Counter()))}
         results[mode] = r
-        print(name, mode, r, flush=True)
-    plain = results["plain"]
-    for mode, r in results.items():
-        if mode != "plain":
-            r["saved_vs_plain"] = round(1 - r["duplicate_downloads"] / plain["duplicate_downloads"], 3)
-            r["requests_vs_plain"] = round(r["requests_all"] / plain["requests_all"], 3)
-    return {"site": name, **results}
+        print(name, mode, {k: v for k, v in r.items() if k != "content_set"}, flush=True)
+    row = compare(name, results)
+    row["rules"]["requests_vs_plain"] = round(results["rules"]["requests_all"] / results["plain"]["requests_all"], 3)
+    return row
 
 
 #: sites of ``bench/other_mirrors/docsite.py`` (a generator written apart from the fixtures): its arguments, and

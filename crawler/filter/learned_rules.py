@@ -399,9 +399,10 @@ class LearnedRules:
         except FILE_ERRORS as exc:
             self._unavailable(exc)
             return None
-        if any(f is None or not f[0] for f in found):
+        mine, its = found
+        if mine is None or its is None or not mine[0] or not its[0]:
             return None
-        return found[0][0] == found[1][0]  # type: ignore[index]
+        return mine[0] == its[0]
 
     def _copy_came_whole(self, request: Request, response: Response) -> None:
         """A ranged GET's whole answer (its ETag was not the predicted copy's, ``If-Range``): if its
@@ -436,8 +437,8 @@ class LearnedRules:
                 # copy with its page's own ETag where the others have their own, a tree partly linked: this copy
                 # came whole, at a plain crawl's cost, and the rest is as it was)
                 return
-            changes = change_of(page_etag, etag) if page_etag and etag is not None else None
-            if changes is not None and self.book.learn_etag_change(spec, changes):
+            change = change_of(page_etag, etag) if page_etag and etag is not None else None
+            if change is not None and self.book.learn_etag_change(spec, change):
                 self.stats.inc_value("neardup/url_rules/etag_learned")
                 logger.info("URL rule %s: a copy came whole in the answer to its ranged GET (%s, ETag %s against "
                             "its page's %s): its ranged GETs carry ETags made so", spec, response.url, etag,

@@ -65,7 +65,7 @@ from urllib.parse import quote_plus, urlencode
 
 import mmh3
 
-from .etags import MAX_CHANGES, Changes, predicted
+from .etags import MAX_CHANGES, Change, Changes, predicted
 from .rules import Parts, UrlRule, derive, host_of, narrower, parts_of, scope_of, section_of, touches, url_of
 from .storage import Avoided, Storage, open_storage, read_book
 
@@ -715,9 +715,10 @@ class RuleBook:
             return etag
         return predicted(etag, st.etag_changes) or etag
 
-    def learn_etag_change(self, spec: str, changes: Changes) -> bool:
+    def learn_etag_change(self, spec: str, change: Change) -> bool:
         """A copy came whole under the rule ``spec`` with an ETag that differs from its page's
-        by ``changes`` (``etags.change_of``): its later ranged GETs carry ETags made so
+        by ``change`` (``etags.change_of``): its later ranged GETs carry ETags made so, both ways (a
+        rule's page may be on either side of it)
         (``predicted_etag``). False when the rule knows them already (its prediction did not
         bring the range: a server that ignores ``If-Range``), knows another change of the same part
         (copies written at two times), or would know more than ``etags.MAX_CHANGES`` (in this
@@ -726,14 +727,13 @@ class RuleBook:
         st = self._state_of(_parsed(spec))
         if st is None or st.if_range_off:
             return False
-        (forward, now), *back = changes.items()  # (``etags.change_of``: the page's part first, then the reverse)
-        if st.etag_changes.get(forward, now) != now:
+        i, was, now = change
+        if st.etag_changes.get((i, was), now) != now:
             # (another change of a part a change is known of: copies of pages of one time written at two times,
             # which no prediction follows. Learnt again and again, each copy came whole)
             return False
-        new = {forward: now} if forward not in st.etag_changes else {}
         # (the reverse only where none is known: originals of several times copied at one are each learnt)
-        new.update({k: v for k, v in back if k not in st.etag_changes})
+        new = {key: value for key, value in (((i, was), now), ((i, now), was)) if key not in st.etag_changes}
         if not new or len(st.etag_changes) + len(new) > MAX_CHANGES:
             return False
         st.etag_changes.update(new)

@@ -19,10 +19,10 @@ what it did without one (a copy answered whole; or a page of the predicted
 ``ETag`` and other bytes, a range and then the whole).
 
 >>> change_of('"65553f00-1a2b"', '"6555912f-1a2b"')
-{(2, '65553f00'): '6555912f', (2, '6555912f'): '65553f00'}
->>> predicted('"65553f00-0c11"', change_of('"65553f00-1a2b"', '"6555912f-1a2b"'))
+(2, '65553f00', '6555912f')
+>>> predicted('"65553f00-0c11"', {(2, '65553f00'): '6555912f'})
 '"6555912f-0c11"'
->>> predicted('"77770000-0c11"', change_of('"65553f00-1a2b"', '"6555912f-1a2b"')) is None
+>>> predicted('"77770000-0c11"', {(2, '65553f00'): '6555912f'}) is None
 True
 >>> change_of('"1a2b-65553f00"', '"0c11-6555912f"') is None  # (two parts differ: not one change)
 True
@@ -38,18 +38,21 @@ _PARTS = re.compile(r"([^0-9A-Za-z]+)")
 #: the changes a rule keeps (each both ways); past them its ranged GETs go without ``If-Range``
 MAX_CHANGES = 8
 
+#: the changes a rule knows: (a part's index, its value in a page) -> its value in a copy
 Changes = dict[tuple[int, str], str]
+#: one change (``change_of``): the part's index, its value in the page, its value in the copy
+Change = tuple[int, str, str]
 
 
 def _parts(etag: str) -> list[str]:
     return _PARTS.split(etag)
 
 
-def change_of(page: str, copy: str) -> Changes | None:
-    """How ``copy``'s strong ETag differs from that of the ``page`` it copies: ``{(part, was): now}``
-    for the one part (a run of letters and digits, by its index) that differs, and the reverse, or
-    None when the two are not one such change (the same, of other shapes, or two parts differing:
-    an inode with the mtime, which no other page's ETag could be predicted from). O(length)."""
+def change_of(page: str, copy: str) -> Change | None:
+    """How ``copy``'s strong ETag differs from that of the ``page`` it copies: ``(part, was, now)``
+    for the one part (a run of letters and digits, by its index) that differs, or None when the two
+    are not one such change (the same, of other shapes, or two parts differing: an inode with the
+    mtime, which no other page's ETag could be predicted from). O(length)."""
     a, b = _parts(page), _parts(copy)
     if len(a) != len(b) or a == b:
         return None
@@ -57,7 +60,7 @@ def change_of(page: str, copy: str) -> Changes | None:
     if len(differ) != 1 or differ[0] % 2:  # (a separator that differs: another shape)
         return None
     i = differ[0]
-    return {(i, a[i]): b[i], (i, b[i]): a[i]}
+    return i, a[i], b[i]
 
 
 def predicted(etag: str, changes: Changes) -> str | None:
