@@ -1,8 +1,9 @@
-"""What choosing a page's confirmation window costs the worker process: ``fingerprint.window.text_window``
-(the 256 bytes a ranged GET compares: the page's middle if that is its text, not its head or an
-inline style, script or SVG, else another fraction of it), run for every page fetched whole while
-confirmation is on. Per page, over the shared data's HTML (the Chinese pages, the sites' tarballs):
-the time, the share of pages whose middle is not text, and of those with no window of text.
+"""What choosing a page's confirmation windows costs the worker process: ``fingerprint.window.page_head``
+(the one window of 256 bytes, ``text_window``: the page's middle if that is its text, not its head or an
+inline style, script or SVG, else another fraction of it; and a window of 16 bytes in each sixteenth
+of the page that has text, ``slice_windows``), run for every page fetched whole while confirmation is
+on. Per page, over the shared data's HTML (the Chinese pages, the sites' tarballs): the time, the
+share of pages whose middle is not text, of those with no window of text, and the sixteenths with one.
 
     .venv/bin/python bench/window_cost.py [--data ../shared/data] [--out bench/results/window_cost.json]
 """
@@ -20,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from scrapy_neardup.dedup.fingerprint.window import text_window  # noqa: E402
+from scrapy_neardup.dedup.fingerprint.window import SLICES, head_parts, page_head  # noqa: E402
 
 
 def pages(data: Path) -> dict[str, list[bytes]]:
@@ -44,15 +45,18 @@ def main() -> None:
     a = ap.parse_args()
     rows = []
     for name, bodies in pages(Path(a.data)).items():
-        times, fractions = [], []
+        times, fractions, slices = [], [], []
         for body in bodies:
             t = time.perf_counter()
-            fractions.append(text_window(body, 256))
+            head = page_head(body, 256)
             times.append(time.perf_counter() - t)
+            fractions.append(head_parts(head)[1] if head else None)
+            slices.append(sum(1 for i in range(SLICES) if head >> 64 + 8 * i & 0xFF))
         rows.append({"set": name, "pages": len(bodies), "mean_kb": round(statistics.mean(map(len, bodies)) / 1e3, 1),
                      "us_mean": round(statistics.mean(times) * 1e6, 1), "us_max": round(max(times) * 1e6, 1),
                      "middle_not_text": round(sum(f != 128 for f in fractions) / len(bodies), 3),
-                     "no_window": round(sum(f is None for f in fractions) / len(bodies), 3)})
+                     "no_window": round(sum(f is None for f in fractions) / len(bodies), 3),
+                     "slices_with_text_mean": round(statistics.mean(slices), 1)})
         print(rows[-1], flush=True)
     Path(a.out).write_text(json.dumps({"command": " ".join(sys.argv), "sets": rows}, indent=1) + "\n")
 

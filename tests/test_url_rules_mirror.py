@@ -42,7 +42,9 @@ def test_sub_tree_rules_confirmed_by_ranged_gets_lose_no_page_and_no_trap_with_t
     so a copy's ETag is not its page's: the first copy that comes whole shows its rule the ETags its copies have."""
     from crawl_bench import free_port, start_nginx
 
-    site = MirrorSite(langs=4, sizes={"intro": 2, "guide": 8, "api": 30}, traps=2, scattered=1, linked=linked)
+    site = MirrorSite(langs=4, sizes={"intro": 2, "guide": 8, "api": 30}, traps=3, scattered=1, linked=linked,
+                      trap_kinds=("tail", "head", "whole"), words=500)  # (the first two: one window in the middle
+    # does not see them; pages of 4-5 kB, confirmed by a window in each sixteenth)
     served = Path(tempfile.mkdtemp(prefix="neardup-mirror-"))  # (pytest's are private: nginx's workers
     served.chmod(0o755)                                         # run unprivileged)
     root = served / "site"
@@ -74,6 +76,7 @@ def check(site: MirrorSite, r, tmp_path: Path, log: Path, base: str) -> None:
     every = {site.truth(f"/{lang}/{p}") for lang in site.langs for p in site.pages()}
     assert every <= {site.truth(t) for t in whole}, "a distinct page was never downloaded"
     assert set(site.traps) <= set(whole), "a planted trap was confirmed as a copy"
+    assert not stat(r.stderr, "neardup/url_rules/multi_range_refused")  # (nginx answers several ranges in parts)
     assert ranged, "no copy was confirmed by a ranged GET"
     mirrored = (len(site.langs) - 1) * len(site.pages()) - len(site.translated)  # (copies a plain crawl downloads)
     saved = stat(r.stderr, "neardup/url_rules/range_confirmed")

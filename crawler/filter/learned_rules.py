@@ -52,7 +52,7 @@ from scrapy import Request, signals
 from scrapy.crawler import Crawler
 from scrapy.http import Response
 
-from scrapy_neardup.dedup.fingerprint.window import head_parts, page_head, window_at
+from scrapy_neardup.dedup.fingerprint.window import SLICES, head_digest, head_parts, head_ranges, page_head, slice_size
 from scrapy_neardup.dedup.fingerprint.window import digest as _digest
 
 from ..config import NearDupConfig
@@ -64,6 +64,7 @@ from ..url_rules import RuleBook
 from ..url_rules.book import RuleState
 from ..url_rules.etags import change_of
 from ..url_rules.storage import Avoided, SqliteStorage
+from .byte_ranges import answered_parts, windows_in
 from .duplicates_log import DuplicatesLog
 from .store_faults import FILE_ERRORS
 
@@ -79,14 +80,18 @@ MAX_RANGE_MISS_SHARE = 0.2
 RANGE_RETRY_EVERY = 50
 #: Seconds between two warnings that the rule book is unavailable
 WARN_EVERY = 60.0
-#: request.meta key of a ranged GET confirming a predicted copy: (rule, target URL, its length, window offset, hash,
-#: the target's fingerprint)
+#: request.meta key of a ranged GET confirming a predicted copy: (rule, target URL, its length, the windows asked
+#: for as (start, end) pairs, the hash of their bytes end to end, the target's fingerprint)
 CONFIRM_KEY = "neardup_confirm"
+#: The headers of each part of a ``multipart/byteranges`` answer, about (nginx: 92 bytes for a page of 4 digits):
+#: a page is confirmed by its slices' windows in one multi-range GET (``window.slice_windows``) when their answer
+#: is at most half of it (3.7 kB with the default 256 bytes), a shorter one by its one window
+PART_HEADERS = 100
 #: request.meta key set as a response arrives with a ``Content-Encoding`` (``LearnedRules._arrived``): Scrapy
 #: drops that header as it decodes the body, and the response's ``ETag`` is the compressed body's
 ENCODED_KEY = "neardup_encoded"
-#: The heads' format, in the seed of their keys: 2 since the window's place is kept
-HEADS_FORMAT = 2
+#: The heads' format, in the seed of their keys: 2 since the window's place is kept, 3 since the slices' windows are
+HEADS_FORMAT = 3
 
 
 def _decoded(response: Response) -> bool:
@@ -99,13 +104,27 @@ def _decoded(response: Response) -> bool:
     return sent is not None and sent.isdigit() and int(sent) != len(response.body)
 
 
-def _content_range(response: Response) -> tuple[int | None, int | None]:
-    """(first byte, complete length) of a 206 response's ``Content-Range``
-    (``bytes 100-199/4000``); None for what it lacks."""
-    raw = (response.headers.get(b"Content-Range") or b"").decode("latin-1").strip()
-    span, _, total = raw.removeprefix("bytes ").partition("/")
-    first = span.split("-", 1)[0]
-    return (int(first) if first.isdigit() else None), (int(total) if total.isdigit() else None)
+def _sent_length(response: Response) -> int | None:
+    """The bytes a compressed ``response``'s body was sent in: as it arrived (``ENCODED_KEY``, ``_arrived``), or
+    its ``Content-Length``; None if neither is known. O(1)."""
+    arrived = response.request.meta.get(ENCODED_KEY) if response.request is not None else None
+    if isinstance(arrived, int) and not isinstance(arrived, bool):
+        return arrived
+    length = response.headers.get(b"Content-Length")
+    return int(length) if length is not None and length.isdigit() else None
+
+
+def _asked(meta: tuple[Any, ...], size: int) -> tuple[str, str, int, list[tuple[int, int]], int, int | None]:
+    """A ``CONFIRM_KEY`` value as (rule, target, length, windows, digest, target's fingerprint): one queued by an
+    earlier version has one window's offset in place of the windows, and may lack the fingerprint. O(windows)."""
+    spec, target, length, windows, digest, *target_fp = meta
+    ranges = [(windows, windows + size)] if isinstance(windows, int) else [tuple(w) for w in windows]
+    return spec, target, length, ranges, digest, target_fp[0] if target_fp else None
+
+
+def _joined(body: bytes, ranges: list[tuple[int, int]]) -> bytes:
+    """The bytes of ``ranges`` (start, end) of a whole ``body``, end to end."""
+    return b"".join(body[start:end] for start, end in ranges)
 
 
 def _defragged(url: str) -> str:
@@ -135,6 +154,11 @@ class LearnedRules:
         #: per host, ranged GETs answered and those that confirmed nothing (``_ranges_pay``)
         self._ranged: Counter[str] = Counter()
         self._ranges_answered: Counter[str] = Counter()  # (ranged GETs a host answered with a range, 206)
+        self._multi_answered: Counter[str] = Counter()  # (multi-range GETs a host answered with several parts)
+        self._single_range: set[str] = set()  # (hosts that answered a multi-range GET whole or with one range)
+        #: per host, the bytes its pages with a head were sent in (compressed or not) and their bodies' (``_to_confirm``)
+        self._sent_bytes: Counter[str] = Counter()
+        self._whole_bytes: Counter[str] = Counter()
         self._range_misses: Counter[str] = Counter()
         self._range_retries: Counter[str] = Counter()
         self._told_ranges: set[str] = set()
@@ -259,11 +283,14 @@ class LearnedRules:
     # -- confirmation by content before the body (NEARDUP_URL_RULES_CONFIRM_BYTES)
 
     def _to_confirm(self, request: Request, spec: str, target: str, target_fp: int | None) -> None:
-        """Make ``request`` a ranged GET of ``confirm_bytes`` bytes of ``target``'s body where its
-        text is (the fetched page a rule says it copies: pages of one template share their first
-        and last bytes, and often an inline style or script; ``_keep_head`` chose the window), to be
-        compared with those; made whole when ``target``'s bytes are not known (its rule book
-        unavailable) or it has no window of text.
+        """Make ``request`` a ranged GET of ``target``'s windows of text (the fetched page a rule says
+        it copies: pages of one template share their first and last bytes, and often an inline style or
+        script; ``_keep_head`` chose the windows), to be compared with those: a window of
+        ``confirm_bytes / SLICES`` bytes in each slice of the page that has text, in one multi-range GET
+        (a page twice their answer's size or more, ``PART_HEADERS``, ``window.slice_windows``: a page that
+        differs in a stretch of a sixteenth of it or more is seen to), else one window of ``confirm_bytes``, which is
+        also what a host that answered a multi-range GET whole or with one range is asked for. Made whole
+        when ``target``'s bytes are not known (its rule book unavailable) or it has no window of text.
 
         With ``If-Range: <target's ETag>`` when ``target`` had a strong one: a server answers
         the range only if the predicted page has that validator, else the whole body in the
@@ -286,7 +313,7 @@ class LearnedRules:
             self.stats.inc_value("neardup/url_rules/unconfirmable")
             return
         head, etag = found
-        length, fraction, digest = head_parts(head)
+        length = head_parts(head)[0]
         if length == 0:  # (a page with no window of text: its ETag alone was kept, ``_keep_head``)
             self.stats.inc_value("neardup/url_rules/unconfirmable")
             return
@@ -295,15 +322,23 @@ class LearnedRules:
             # NEARDUP_URL_RULES_CONFIRM_BYTES past a page's size the "confirmed" bodies were downloaded whole)
             self.stats.inc_value("neardup/url_rules/too_short_to_confirm")
             return
-        offset = window_at(length, fraction, self.confirm_bytes)
-        request.headers[b"Range"] = f"bytes={offset}-{offset + self.confirm_bytes - 1}"
+        host = urlsplit(request.url).netloc
+        # (what the page costs to download, compressed as it came: a multi-range answer, sent as it is, is
+        # worth asking for when it is at most half of that; on a helper's gzipped mirrors, pages of 4-9 kB
+        # sent as 1.5-3 kB, asking every copy for 16 windows took 1.05-1.13 times plain Scrapy's bytes)
+        sent = length * self._sent_bytes[host] // self._whole_bytes[host] if self._whole_bytes[host] else length
+        multi = sent >= 2 * SLICES * (slice_size(self.confirm_bytes) + PART_HEADERS) and host not in self._single_range
+        ranges = head_ranges(head, self.confirm_bytes, multi=True) if multi else []
+        if len(ranges) < 2:  # (no slice but one has text: the one window, which the head always has)
+            multi, ranges = False, head_ranges(head, self.confirm_bytes, multi=False)
+        request.headers[b"Range"] = "bytes=" + ",".join(f"{start}-{end - 1}" for start, end in ranges)
         # (a range of the bytes themselves: a server that compresses, as nginx with gzip on, answers a
         # compressed request whole and never with a range, so nothing would be saved)
         request.headers[b"Accept-Encoding"] = b"identity"
         if etag and not self.book.if_range_off(spec):
             # (the ETag the copy would have: the page's own, or as copies came whole under the rule)
             request.headers[b"If-Range"] = self.book.predicted_etag(spec, etag)
-        request.meta[CONFIRM_KEY] = (spec, target, length, offset, digest, target_fp)
+        request.meta[CONFIRM_KEY] = (spec, target, length, tuple(ranges), head_digest(head, multi), target_fp)
 
     def _ranges_pay(self, host: str) -> bool:
         """Whether a predicted copy on ``host`` is asked for as a ranged GET: not while at least
@@ -341,21 +376,19 @@ class LearnedRules:
         book written before the window's place was kept, finds none of the old heads)."""
         return mmh3.hash64(url, seed=self.confirm_bytes | HEADS_FORMAT << 24, signed=False)[0]
 
-    def _window_digest(self, body: bytes, offset: int) -> int:
-        """The digest of ``body``'s ``confirm_bytes`` window at ``offset`` (``_digest``)."""
-        return _digest(body[offset : offset + self.confirm_bytes])
-
     def _keep_head(self, url: str, response: Response, head: int | None = None) -> None:
-        """Keep ``url``'s head in the rule book: its body length << 32 | the window's place << 24 | the
-        24-bit hash of the window (``window.page_head``: ``head``, made by the worker process with the
-        fingerprint, or here if it is None), and its strong ``ETag`` if it has one (for ``If-Range``; two ints
-        and a short string a page, not its URL: on by default, it is kept for every page). The window is the
-        page's text (its middle, else the middle of its longest stretch of text: the template's style, script
-        or menu, which every page of it shares, would confirm distinct pages of one length).
+        """Keep ``url``'s head in the rule book: its body length, the places of its windows (one, and one per
+        slice of the page) and the 24-bit hashes of their bytes (``window.page_head``: ``head``, made by the
+        worker process with the fingerprint, or here if it is None), and its strong ``ETag`` if it has one (for
+        ``If-Range``; an int and a short string a page, not its URL: on by default, it is kept for every page).
+        The windows are the page's text (the one at its middle, else the middle of its longest stretch of text;
+        a slice's where it has text: the template's style, script or menu, which every page of it shares,
+        would confirm distinct pages of one length).
         Committed through the gate with the book (``mark``), before the page is acknowledged, so that
         after a kill and a resume the pages fetched before it still confirm their copies. A page with no
         window of text keeps a head of 0: its predicted copies are plain GETs
-        (``neardup/url_rules/unconfirmable``). O(1) given ``head``."""
+        (``neardup/url_rules/unconfirmable``). The bytes the page was sent in, against its body's, tell
+        ``_to_confirm`` how much its host's pages cost to download (compressed or not). O(1) given ``head``."""
         if head is None:
             head = page_head(response.body, self.confirm_bytes)
         if head == 0:  # (kept, which confirms nothing: its ETag still tells ``_came_whole`` its answers)
@@ -369,6 +402,11 @@ class LearnedRules:
         compressed = _decoded(response)
         etag = raw.decode("latin-1") if raw and raw.startswith(b'"') and not compressed \
             else raw[2:].decode("latin-1") if raw and raw.startswith(b'W/"') and compressed else None
+        sent = _sent_length(response) if compressed else len(response.body)
+        if head and sent:
+            host = urlsplit(url).netloc
+            self._sent_bytes[host] += sent
+            self._whole_bytes[host] += len(response.body)
         try:
             self.book.store.set_heads([(self._key(url), head, etag)])
         except FILE_ERRORS as exc:
@@ -416,11 +454,10 @@ class LearnedRules:
         (``neardup/url_rules/if_range_off``): a copy is confirmed by its range, and a page that is
         not one costs a ranged GET and then the whole, which retires the rule (``_came_whole``).
         Either is kept with the rule in the rule book: a resumed crawl does not ask as before.
-        O(the window): its hash is the head's, made once more."""
-        spec, target, length, offset, digest, *_ = request.meta[CONFIRM_KEY]
+        O(the windows): their hash is the head's, made once more."""
+        spec, target, length, ranges, digest, _ = _asked(request.meta[CONFIRM_KEY], self.confirm_bytes)
         body = response.body
-        if self.book.if_range_off(spec) or len(body) != length \
-                or self._window_digest(body, offset) != digest:
+        if self.book.if_range_off(spec) or len(body) != length or _digest(_joined(body, ranges)) != digest:
             return
         try:
             found = self.book.store.heads([self._key(target)])[0]
@@ -459,12 +496,25 @@ class LearnedRules:
         never downloaded); the request made whole (``dont_filter``: the dupe filter
         has seen it) when they differ; ``response`` itself when the server sent the
         whole body (the page's ETag is not the target's, ``If-Range``; or it ignores
-        ranges). Validators never confirm: files installed together share mtime and size."""
-        # (a request queued by an earlier version has no 6th element, the target's fingerprint)
-        spec, target, length, offset, digest, *target_fp = request.meta[CONFIRM_KEY]
+        ranges). Validators never confirm: files installed together share mtime and size.
+        A multi-range GET answered whole where no multi-range GET was answered in parts yet, or with
+        fewer parts than it asked for, makes its host one asked for one window (``_single_range``,
+        ``neardup/url_rules/multi_range_refused``: Amazon S3 and Varnish answer several ranges whole): the
+        whole answer is used as is, the partial one asked again for the one window. O(the answer)."""
+        spec, target, length, ranges, digest, target_fp = _asked(request.meta[CONFIRM_KEY], self.confirm_bytes)
         url = _defragged(request.url)
         host = urlsplit(url).netloc
         self._ranged[host] += 1
+        multi = len(ranges) > 1
+        sent = request.headers.get(b"If-Range")
+        if response.status == 200 and multi and not self._multi_answered[host] \
+                and (sent is None or response.headers.get(b"ETag") == sent):
+            # (whole though the page has the ETag If-Range named, or asked without: not a miss, the host may well
+            # answer one range; nor a copy come whole under another ETag, ``_copy_came_whole``, which the key's
+            # absence skips. A page of another ETag, whole as If-Range asks, says nothing of it)
+            self._refused_multi(host)
+            request.meta.pop(CONFIRM_KEY, None)
+            return response
         if response.status == 200:
             # (whole: another ETag than If-Range's, which costs what a plain crawl's request does, or, asked
             # without If-Range, a server that ignores ranges: a miss, so that a host that never answers with a
@@ -477,7 +527,7 @@ class LearnedRules:
             # another length is a page that is not a copy, a translation, a request a plain crawl makes too;
             # one whose window matches is a copy under an ETag of its own, ``_copy_came_whole``)
             token_site = (not self._ranges_answered[host] and len(body) == length
-                          and self._window_digest(body, offset) != digest)
+                          and _digest(_joined(body, ranges)) != digest)
             if b"If-Range" not in request.headers or token_site:
                 self._missed(host)
             return response
@@ -485,18 +535,30 @@ class LearnedRules:
             # (a 404, a 5xx, a redirect: the answer a plain crawl's request gets too, used as is; made whole, it
             # came again, a request more)
             return response
-        if response.status == 206:
-            self._ranges_answered[host] += 1
-        start, total = _content_range(response)
         self.stats.inc_value("neardup/url_rules/ranged_gets")
         self.stats.inc_value("neardup/url_rules/ranged_bytes", len(response.body))
-        if response.status == 206 and (start, total) == (offset, length) \
-                and _digest(response.body) == digest:
+        parts = answered_parts(response) if response.status == 206 else []
+        if parts:
+            self._ranges_answered[host] += 1
+        if multi and len(parts) > 1:
+            self._multi_answered[host] += 1
+        held = windows_in(parts, ranges, length) if parts else None
+        if held is None and multi and parts and all(total == length for _, _, total in parts):
+            # (fewer parts than asked for, of the page's length: a server that answers one range; asked again
+            # for the one window, a request more on each host that does)
+            self._refused_multi(host)
+            again = request.replace(dont_filter=True)
+            again.meta.pop(CONFIRM_KEY, None)
+            for name in (b"Range", b"If-Range", b"Accept-Encoding"):
+                again.headers.pop(name, None)
+            self._to_confirm(again, spec, target, target_fp)
+            return again
+        if held is not None and _digest(held) == digest:
             self.stats.inc_value(COPIES_CONFIRMED)
             self.stats.inc_value("neardup/url_rules/bytes_saved_estimate", max(0, length - len(response.body)))
             referer = request.headers.get("Referer")
             # (named by the kept page: ``target`` may itself have been dropped as a near-duplicate)
-            twin = self.kept_twin(target, target_fp[0]) if target_fp and target_fp[0] is not None else target
+            twin = self.kept_twin(target, target_fp) if target_fp is not None else target
             self.duplicates.avoided(url, twin, spec, referer.decode("latin-1") if referer else None, confirmed=True)
             return None
         self.stats.inc_value("neardup/url_rules/range_mismatch")
@@ -509,6 +571,15 @@ class LearnedRules:
         whole.headers.pop(b"Accept-Encoding", None)  # (compressed again, as a plain crawl's)
         whole.meta.pop(CONFIRM_KEY, None)
         return whole
+
+    def _refused_multi(self, host: str) -> None:
+        """``host`` answered a multi-range GET whole or with one range: its predicted copies are asked for one
+        window from now on (``_to_confirm``), said once. O(1)."""
+        if host not in self._single_range:
+            self._single_range.add(host)
+            self.stats.inc_value("neardup/url_rules/multi_range_refused")
+            logger.info("%s answered a multi-range GET whole or in one range: its predicted copies are asked for "
+                        "one window of %d bytes", host, self.confirm_bytes)
 
     @staticmethod
     def _as_made_again(request: Request, referer: str | None) -> Request:
@@ -536,7 +607,7 @@ class LearnedRules:
         """A response as the downloader got it, before Scrapy decodes its body: a compressed one marks its
         request (``ENCODED_KEY``: its ``ETag`` is not the identity's, ``_keep_head``). O(1)."""
         if response.headers.get(b"Content-Encoding"):
-            request.meta[ENCODED_KEY] = True
+            request.meta[ENCODED_KEY] = len(response.body) or True  # (the bytes sent: ``_keep_head``)
         else:  # (a redirect's request hands its meta on to the next)
             request.meta.pop(ENCODED_KEY, None)
 

@@ -29,6 +29,7 @@ from typing import Any, NamedTuple, Protocol
 
 import mmh3
 
+from scrapy_neardup.dedup.fingerprint.window import HEAD_BYTES
 from scrapy_neardup.dedup.store.backends import from_sqlite_int, private_file, to_sqlite_int
 
 from ..sqlite_files import columns_of
@@ -131,8 +132,8 @@ class Storage(Protocol):
     def set_heads(self, rows: list[tuple[int, int, str | None]]) -> None:
         """Keep, per fetched page (the 64-bit hash of its URL), what a ranged GET
         confirming a copy of it is checked against (``LearnedRules``: its length, the
-        place of a window of its text and that window's hash, one int) and its strong ``ETag`` (or None; sent
-        as ``If-Range``): two ints and a short string a page, read back after a resume."""
+        places of windows of its text and their hashes, one int of ``HEAD_BYTES``, ``window.page_head``) and
+        its strong ``ETag`` (or None; sent as ``If-Range``): a few dozen bytes a page, read back after a resume."""
 
     def heads(self, keys: list[int]) -> list[tuple[int, str | None] | None]:
         """For each key, in one round: the (head, ETag) ``set_heads`` kept, or None."""
@@ -362,13 +363,15 @@ class SqliteStorage:
 
     def set_heads(self, rows: list[tuple[int, int, str | None]]) -> None:
         self.db.executemany("INSERT OR REPLACE INTO heads VALUES (?, ?, ?)",
-                            [(to_sqlite_int(key), to_sqlite_int(head), etag) for key, head, etag in rows])
+                            [(to_sqlite_int(key), head.to_bytes(HEAD_BYTES, "big"), etag) for key, head, etag in rows])
 
     def heads(self, keys: list[int]) -> list[tuple[int, str | None] | None]:
         out: list[tuple[int, str | None] | None] = []
         for key in keys:
             row = self.db.execute("SELECT head, etag FROM heads WHERE key = ?", (to_sqlite_int(key),)).fetchone()
-            out.append(None if row is None else (from_sqlite_int(row[0]), row[1]))
+            # (a blob of HEAD_BYTES; an int, a head of an earlier format, is found under no key of today's)
+            out.append(None if row is None else (int.from_bytes(row[0], "big") if isinstance(row[0], bytes)
+                                                 else from_sqlite_int(row[0]), row[1]))
         return out
 
     def save_settings(self, values: dict[str, str]) -> None:
@@ -432,7 +435,7 @@ class RedisStorage:
         NAME:rules:<rule>:j     set: the 8-byte hashes of the pages (URL, fingerprint) judged under the rule (``judge_once``)
         NAME:rules:a            hash: avoided URL -> {"rule": ..., "target": ..., "request": ..., "nonce": ...}
         NAME:rules:settings     hash: name -> value (``save_settings``)
-        NAME:rules:h            hash: page key (8 bytes) -> head (8 bytes) + ETag (``set_heads``)
+        NAME:rules:h            hash: page key (8 bytes) -> head (HEAD_BYTES) + ETag (``set_heads``)
 
     ``<rule>`` is a hash of the spec. Every call is one Redis command (or a
     pipeline of independent ones), atomic on its own: HINCRBY, HSETNX."""
@@ -585,16 +588,17 @@ class RedisStorage:
             self.client.hdel(f"{self.name}:a", *urls)
 
     def set_heads(self, rows: list[tuple[int, int, str | None]]) -> None:
-        if rows:  # (value: the head's 8 bytes, then the ETag's, if any)
+        if rows:  # (value: the head's HEAD_BYTES, then the ETag's, if any)
             self.client.hset(f"{self.name}:h", mapping={
-                key.to_bytes(8, "big"): head.to_bytes(8, "big") + (etag or "").encode("latin-1")
+                key.to_bytes(8, "big"): head.to_bytes(HEAD_BYTES, "big") + (etag or "").encode("latin-1")
                 for key, head, etag in rows})
 
     def heads(self, keys: list[int]) -> list[tuple[int, str | None] | None]:
         if not keys:
             return []
         raw = self.client.hmget(f"{self.name}:h", [key.to_bytes(8, "big") for key in keys])
-        return [None if r is None else (int.from_bytes(r[:8], "big"), r[8:].decode("latin-1") or None) for r in raw]
+        return [None if r is None else (int.from_bytes(r[:HEAD_BYTES], "big"), r[HEAD_BYTES:].decode("latin-1") or None)
+                for r in raw]
 
     def save_settings(self, values: dict[str, str]) -> None:
         if values:
