@@ -1069,3 +1069,17 @@ def test_ids_that_are_not_strings_are_named_by_their_json_and_huge_integers_cost
     assert [d["id"] for d in read_lines(out / "duplicates.jsonl")] == ["true", "7", '[1, "a"]', "9" * 5000]
     assert {d["duplicate_of"] for d in read_lines(out / "duplicates.jsonl")} == {'{"k": 1}'}
     assert (out / "unique.jsonl").read_text().splitlines() == [lines[0], lines[5]]  # (as they came)
+
+
+def test_a_drop_whose_twin_has_its_id_is_counted_and_said_once(tmp_path, caplog):
+    """An id given to two records (a URL crawled twice): the second, a copy, names the first by the id they
+    share, which reads as a record dropped against itself; the summary counts such drops
+    (``dropped_with_own_id``) and the log says so once, naming the file and line."""
+    records = make_corpus(6, 29, copies=0.0)
+    records += [dict(records[1]), dict(records[2], id="other"), dict(records[3])]  # (two given their twin's id)
+    src = write_jsonl(tmp_path / "in.jsonl", records)
+    with caplog.at_level("WARNING"):
+        summary, out = run(tmp_path, [src])
+    assert summary["dropped"] == 3 and summary["dropped_with_own_id"] == 2
+    said = [r.getMessage() for r in caplog.records if "of the record it duplicates" in r.getMessage()]
+    assert len(said) == 1 and f"{src}:7" in said[0], said

@@ -121,6 +121,9 @@ class _Counts:
     distance_count: Counter = field(default_factory=Counter)
     bad_records: list = field(default_factory=list)
     file_errors: list = field(default_factory=list)
+    #: drops whose kept twin has the same id (an id given twice in the inputs: the duplicates file names
+    #: the record after its own id, which a reader takes for a record dropped against itself)
+    same_id: int = 0
 
 
 def _storable(rid: str) -> bool:
@@ -257,7 +260,7 @@ class CorpusRun:
             self.counts = _Counts(c["records"], c["kept"], c["dropped"], c["dropped_against_store"],
                                   Counter(c["unfingerprinted"]), Counter(c["skipped"]), Counter(c["bad"]),
                                   Counter({int(k): v for k, v in c["distance_count"].items()}),
-                                  c["bad_records"], c["file_errors"])
+                                  c["bad_records"], c["file_errors"], c.get("same_id", 0))
             self.elapsed = ck["elapsed"]
             self.ext_synced = ck["ext_synced"]
         return ck
@@ -305,7 +308,7 @@ class CorpusRun:
             "counts": {"records": c.records, "kept": c.kept, "dropped": c.dropped,
                        "dropped_against_store": c.dropped_against_store, "unfingerprinted": c.unfingerprinted,
                        "skipped": c.skipped, "bad": c.bad, "distance_count": c.distance_count,
-                       "bad_records": c.bad_records, "file_errors": c.file_errors},
+                       "bad_records": c.bad_records, "file_errors": c.file_errors, "same_id": c.same_id},
             "elapsed": self.elapsed + time.monotonic() - self._started,
             "ext_synced": self.ext_synced,
         }
@@ -496,6 +499,12 @@ class CorpusRun:
                 line["url"] = url
             line["source"] = source_of(file, rec)
             dups.write(json_line(line))
+            if line["id"] == v.key:
+                c.same_id += 1
+                if c.same_id == 1:  # (once: an id field that holds a site's name would say it of every drop)
+                    logger.warning("%s:%s has the id %r of the record it duplicates: an id given to two records "
+                                   "(summary.json counts such drops, dropped_with_own_id)", file.path, rec.locator,
+                                   v.key)
 
     def _bad(self, file: InputFile, rec: RawRecord, reason: str) -> None:
         c = self.counts
@@ -714,7 +723,7 @@ class CorpusRun:
         seconds = self.elapsed + time.monotonic() - self._started
         return {
             "records": c.records, "kept": c.kept, "dropped": c.dropped,
-            "dropped_against_store": c.dropped_against_store,
+            "dropped_against_store": c.dropped_against_store, "dropped_with_own_id": c.same_id,
             "unfingerprinted": dict(c.unfingerprinted), "bad": dict(c.bad), "skipped": dict(c.skipped),
             "distance_count": {str(k): v for k, v in sorted(c.distance_count.items())},
             "bad_records": c.bad_records, "file_errors": c.file_errors,
