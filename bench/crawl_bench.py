@@ -77,10 +77,12 @@ def free_port() -> int:
 
 
 def start_nginx(root: Path, port: int, work: Path, access_log: Path | None = None,
-                log_format: str = "$msec $status $request_uri", gzip: bool = False) -> subprocess.Popen:
+                log_format: str = "$msec $status $request_uri", gzip: bool = False,
+                server: str = "") -> subprocess.Popen:
     """nginx serving ``root`` on 127.0.0.1:``port``; ``access_log``: one line per
     request, its time in seconds with milliseconds (``$msec``), as ``log_format`` says;
-    ``gzip``: HTML compressed for a client that accepts it (Debian's stock config)."""
+    ``gzip``: HTML compressed for a client that accepts it (Debian's stock config);
+    ``server``: more directives of the server block (``max_ranges 1;``)."""
     if not shutil.which("nginx") and not Path("/usr/sbin/nginx").exists():
         subprocess.run(["apt-get", "update", "-qq"], check=True)
         subprocess.run(["apt-get", "install", "-y", "-qq", "nginx-light"], check=True)
@@ -99,7 +101,7 @@ http {{
     client_body_temp_path {work}/tmp; proxy_temp_path {work}/tmp; fastcgi_temp_path {work}/tmp;
     uwsgi_temp_path {work}/tmp; scgi_temp_path {work}/tmp;
     gzip {"on" if gzip else "off"};
-    server {{ listen 127.0.0.1:{port}; root {root}; }}
+    server {{ listen 127.0.0.1:{port}; root {root}; {server} }}
 }}
 """)
     (work / "tmp").mkdir(exist_ok=True)
