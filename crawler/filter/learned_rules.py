@@ -64,7 +64,7 @@ from ..url_rules import RuleBook
 from ..url_rules.book import RuleState
 from ..url_rules.etags import change_of
 from ..url_rules.storage import Avoided, SqliteStorage
-from .byte_ranges import answered_parts, windows_in
+from .byte_ranges import answered_parts, content_range, windows_in
 from .duplicates_log import DuplicatesLog
 from .store_faults import FILE_ERRORS
 
@@ -329,7 +329,9 @@ class LearnedRules:
         sent = length * self._sent_bytes[host] // self._whole_bytes[host] if self._whole_bytes[host] else length
         multi = sent >= 2 * SLICES * (slice_size(self.confirm_bytes) + PART_HEADERS) and host not in self._single_range
         ranges = head_ranges(head, self.confirm_bytes, multi=True) if multi else []
-        if len(ranges) < 2:  # (no slice but one has text: the one window, which the head always has)
+        if len(ranges) < SLICES // 2:
+            # (text in fewer than half the sixteenths, a page mostly template: their windows would compare
+            # fewer bytes of its text than the one window of the head, at its longest stretch of text, does)
             multi, ranges = False, head_ranges(head, self.confirm_bytes, multi=False)
         request.headers[b"Range"] = "bytes=" + ",".join(f"{start}-{end - 1}" for start, end in ranges)
         # (a range of the bytes themselves: a server that compresses, as nginx with gzip on, answers a
@@ -403,7 +405,8 @@ class LearnedRules:
         etag = raw.decode("latin-1") if raw and raw.startswith(b'"') and not compressed \
             else raw[2:].decode("latin-1") if raw and raw.startswith(b'W/"') and compressed else None
         sent = _sent_length(response) if compressed else len(response.body)
-        if head and sent:
+        ranged = response.request is not None and b"Range" in response.request.headers
+        if head and sent and not ranged:  # (a ranged GET's whole answer comes as the identity, asked for)
             host = urlsplit(url).netloc
             self._sent_bytes[host] += sent
             self._whole_bytes[host] += len(response.body)
@@ -461,7 +464,11 @@ class LearnedRules:
             return
         try:
             found = self.book.store.heads([self._key(target)])[0]
-            page_etag = found[1] if found is not None else None
+            if found is None:
+                # (its page's head unknown: a request queued before an upgrade of the heads' format, or the book
+                # unreadable then: nothing to learn its ETag's change from, and no reason to turn If-Range off)
+                return
+            page_etag = found[1]
             raw = response.headers.get(b"ETag")
             etag = raw.decode("latin-1") if raw and raw.startswith(b'"') and not _decoded(response) else None
             sent = request.headers.get(b"If-Range")
@@ -513,6 +520,7 @@ class LearnedRules:
             # answer one range; nor a copy come whole under another ETag, ``_copy_came_whole``, which the key's
             # absence skips. A page of another ETag, whole as If-Range asks, says nothing of it)
             self._refused_multi(host)
+            self.stats.inc_value("neardup/url_rules/range_whole")
             request.meta.pop(CONFIRM_KEY, None)
             return response
         if response.status == 200:
@@ -543,9 +551,13 @@ class LearnedRules:
         if multi and len(parts) > 1:
             self._multi_answered[host] += 1
         held = windows_in(parts, ranges, length) if parts else None
-        if held is None and multi and parts and all(total == length for _, _, total in parts):
-            # (fewer parts than asked for, of the page's length: a server that answers one range; asked again
-            # for the one window, a request more on each host that does)
+        refused = all(total == length for _, _, total in parts) if parts \
+            else (response.status == 416 and not self._multi_answered[host]
+                  and content_range(response.headers.get(b"Content-Range"))[2] in (None, length))
+        if held is None and multi and refused:
+            # (fewer parts than asked for, of the page's length: a server that answers one range; or 416 for a
+            # page of its length, one that takes a single range only, aiohttp's and Werkzeug's static files: asked
+            # again for the one window, a request more on each host that does)
             self._refused_multi(host)
             again = request.replace(dont_filter=True)
             again.meta.pop(CONFIRM_KEY, None)
