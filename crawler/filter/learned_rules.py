@@ -288,8 +288,9 @@ class LearnedRules:
         script; ``_keep_head`` chose the windows), to be compared with those: a window of
         ``confirm_bytes / SLICES`` bytes in each slice of the page that has text, in one multi-range GET
         (a page twice their answer's size or more, ``PART_HEADERS``, ``window.slice_windows``: a page that
-        differs in a stretch of a sixteenth of it or more is seen to), else one window of ``confirm_bytes``, which is
-        also what a host that answered a multi-range GET whole or with one range is asked for. Made whole
+        differs in a stretch of an eighth of it or more, within its text, is seen to), else one window of
+        ``confirm_bytes``, which is also what a host that answered a multi-range GET whole or with one
+        range is asked for. Made whole
         when ``target``'s bytes are not known (its rule book unavailable) or it has no window of text.
 
         With ``If-Range: <target's ETag>`` when ``target`` had a strong one: a server answers

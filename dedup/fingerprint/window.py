@@ -7,9 +7,10 @@ last paragraph, the same length and mtime: a helper's planted traps) was taken f
 a copy. So the head keeps two things: ``SLICES`` windows of N / ``SLICES`` bytes,
 one in each of the body's equal slices where it has text there (``slice_windows``;
 asked for in one multi-range GET, ``Range: bytes=a-b,c-d,...``), so that any change
-to a stretch of an eighth of the page or more is seen; and the one window of N
-bytes as before, for a server that answers a multi-range GET whole or with one
-range (Amazon S3 and Varnish do), which is asked for that one alone.
+to a stretch of an eighth of the page or more, within its text, is seen; and the
+one window of N bytes as before, for a page too short for the slices to pay, one
+mostly template, and a server that answers a multi-range GET whole, with one
+range or with 416 (Amazon S3, Varnish, aiohttp), which is asked for that one alone.
 
 A page's middle is not always its text: a large inline ``<style>`` or
 ``<script>`` (sqlite3-doc's short pages: 60% of them), its ``<head>``, an
