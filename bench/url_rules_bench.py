@@ -380,6 +380,9 @@ OTHER_MIRRORS = {
                         "--v2-change", "0.05", "--v1-change", "0.08"], False, ["/v3/"]),
     "other-symlinks-gzip": (["--seed", "11", "--store", "symlink"], True, ["/en/", "/de/", "/ja/"]),
     "other-copies-gzip": (["--seed", "11", "--store", "copy"], True, ["/en/", "/de/", "/ja/"]),
+    # (MkDocs: a directory a page, the whole site's navigation in each, 13-22 kB of which 2 kB are text)
+    "other-mkdocs": (["--layout", "mkdocs", "--seed", "25", "--store", "symlink"], False, ["/en/", "/de/", "/ja/"]),
+    "other-mkdocs-gzip": (["--layout", "mkdocs", "--seed", "25", "--store", "symlink"], True, ["/en/", "/de/", "/ja/"]),
 }
 
 

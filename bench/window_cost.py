@@ -51,7 +51,7 @@ def main() -> None:
             head = page_head(body, 256)
             times.append(time.perf_counter() - t)
             fractions.append(head_parts(head)[1] if head else None)
-            slices.append(sum(1 for i in range(SLICES) if head >> 64 + 8 * i & 0xFF))
+            slices.append(sum(1 for i in range(SLICES) if head >> 64 + 16 * i & 0xFFFF))
         rows.append({"set": name, "pages": len(bodies), "mean_kb": round(statistics.mean(map(len, bodies)) / 1e3, 1),
                      "us_mean": round(statistics.mean(times) * 1e6, 1), "us_max": round(max(times) * 1e6, 1),
                      "middle_not_text": round(sum(f != 128 for f in fractions) / len(bodies), 3),

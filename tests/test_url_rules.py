@@ -950,27 +950,31 @@ def test_a_request_queued_before_the_heads_format_changed_leaves_if_range_on(tmp
     assert "neardup/url_rules/if_range_off" not in rules.crawler.stats.get_stats()
 
 
-def test_a_page_mostly_template_is_asked_for_its_one_window(tmp_path):
-    """A page with text in fewer than half of its sixteenths (a large inline style and script around a short
-    text): their windows would compare fewer bytes of its text than the one window does, so it is asked for
-    that one."""
+def test_a_page_mostly_navigation_is_compared_in_its_text(tmp_path):
+    """A page whose inline style, navigation and script are most of it (MkDocs puts the whole site's tree in
+    every page; a helper's copy with its text's last third rewritten kept the one window's bytes): its sixteen
+    windows lie at equal steps through its text, which one that differs in its last third does not pass."""
     from scrapy import Request
     from scrapy.http import HtmlResponse
 
     from scrapy_neardup.crawler.filter.learned_rules import CONFIRM_KEY
-    from scrapy_neardup.dedup.fingerprint.window import page_head
+    from scrapy_neardup.dedup.fingerprint.window import head_digest, page_head
 
     rules, bodies = confirming_rules(tmp_path, "en", "de", (9,), confirm_bytes=256, repeat=250)
-    page = (b"<html><head><style>" + b"a{}" * 2000 + b"</style></head><body><p>" + b"word " * 200
-            + b"</p><script>" + b"x=1;" * 1500 + b"</script></body></html>")
-    head = page_head(page, 256)
-    assert 0 < sum(1 for i in range(16) if head >> 64 + 8 * i & 0xFF) < 8
+    text = b" ".join(b"word%d" % i for i in range(300))
+    page = (b"<html><head><style>" + b"a{}" * 1000 + b"</style></head><body><nav>" + b"<a href=x>menu</a> " * 500
+            + b"</nav><p>" + text + b"</p><script>" + b"x=1;" * 700 + b"</script></body></html>")
+    at, end = page.index(b"<p>") + 3, page.index(b"</p>")
     url = f"{H}/en/api/p9.html"
     rules._keep_head(url, HtmlResponse(url, body=page, headers={"ETag": '"en-9"'}))
     request = Request(f"{H}/de/api/p9.html")
     assert rules.avoided([request], None, scheduled=True) == set()
-    (start, end), = request.meta[CONFIRM_KEY][3]
-    assert end - start == 256 and b"word word" in page[start:end] and b"<" not in page[start:end]  # (its text)
+    ranges = request.meta[CONFIRM_KEY][3]
+    assert len(ranges) == 16 and all(at <= a and b <= end for a, b in ranges), (ranges, at, end)
+    cut = end - (end - at) // 3
+    other = page[:cut] + page[cut:end].replace(b"word", b"WORD") + page[end:]
+    assert head_digest(page_head(other, 256), 16) != head_digest(page_head(page, 256), 16)
+    assert head_digest(page_head(other, 256), 1) == head_digest(page_head(page, 256), 1)  # (the one window: blind)
 
 
 def test_a_host_that_answers_several_ranges_whole_is_asked_for_one(tmp_path):
@@ -1004,7 +1008,7 @@ def test_a_page_sent_compressed_is_asked_for_one_window_where_sixteen_would_cost
 
     from scrapy_neardup.crawler.filter.learned_rules import CONFIRM_KEY
 
-    rules, bodies = confirming_rules(tmp_path, "en", "de", (7, 8, 9), confirm_bytes=256, repeat=250)
+    rules, bodies = confirming_rules(tmp_path, "en", "de", (6, 7, 8, 9), confirm_bytes=256, repeat=250)
     rules._sent_bytes.clear()
     rules._whole_bytes.clear()
     url = f"{H}/en/api/p9.html"  # (sent as a third of its size: Scrapy decoded it, its Content-Length the sent one's)
@@ -1017,7 +1021,10 @@ def test_a_page_sent_compressed_is_asked_for_one_window_where_sixteen_would_cost
         rules._keep_head(url, HtmlResponse(url, body=bodies[9], request=asked, headers={"ETag": '"x"'}))
     again = Request(f"{H}/de/api/p7.html")
     assert rules.avoided([again], None, scheduled=True) == set() and len(again.meta[CONFIRM_KEY][3]) == 1
-    rules._whole_bytes["h.test"] //= 4  # (pages that compress less: sixteen windows are worth it again)
+    rules._sent_bytes["h.test"], rules._whole_bytes["h.test"] = 6, 10  # (sent as 2.6 kB: every other window)
+    middle = Request(f"{H}/de/api/p6.html")
+    assert rules.avoided([middle], None, scheduled=True) == set() and len(middle.meta[CONFIRM_KEY][3]) == 8
+    rules._whole_bytes["h.test"] = 6  # (sent whole: sixteen windows)
     large = Request(f"{H}/de/api/p8.html")
     assert rules.avoided([large], None, scheduled=True) == set() and len(large.meta[CONFIRM_KEY][3]) == 16
 
@@ -1047,8 +1054,8 @@ def test_slice_windows_see_any_stretch_of_an_eighth_rewritten_in_place():
         trap = page[:at] + stretch.translate(bytes.maketrans(b"abcdeghklmnpt", b"bcdefhilmnoqu")) + page[at + size :]
         tried += 1
         a, b = page_head(page, 256), page_head(trap, 256)
-        seen += head_digest(a, multi=True) != head_digest(b, multi=True)
-        one += head_digest(a, multi=False) != head_digest(b, multi=False)
+        seen += head_digest(a, windows=16) != head_digest(b, windows=16)
+        one += head_digest(a, windows=1) != head_digest(b, windows=1)
     assert tried >= 100 and seen == tried, (seen, tried)
     assert one < tried * 0.4, (one, tried)  # (30 of 170 when written)
 

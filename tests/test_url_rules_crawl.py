@@ -178,7 +178,10 @@ def test_ranged_gets_stop_where_the_etag_changes_at_every_request(tmp_path):
     assert {shop.truth(t) for t in targets} == {shop.truth(t) for t in plain}
     assert "ranged GETs do not pay on" in log, log[-3000:]
     whole = stat(log, "neardup/url_rules/range_whole") or 0
-    assert 3 <= whole <= 3 + whole // 50 + 1, whole
+    # (3 misses; before them, where a page is asked for eight windows of 16 bytes between its tokens, a few whole
+    # answers are taken for copies under ETags of their own, at most 8 changes learned and 1 turning If-Range off;
+    # and one ranged GET in 50 still made: a bound that does not grow with the site)
+    assert 3 <= whole <= 3 + 8 + 1 + whole // 50 + 1, whole
     assert not stat(log, "neardup/url_rules/range_confirmed")
 
 

@@ -84,8 +84,9 @@ WARN_EVERY = 60.0
 #: for as (start, end) pairs, the hash of their bytes end to end, the target's fingerprint)
 CONFIRM_KEY = "neardup_confirm"
 #: The headers of each part of a ``multipart/byteranges`` answer, about (nginx: 92 bytes for a page of 4 digits):
-#: a page is confirmed by its slices' windows in one multi-range GET (``window.slice_windows``) when their answer
-#: is at most half of it (3.7 kB with the default 256 bytes), a shorter one by its one window
+#: a page is confirmed by its text's windows in one multi-range GET (``window.slice_windows``) when their answer
+#: is at most half of what the page is sent in (3.7 kB for 16 windows with the default 256 bytes, 1.9 kB for 8),
+#: a shorter one by its one window
 PART_HEADERS = 100
 #: request.meta key set as a response arrives with a ``Content-Encoding`` (``LearnedRules._arrived``): Scrapy
 #: drops that header as it decodes the body, and the response's ``ETag`` is the compressed body's
@@ -286,11 +287,12 @@ class LearnedRules:
         """Make ``request`` a ranged GET of ``target``'s windows of text (the fetched page a rule says
         it copies: pages of one template share their first and last bytes, and often an inline style or
         script; ``_keep_head`` chose the windows), to be compared with those: a window of
-        ``confirm_bytes / SLICES`` bytes in each slice of the page that has text, in one multi-range GET
-        (a page twice their answer's size or more, ``PART_HEADERS``, ``window.slice_windows``: a page that
-        differs in a stretch of an eighth of it or more, within its text, is seen to), else one window of
-        ``confirm_bytes``, which is also what a host that answered a multi-range GET whole or with one
-        range is asked for. Made whole
+        ``confirm_bytes / SLICES`` bytes at each of ``SLICES`` equal steps through the page's text, in one
+        multi-range GET (a page sent in twice their answer's size or more, ``PART_HEADERS``,
+        ``window.slice_windows``: a page that differs in a stretch of an eighth of its text or more is
+        seen to), or every other one of them (a page sent in twice their answer or more: a quarter of
+        its text), else one window of ``confirm_bytes``, which is also what a host that answered a
+        multi-range GET whole, with one range or with 416 is asked for. Made whole
         when ``target``'s bytes are not known (its rule book unavailable) or it has no window of text.
 
         With ``If-Range: <target's ETag>`` when ``target`` had a strong one: a server answers
@@ -328,12 +330,15 @@ class LearnedRules:
         # worth asking for when it is at most half of that; on a helper's gzipped mirrors, pages of 4-9 kB
         # sent as 1.5-3 kB, asking every copy for 16 windows took 1.05-1.13 times plain Scrapy's bytes)
         sent = length * self._sent_bytes[host] // self._whole_bytes[host] if self._whole_bytes[host] else length
-        multi = sent >= 2 * SLICES * (slice_size(self.confirm_bytes) + PART_HEADERS) and host not in self._single_range
-        ranges = head_ranges(head, self.confirm_bytes, multi=True) if multi else []
-        if len(ranges) < SLICES // 2:
-            # (text in fewer than half the sixteenths, a page mostly template: their windows would compare
-            # fewer bytes of its text than the one window of the head, at its longest stretch of text, does)
-            multi, ranges = False, head_ranges(head, self.confirm_bytes, multi=False)
+        each = slice_size(self.confirm_bytes)
+        windows, ranges = 1, head_ranges(head, self.confirm_bytes, windows=1)
+        for n in (SLICES, SLICES // 2):
+            tier = head_ranges(head, self.confirm_bytes, windows=n) \
+                if each and sent >= 2 * n * (each + PART_HEADERS) and host not in self._single_range else []
+            # (at least half of them: a page with less text than that is compared better by its one window)
+            if len(tier) >= n // 2:
+                windows, ranges = n, tier
+                break
         request.headers[b"Range"] = "bytes=" + ",".join(f"{start}-{end - 1}" for start, end in ranges)
         # (a range of the bytes themselves: a server that compresses, as nginx with gzip on, answers a
         # compressed request whole and never with a range, so nothing would be saved)
@@ -341,7 +346,7 @@ class LearnedRules:
         if etag and not self.book.if_range_off(spec):
             # (the ETag the copy would have: the page's own, or as copies came whole under the rule)
             request.headers[b"If-Range"] = self.book.predicted_etag(spec, etag)
-        request.meta[CONFIRM_KEY] = (spec, target, length, tuple(ranges), head_digest(head, multi), target_fp)
+        request.meta[CONFIRM_KEY] = (spec, target, length, tuple(ranges), head_digest(head, windows), target_fp)
 
     def _ranges_pay(self, host: str) -> bool:
         """Whether a predicted copy on ``host`` is asked for as a ranged GET: not while at least

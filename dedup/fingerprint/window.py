@@ -4,13 +4,14 @@ fetched page's body that are the page's text, and the page's head that keeps the
 One window of N bytes is blind to the rest of the page: a distinct page of its
 copy's length whose window matches and which differs elsewhere (another first or
 last paragraph, the same length and mtime: a helper's planted traps) was taken for
-a copy. So the head keeps two things: ``SLICES`` windows of N / ``SLICES`` bytes,
-one in each of the body's equal slices where it has text there (``slice_windows``;
-asked for in one multi-range GET, ``Range: bytes=a-b,c-d,...``), so that any change
-to a stretch of an eighth of the page or more, within its text, is seen; and the
-one window of N bytes as before, for a page too short for the slices to pay, one
-mostly template, and a server that answers a multi-range GET whole, with one
-range or with 416 (Amazon S3, Varnish, aiohttp), which is asked for that one alone.
+a copy. So the head keeps two things: ``SLICES`` windows of N / ``SLICES`` bytes at
+equal steps through the page's text (``slice_windows``; asked for in one multi-range
+GET, ``Range: bytes=a-b,c-d,...``, or every other one where their answer would cost
+too much), so that any change to a stretch of an eighth of its text or more is seen
+(a quarter, with every other one); and the one window of N bytes as before, for a
+page too short for the windows to pay, one with little text, and a server that
+answers a multi-range GET whole, with one range or with 416 (Amazon S3, Varnish,
+aiohttp), which is asked for that one alone.
 
 A page's middle is not always its text: a large inline ``<style>`` or
 ``<script>`` (sqlite3-doc's short pages: 60% of them), its ``<head>``, an
@@ -50,17 +51,18 @@ MIDDLE = 128
 TAG_END = 1024
 #: A head's hash of its window: 24 bits (beside the body's length, 32, and the window's place, 8)
 DIGEST = 0xFFFFFF
-#: The body's equal slices, each with a window of its text if it has one, compared in one multi-range GET (on the
-#: generated mirrors of ``bench/other_mirrors``, of 47 traps of their copy's length, one paragraph or a page
-#: rewritten, one window saw 18, 8 slices 24, 12 slices 39, 16 slices 41, 24 slices 45; each part of an
-#: answer costs about 100 bytes of headers)
+#: Windows of the page's text compared in one multi-range GET, at equal steps through its text (on the generated
+#: mirrors of ``bench/other_mirrors``, of 47 traps of their copy's length, one paragraph or a page rewritten, one
+#: window saw 18, a window in each eighth of the body 24, each sixteenth 41, each 24th 45; each part of an answer
+#: costs about 100 bytes of headers). Half of them, every other one, where their answer would cost too much
 SLICES = 16
-#: The smallest window of a slice: with fewer bytes to compare in all, there is one window (``slice_windows``)
+#: The smallest of those windows: with fewer bytes to compare in all, there is one window (``slice_size``)
 MIN_SLICE_WINDOW = 16
-#: A head's bytes as stored: the one window's 64 bits, then a place (8 bits) per slice and their digest (24)
-HEAD_BYTES = 8 + SLICES + 3
-#: Where a slice's window is tried, in 255ths of the slice: its middle first, then further out
-_SLICE_PLACES = (128, 64, 192, 32, 96, 160, 224, 1, 255)
+#: A window's place in a head: its offset in 65536ths of the body (``slice_offset``), 0 for none
+_PLACE = 0xFFFF
+#: A head's bytes as stored: the one window's 64 bits, a place (16 bits) per window, the digests of all of them and
+#: of every other one (24 bits each)
+HEAD_BYTES = 8 + 2 * SLICES + 3 + 3
 #: Boundaries read at most (a step in Python each): past them, the rest of the page is not text
 MAX_BOUNDARIES = 2000
 
@@ -168,8 +170,8 @@ def digest(window: bytes) -> int:
 
 
 def slice_size(size: int) -> int:
-    """The bytes of each slice's window when ``size`` bytes are compared in all; 0: too few for
-    ``SLICES`` windows of ``MIN_SLICE_WINDOW`` (one window of ``size`` bytes is compared).
+    """The bytes of each of the ``SLICES`` windows when ``size`` bytes are compared in all; 0: too few
+    for windows of ``MIN_SLICE_WINDOW`` (one window of ``size`` bytes is compared).
 
     >>> slice_size(256), slice_size(128)
     (16, 0)
@@ -178,46 +180,77 @@ def slice_size(size: int) -> int:
     return each if each >= MIN_SLICE_WINDOW else 0
 
 
-def slice_offset(length: int, index: int, place: int, each: int) -> int:
-    """The offset of slice ``index``'s window of ``each`` bytes at ``place`` (1-255) 255ths of the
-    room it has in its slice of a body of ``length`` bytes (the window lies within its slice).
+def slice_offset(length: int, place: int) -> int:
+    """The offset of a window at ``place`` 65536ths of a body of ``length`` bytes.
 
-    >>> slice_offset(8000, 0, 1, 16), slice_offset(8000, 0, 255, 16), slice_offset(8000, 15, 128, 16)
-    (0, 484, 7742)
+    >>> slice_offset(8000, 32768), slice_offset(100, 1)
+    (4000, 0)
     """
-    start, end = length * index // SLICES, length * (index + 1) // SLICES
-    return start + (end - start - each) * (place - 1) // 254
+    return length * place >> 16
+
+
+def text_stretches(length: int, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The stretches (start, end) of a body of ``length`` bytes between its ``spans`` that are not text
+    (``not_text_spans``), within its first ``MAX_CHECKED`` bytes. O(spans log spans).
+
+    >>> text_stretches(100, [(0, 10), (40, 50), (45, 60)])
+    [(10, 40), (60, 100)]
+    """
+    out, at = [], 0
+    limit = min(length, MAX_CHECKED)
+    for start, end in sorted(spans) + [(limit, limit)]:
+        if min(start, limit) > at:
+            out.append((at, min(start, limit)))
+        at = max(at, end)
+    return out
 
 
 def slice_windows(body: bytes, each: int, spans: list[tuple[int, int]] | None = None) -> list[int]:
-    """Per slice of ``body`` (``SLICES`` equal ones), where its window of ``each`` bytes sits in 255ths of
-    the slice's room (``slice_offset``), or 0 when the slice has no text there (``in_text``: its
-    ``<head>``, a ``<script>``, a ``<nav>``... are the template's, which every page of it shares;
-    past the first ``MAX_CHECKED`` bytes; a slice shorter than its window). Tried at its middle,
-    then further out (``_SLICE_PLACES``). O(the page's first ``MAX_CHECKED`` bytes).
+    """Where the ``SLICES`` windows of ``each`` bytes of ``body`` sit (``slice_offset``'s places; 0 for
+    none): at equal steps through its text (``text_stretches``: its ``<head>``, a ``<script>``, a
+    ``<nav>``... are the template's, which every page of it shares, and a page's navigation can be
+    most of it), each at the middle of its step's share of the text, within one stretch, not half
+    blank (``in_text``), and after the window before it. So a stretch of an eighth of the page's
+    text or more, wherever it lies, holds a window. O(the page's first ``MAX_CHECKED`` bytes).
 
-    >>> page = b"<html><head><style>" + b"x" * 900 + b"</style></head><body><p>" + b"word " * 300 + b"</p></body></html>"
-    >>> slice_windows(page, 16)
-    [0, 0, 0, 0, 0, 0, 128, 128, 128, 128, 128, 128, 128, 128, 128, 128]
+    >>> page = b"<html><head><style>" + b"x" * 900 + b"</style></head><body><nav>" + b"menu " * 400 + b"</nav><p>"
+    >>> page += b"word " * 300 + b"</p></body></html>"
+    >>> [slice_offset(len(page), p) for p in slice_windows(page, 16)][:4]
+    [2990, 3085, 3180, 3275]
     """
     length = len(body)
-    if length // SLICES < each or each <= 0:
+    if each <= 0 or not length:
         return [0] * SLICES
     spans = not_text_spans(body) if spans is None else spans
-    places = []
+    stretches = [(a, b) for a, b in text_stretches(length, spans) if b - a >= each]
+    total = sum(b - a for a, b in stretches)
+    places, after, seen, k = [], 0, 0, 0
     for index in range(SLICES):
-        places.append(next((place for place in _SLICE_PLACES
-                            if in_text(body, slice_offset(length, index, place, each), each, spans)), 0))
+        want = total * (2 * index + 1) // (2 * SLICES)  # (the middle of this window's share of the text)
+        while k < len(stretches) and seen + stretches[k][1] - stretches[k][0] <= want:
+            seen += stretches[k][1] - stretches[k][0]
+            k += 1
+        place = 0
+        if k < len(stretches):
+            a, b = stretches[k]
+            start = min(max(a, a + want - seen - each // 2, after), b - each)
+            place = -(-start * 65536 // length)  # (the first place at or after it)
+            at = slice_offset(length, place)
+            if place > _PLACE or at < after or at + each > b or not in_text(body, at, each, spans):
+                place = 0
+        places.append(place)
+        if place:
+            after = slice_offset(length, place) + each
     return places
 
 
 def page_head(body: bytes, size: int) -> int:
     """The head a fetched page keeps for the ranged GETs that confirm its copies, an int of
     ``HEAD_BYTES``: its length << 32 | the window's place (``text_window``) << 24 | the ``digest`` of its
-    ``size`` bytes there, in its low 64 bits; above them, each slice's window place (``slice_windows``,
-    the first slice lowest) and the ``digest`` of those windows' bytes end to end (all 0 when
-    ``slice_size`` is 0, or no slice has text). 0 for a page with no window of text (it confirms
-    nothing). O(the page's first ``MAX_CHECKED`` bytes).
+    ``size`` bytes there, in its low 64 bits; above them, the place of each of the ``SLICES`` windows
+    (``slice_windows``, the first lowest, 16 bits each), the ``digest`` of their bytes end to end, and
+    that of every other one's (all 0 when ``slice_size`` is 0). 0 for a page with no window of text
+    (it confirms nothing). O(the page's first ``MAX_CHECKED`` bytes).
 
     >>> page = b"<html><body><p>" + b"word " * 200 + b"</p></body></html>"
     >>> head = page_head(page, 64)
@@ -225,7 +258,7 @@ def page_head(body: bytes, size: int) -> int:
     (True, 128, True)
     >>> page_head(b"<style>" + b"x" * 900 + b"</style>", 64)
     0
-    >>> [(a, b - a) for a, b in head_ranges(page_head(page, 256), 256, multi=True)][:3]
+    >>> [(a, b - a) for a, b in head_ranges(page_head(page, 256), 256, windows=SLICES)][:3]
     [(24, 16), (88, 16), (153, 16)]
     """
     each = slice_size(size)
@@ -238,9 +271,11 @@ def page_head(body: bytes, size: int) -> int:
     places = slice_windows(body, each, spans) if each else [0] * SLICES
     if any(places):
         length = len(body)
-        windows = b"".join(body[at : at + each] for at in
-                           (slice_offset(length, i, place, each) for i, place in enumerate(places) if place))
-        head |= (sum(place << 8 * i for i, place in enumerate(places)) | digest(windows) << 8 * SLICES) << 64
+        at = [slice_offset(length, place) if place else None for place in places]
+        every = b"".join(body[a : a + each] for a in at if a is not None)
+        other = b"".join(body[a : a + each] for i, a in enumerate(at) if a is not None and i % 2 == 0)
+        head |= (sum(place << 16 * i for i, place in enumerate(places))
+                 | digest(every) << 16 * SLICES | digest(other) << 16 * SLICES + 24) << 64
     return head
 
 
@@ -253,36 +288,38 @@ def head_parts(head: int) -> tuple[int, int, int]:
     return head >> 32 & 0xFFFFFFFF, head >> 24 & 0xFF, head & DIGEST
 
 
-def head_ranges(head: int, size: int, multi: bool) -> list[tuple[int, int]]:
+def head_ranges(head: int, size: int, windows: int) -> list[tuple[int, int]]:
     """The byte ranges (start, end, exclusive) a ranged GET confirming a copy of the page of ``head``
-    (made with ``page_head(body, size)``) asks for: each slice's window (``multi``), or the one
-    window; none when the head has no slice windows (``multi``) or no window. O(``SLICES``).
+    (made with ``page_head(body, size)``) asks for: its ``SLICES`` windows (``windows``), every other
+    one (``SLICES // 2``), or its one window (1); only those the page has. O(``SLICES``).
 
     >>> head = 1000 << 32 | 128 << 24 | 5
-    >>> head_ranges(head, 256, multi=False), head_ranges(head, 256, multi=True)
+    >>> head_ranges(head, 256, windows=1), head_ranges(head, 256, windows=SLICES)
     ([(372, 628)], [])
     """
     length, fraction, _ = head_parts(head)
     if not length:
         return []
-    if not multi:
+    if windows == 1:
         offset = window_at(length, fraction, size)
         return [(offset, offset + size)]
     each = slice_size(size)
     places = head >> 64
     out = []
-    for index in range(SLICES):
-        place = places >> 8 * index & 0xFF
+    for index in range(0, SLICES, SLICES // windows):
+        place = places >> 16 * index & _PLACE
         if place and each:
-            at = slice_offset(length, index, place, each)
+            at = slice_offset(length, place)
             out.append((at, at + each))
     return out
 
 
-def head_digest(head: int, multi: bool) -> int:
-    """What the bytes of ``head_ranges(head, multi)``, end to end, ``digest`` to.
+def head_digest(head: int, windows: int) -> int:
+    """What the bytes of ``head_ranges(head, size, windows)``, end to end, ``digest`` to.
 
-    >>> head_digest(1000 << 32 | 128 << 24 | 5, multi=False)
+    >>> head_digest(1000 << 32 | 128 << 24 | 5, windows=1)
     5
     """
-    return head >> (64 + 8 * SLICES) & DIGEST if multi else head & DIGEST
+    if windows == 1:
+        return head & DIGEST
+    return head >> 64 + 16 * SLICES + (24 if windows == SLICES // 2 else 0) & DIGEST
