@@ -1133,6 +1133,7 @@ def test_a_copy_confirmed_by_its_bytes_names_the_kept_page_not_a_dropped_target(
     lines = [json.loads(line) for line in (tmp_path / "d.jsonl").read_text().splitlines()]
     assert asked == [(target, target_fp)] and target_fp == 5009
     assert [(d["url"], d["duplicate_of"]) for d in lines if d.get("avoided")] == [(copy.url, kept)]
+    assert [d.get("matched") for d in lines if d.get("avoided")] == [target]  # (the page whose bytes it matched)
     # a ranged GET queued by an earlier version (no fingerprint in its mark) still confirms, naming its target
     old = Request(f"{H}/de/api/p9.html", meta={CONFIRM_KEY: [spec, target, length, offset, _]})
     rules2, _bodies = confirming_rules(tmp_path / "b", "en", "de", (9,))

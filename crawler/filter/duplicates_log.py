@@ -122,13 +122,18 @@ class DuplicatesLog:
         })
         logger.debug("near-duplicate dropped: %s duplicates %s (distance %d)", url, duplicate_of, distance)
 
-    def avoided(self, url: str, duplicate_of: str, rule: str, referer: str | None, confirmed: bool = False) -> None:
+    def avoided(self, url: str, duplicate_of: str, rule: str, referer: str | None, confirmed: bool = False,
+                matched: str | None = None) -> None:
         """``url`` is not requested: URL rule ``rule`` says ``duplicate_of`` has its content. ``confirmed``: it
-        was requested, as a ranged GET whose bytes confirmed it, and its body never downloaded."""
+        was requested, as a ranged GET whose bytes confirmed it, and its body never downloaded; ``matched``:
+        the fetched page whose bytes it matched, where that is not ``duplicate_of`` (a page dropped as a
+        near-duplicate of the kept one named)."""
         record = {"id": url, "url": url, "duplicate_of": duplicate_of, "avoided": True, "rule": rule,
                   "referer": referer, "time": utc_now()}
         if confirmed:
             record["confirmed"] = True
+        if matched is not None and matched != duplicate_of:
+            record["matched"] = matched
         self._write(record)
         logger.debug("not requested: %s (rule %s: %s has its content)", url, rule, duplicate_of)
 

@@ -577,7 +577,8 @@ class LearnedRules:
             referer = request.headers.get("Referer")
             # (named by the kept page: ``target`` may itself have been dropped as a near-duplicate)
             twin = self.kept_twin(target, target_fp) if target_fp is not None else target
-            self.duplicates.avoided(url, twin, spec, referer.decode("latin-1") if referer else None, confirmed=True)
+            self.duplicates.avoided(url, twin, spec, referer.decode("latin-1") if referer else None, confirmed=True,
+                                    matched=target)
             return None
         self.stats.inc_value("neardup/url_rules/range_mismatch")
         self._missed(host)
