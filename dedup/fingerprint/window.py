@@ -53,8 +53,9 @@ TAG_END = 1024
 DIGEST = 0xFFFFFF
 #: Windows of the page's text compared in one multi-range GET, at equal steps through its text (on the generated
 #: mirrors of ``bench/other_mirrors``, of 47 traps of their copy's length, one paragraph or a page rewritten, one
-#: window saw 18, a window in each eighth of the body 24, each sixteenth 41, each 24th 45; each part of an answer
-#: costs about 100 bytes of headers). Half of them, every other one, where their answer would cost too much
+#: window saw 18, a window in each eighth of the body 24, each sixteenth 41, each 24th 45, these 42; each part
+#: of an answer costs about 100 bytes of headers). Half of them, every other one, where their answer would cost
+#: too much
 SLICES = 16
 #: The smallest of those windows: with fewer bytes to compare in all, there is one window (``slice_size``)
 MIN_SLICE_WINDOW = 16
