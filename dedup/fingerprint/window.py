@@ -61,6 +61,8 @@ SLICES = 16
 MIN_SLICE_WINDOW = 16
 #: A window's place in a head: its offset in 65536ths of the body (``slice_offset``), 0 for none
 _PLACE = 0xFFFF
+#: Places a window is tried at, a window's length apart, from the middle of its share of the text on
+_TRIES = 8
 #: A head's bytes as stored: the one window's 64 bits, a place (16 bits) per window, the digests of all of them and
 #: of every other one (24 bits each)
 HEAD_BYTES = 8 + 2 * SLICES + 3 + 3
@@ -235,9 +237,11 @@ def slice_windows(body: bytes, each: int, spans: list[tuple[int, int]] | None = 
         if k < len(stretches):
             a, b = stretches[k]
             start = min(max(a, a + want - seen - each // 2, after), b - each)
-            place = -(-start * 65536 // length)  # (the first place at or after it)
-            at = slice_offset(length, place)
-            if place > _PLACE or at < after or at + each > b or not in_text(body, at, each, spans):
+            for shift in range(0, _TRIES * each, each):  # (past blank bytes, indentation: a little further on)
+                place = -(-(start + shift) * 65536 // length)  # (the first place at or after it)
+                at = slice_offset(length, place)
+                if place <= _PLACE and after <= at and at + each <= b and in_text(body, at, each, spans):
+                    break
                 place = 0
         places.append(place)
         if place:
