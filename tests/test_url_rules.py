@@ -1029,6 +1029,16 @@ def test_a_page_sent_compressed_is_asked_for_one_window_where_sixteen_would_cost
     assert rules.avoided([large], None, scheduled=True) == set() and len(large.meta[CONFIRM_KEY][3]) == 16
 
 
+def test_a_window_on_blank_bytes_is_tried_further_on():
+    """Text indented with runs of blanks (DocBook's HTML): a window whose place is half blank is tried a window's
+    length further on, so that the page keeps its 16 windows (debian-reference kept 11.2 of 16 on average)."""
+    from scrapy_neardup.dedup.fingerprint.window import slice_windows
+
+    line = b"\n" + b" " * 24 + b"<span>some words here</span>"
+    page = b"<html><head><title>t</title></head><body><pre>" + line * 200 + b"</pre></body></html>"
+    assert all(slice_windows(page, 16))
+
+
 def test_slice_windows_see_any_stretch_of_an_eighth_rewritten_in_place():
     """Seeded random pages of text under a template (a head, a menu, a script in the middle): any stretch of
     an eighth of the page rewritten in place (the copy's length, other letters), wherever it lies in the
