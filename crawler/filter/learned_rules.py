@@ -123,6 +123,16 @@ def _asked(meta: tuple[Any, ...], size: int) -> tuple[str, str, int, list[tuple[
     return spec, target, length, ranges, digest, target_fp[0] if target_fp else None
 
 
+def _as_plain_get(request: Request) -> Request:
+    """A ranged GET of ``_to_confirm`` made again as the plain GET it stood for (``dont_filter``: the dupe filter
+    has seen it; compressed again, as a plain crawl's), without its confirmation's mark. O(1)."""
+    plain = request.replace(dont_filter=True)
+    for name in (b"Range", b"If-Range", b"Accept-Encoding"):
+        plain.headers.pop(name, None)
+    plain.meta.pop(CONFIRM_KEY, None)
+    return plain
+
+
 def _joined(body: bytes, ranges: list[tuple[int, int]]) -> bytes:
     """The bytes of ``ranges`` (start, end) of a whole ``body``, end to end."""
     return b"".join(body[start:end] for start, end in ranges)
@@ -565,10 +575,7 @@ class LearnedRules:
             # page of its length, one that takes a single range only, aiohttp's and Werkzeug's static files: asked
             # again for the one window, a request more on each host that does)
             self._refused_multi(host)
-            again = request.replace(dont_filter=True)
-            again.meta.pop(CONFIRM_KEY, None)
-            for name in (b"Range", b"If-Range", b"Accept-Encoding"):
-                again.headers.pop(name, None)
+            again = _as_plain_get(request)
             self._to_confirm(again, spec, target, target_fp)
             return again
         if held is not None and _digest(held) == digest:
@@ -584,12 +591,7 @@ class LearnedRules:
         self._missed(host)
         self._made_whole.add(url)  # (a miss that costs a request more than a plain crawl: see _came_whole)
         logger.info("ranged GET of %s does not match %s (rule %s): fetched whole", url, target, spec)
-        whole = request.replace(dont_filter=True)
-        whole.headers.pop(b"Range", None)
-        whole.headers.pop(b"If-Range", None)
-        whole.headers.pop(b"Accept-Encoding", None)  # (compressed again, as a plain crawl's)
-        whole.meta.pop(CONFIRM_KEY, None)
-        return whole
+        return _as_plain_get(request)
 
     def _refused_multi(self, host: str) -> None:
         """``host`` answered a multi-range GET whole or with one range: its predicted copies are asked for one
