@@ -977,6 +977,30 @@ def test_a_page_mostly_navigation_is_compared_in_its_text(tmp_path):
     assert head_digest(page_head(other, 256), 1) == head_digest(page_head(page, 256), 1)  # (the one window: blind)
 
 
+def test_an_answer_far_longer_than_its_windows_is_not_parsed(tmp_path, monkeypatch):
+    """A 206 much longer than the windows asked for and their parts' headers (a hostile server's multipart body
+    of megabytes) is not parsed on the crawl's thread: it confirms nothing, and the request is made whole."""
+    from scrapy import Request
+    from scrapy.http import Response
+
+    from scrapy_neardup.crawler.filter import learned_rules
+    from scrapy_neardup.crawler.filter.learned_rules import CONFIRM_KEY
+
+    rules, bodies = confirming_rules(tmp_path, "en", "de", (9,), confirm_bytes=256, repeat=250)
+    copy = Request(f"{H}/de/api/p9.html")
+    assert rules.avoided([copy], None, scheduled=True) == set() and len(copy.meta[CONFIRM_KEY][3]) == 16
+    good = multipart(copy, bodies[9], len(bodies[9]))
+    padded = Response(copy.url, status=206, request=copy, headers=good.headers,
+                      body=good.body.replace(b"--SEP--", b"--SEP--" + b" " * 10_000_000))
+    parsed: list[int] = []
+    real = learned_rules.answered_parts
+    monkeypatch.setattr(learned_rules, "answered_parts", lambda response: parsed.append(1) or real(response))
+    whole = rules.confirmation(copy, padded)
+    assert isinstance(whole, Request) and b"Range" not in whole.headers and not parsed
+    assert rules.crawler.stats.get_value("neardup/url_rules/range_mismatch") == 1
+    assert rules.confirmation(copy, good) is None and parsed == [1]  # (the answer of its size is parsed)
+
+
 def test_a_host_that_answers_several_ranges_whole_is_asked_for_one(tmp_path):
     """The first multi-range GET answered whole with the ETag If-Range named (S3 and Varnish ignore several
     ranges): the body is used as is, the host asked for one window from then on, and no miss is counted."""
