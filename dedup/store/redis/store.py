@@ -90,6 +90,10 @@ class RedisSimhashStore:
         try:
             meta = _Meta(self)
             self.layout = settle_meta(meta, max_distance, capacity, scheme, layout, readonly)
+            if not readonly:  # (a number of its own among the next 4096 stores opened: a random one met
+                # another's once in 4096 pairs, and two stores storing one URL in one microsecond both kept it)
+                opened = self.connection.call(lambda c: c.hincrby(self.meta_key, "opened", 1))
+                self._seq_tag = int(opened) % (1 << SEQ_TAG_BITS)
             stored = meta.read_meta()  # (another process may have created it first)
             if stored.get("redis_format") != REDIS_FORMAT:
                 raise StoreMismatchError(f"the Redis store at {self.location} has key format "
@@ -128,7 +132,8 @@ class RedisSimhashStore:
     def _seqs(self, n: int) -> range:
         """Sequence numbers for ``n`` new records: microseconds of this machine's
         clock, strictly increasing in this store (no shared counter: a hot key
-        on one node), above ``SEQ_TAG_BITS`` random bits of this store's. They order
+        on one node), above ``SEQ_TAG_BITS`` bits of this store's (a count of the stores
+        opened, so 4096 stores opened one after another differ there). They order
         records by age, across processes as far as the machines' clocks agree. The
         bits tell two stores' records apart when both draw the same microsecond:
         ``_admit`` takes a record of the call's own number and key for the call's own
