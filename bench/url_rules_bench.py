@@ -383,6 +383,9 @@ OTHER_MIRRORS = {
     # (MkDocs: a directory a page, the whole site's navigation in each, 13-22 kB of which 2 kB are text)
     "other-mkdocs": (["--layout", "mkdocs", "--seed", "25", "--store", "symlink"], False, ["/en/", "/de/", "/ja/"]),
     "other-mkdocs-gzip": (["--layout", "mkdocs", "--seed", "25", "--store", "symlink"], True, ["/en/", "/de/", "/ja/"]),
+    # (the same in three languages: the test of requests waiting for the verdicts above them)
+    "other-mkdocs-3": (["--layout", "mkdocs", "--seed", "25", "--store", "symlink", "--langs", "en,de,ja"], False,
+                       ["/en/", "/de/", "/ja/"]),
 }
 
 

@@ -46,10 +46,12 @@ class AvoidMiddleware:
             raise NotConfigured("NEARDUP_URL_RULES is off")
         return cls(crawler)
 
-    def process_request(self, request: Request) -> None:
+    async def process_request(self, request: Request) -> None:
         neardup = NearDupMiddleware.of(self.crawler)
         if neardup is None:
             return
+        if neardup.rules is not None:  # (first the verdicts of the pages above it: their rules may act on it)
+            await neardup.rules.due.wait(request.url)
         referer = request.headers.get("Referer")
         if neardup.avoided([request], referer.decode("latin-1") if referer else None, scheduled=True):
             # (noted in the rule book behind its gate: the frontier acknowledges it once that is committed)

@@ -145,6 +145,8 @@ class NearDupMiddleware:
         # response -> pending fingerprint (a worker's Future), the fingerprint, or why it passes unchecked
         self._pending: weakref.WeakKeyDictionary[Response, Future | JobResult | str] = weakref.WeakKeyDictionary()
         self._holds_freeze = False  # (``long_lived``: from the engine's start to the spider's close)
+        # response -> the end of its wait for a verdict, which requests below it wait for (``filter.verdicts_due``)
+        self._due: weakref.WeakKeyDictionary[Response, weakref.finalize] = weakref.WeakKeyDictionary()
         # (a local store's size, for when this process loads its kernels: ``FingerprintWorkers.start``)
         self.workers.start(None if config.shared_store else (lambda: len(self.store)))
         _FILTERS[crawler] = self
@@ -229,6 +231,9 @@ class NearDupMiddleware:
         # worker read them from the tree it parses anyway: see worker_links
         wants = getattr(self.crawler.spider, "links_from_worker", None)
         self._pending[response] = self.workers.submit(response, wants(response) if wants is not None else None)
+        if self.rules is not None:  # (requests below it wait for its verdict: ``filter.verdicts_due``)
+            # (ended when its verdict is in, or when the response is gone: a callback that raised)
+            self._due[response] = weakref.finalize(response, self.rules.due.end, self.rules.due.begin(response.url))
 
     # -- 2. decide and filter ---------------------------------------------------
 
@@ -264,6 +269,8 @@ class NearDupMiddleware:
                 stop_the_crawl(self.crawler, self.config, exc)
             except NotRecorded:  # (the frontier failed, and stops the crawl; or its Redis is away)
                 held = True
+        if (due := self._due.pop(response, None)) is not None:  # (the rules this verdict makes are in the book)
+            due()
         if self._store_failure is not None or held:
             # Nothing of this page leaves: it goes back to the frontier for the resume.
             AckTracker.of(self.crawler).keep_for_resume(response_id(response))
@@ -401,6 +408,8 @@ class NearDupMiddleware:
 
     def spider_closed(self, reason: str) -> None:
         self.workers.close()
+        if self.rules is not None:
+            self.rules.due.release_all()
         if self._holds_freeze:  # (what the crawl froze goes back to the collector)
             self._holds_freeze = False
             long_lived.release()

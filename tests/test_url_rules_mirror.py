@@ -230,3 +230,25 @@ def test_a_crawlspiders_copies_confirmed_by_ranged_gets_are_done_in_the_frontier
         nginx.terminate()
         nginx.wait(10)
         shutil.rmtree(served, ignore_errors=True)
+
+
+def test_a_site_whose_every_page_links_every_page_has_its_sections_copies_confirmed(tmp_path):
+    """MkDocs-like (``bench/other_mirrors/docsite.py --layout mkdocs``, three languages: a directory a page,
+    the whole site's navigation in each), crawled by plain Scrapy and the defaults one request at a time from
+    loopback nginx. A language's pages are all queued from its front page and fetched a few ms apart; a
+    section's rule comes from its index page's verdict, which waited behind the others in the workers' queue:
+    every copy was downloaded (0% spared) until a request waits for the verdicts of the pages above it
+    (``filter.verdicts_due``): 84% here. No distinct page is lost, and every confirmed copy has the bytes of
+    the page it was mapped to."""
+    from url_rules_bench import other_mirror_site
+
+    work = Path(tempfile.mkdtemp(prefix="neardup-mkdocs-"))  # (nginx's workers run unprivileged)
+    work.chmod(0o755)
+    try:
+        row = other_mirror_site(work, "other-mkdocs-3")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    rules = row["rules"]
+    assert rules["contents_lost"] == [] and rules["wrong"] == 0, rules
+    assert rules["saved_vs_plain"] >= 0.5, rules
+    assert rules["requests_vs_plain"] <= 1.03, rules

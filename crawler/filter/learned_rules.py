@@ -67,6 +67,7 @@ from ..url_rules.storage import Avoided, SqliteStorage
 from .byte_ranges import answered_parts, content_range, windows_in
 from .duplicates_log import DuplicatesLog
 from .store_faults import FILE_ERRORS
+from .verdicts_due import VerdictsDue
 
 if TYPE_CHECKING:  # (the shared frontier needs scrapy-redis, the [redis] extra)
     from ..frontier.redis_scheduler import ReliableRedisScheduler
@@ -158,6 +159,8 @@ class LearnedRules:
                              narrow=config.url_rules_confirm_bytes > 0, came_whole=self._came_whole,
                              same_bytes=self._same_bytes)
         self._warned = 0.0
+        #: pages awaiting their verdict, which requests below them wait for on a host with rules
+        self.due = VerdictsDue(lambda host: bool(self.book.by_host.get(host)), self.stats)
         self._avoided_here: dict[str, str] = {}  # URL -> rule: what this run counts in neardup/requests_avoided
         self._written = self._synced = 0  # avoided requests noted / committed (the gate)
         self.confirm_bytes = config.url_rules_confirm_bytes

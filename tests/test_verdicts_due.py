@@ -1,0 +1,140 @@
+"""Requests that wait for the verdicts of the pages above them (``crawler.filter.verdicts_due``), as asyncio
+tasks (the crawl's reactor is asyncio's) timed by a ``task.Clock``; the crawl that needs them is
+``test_url_rules_mirror``'s MkDocs test."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+
+from scrapy.statscollectors import MemoryStatsCollector
+from twisted.internet.task import Clock
+
+from scrapy_neardup.crawler.filter.verdicts_due import HOLD_MAX, VerdictsDue
+
+
+class _Crawler:
+    spider = None
+
+    class settings:  # noqa: N801 (what MemoryStatsCollector reads)
+        @staticmethod
+        def getbool(name: str, default: bool = False) -> bool:
+            return default
+
+
+def _due(has_rules=lambda host: True):
+    stats = MemoryStatsCollector(_Crawler())
+    clock = Clock()
+    return VerdictsDue(has_rules, stats, clock), clock, stats
+
+
+def _wait(due: VerdictsDue, url: str) -> asyncio.Task:
+    return asyncio.ensure_future(due.wait(url))
+
+
+async def _turns() -> None:
+    for _ in range(5):
+        await asyncio.sleep(0)
+
+
+def _in_a_loop(test):
+    @functools.wraps(test)
+    def run():
+        asyncio.run(test())
+    return run
+
+
+@_in_a_loop
+async def test_a_request_below_a_page_awaiting_its_verdict_waits_for_it():
+    due, clock, stats = _due()
+    token = due.begin("http://h/de/tutorial/")
+    below = _wait(due, "http://h/de/tutorial/part-1/")
+    beside = _wait(due, "http://h/de/howto/")  # (another directory: not below it)
+    await _turns()
+    assert not below.done() and beside.done()
+    due.end(token)
+    await _turns()
+    assert below.done()
+    assert stats.get_value("neardup/url_rules/held") == 1
+    assert stats.get_value("neardup/url_rules/held_too_long") is None
+
+
+def test_a_file_holds_its_directory_and_a_directory_url_only_what_is_below_it():
+    due, _, _ = _due()
+    due.begin("http://h/de/api/p3.html")
+    due.begin("http://h/fr/api/")
+    assert due.above("http://h/de/api/p4.html") and due.above("http://h/de/api/sub/p5.html")
+    assert not due.above("http://h/de/p1.html")
+    assert due.above("http://h/fr/api/p1/") and not due.above("http://h/fr/guide/")
+    assert not due.above("http://other/de/api/p4.html")  # (another host)
+
+
+@_in_a_loop
+async def test_nothing_waits_for_the_root_nor_on_a_host_without_rules():
+    """The root's directory holds every path of the host; a host where no copy was seen has no rule to wait for."""
+    due, _, _ = _due(has_rules=lambda host: host == "ruled")
+    due.begin("http://ruled/index.html")
+    due.begin("http://ruled/about.html")
+    assert not due.above("http://ruled/de/index.html")
+    due.begin("http://plain/de/index.html")
+    assert not due.above("http://plain/de/p1.html")
+    task = _wait(due, "http://plain/de/p1.html")
+    await _turns()
+    assert task.done()
+
+
+@_in_a_loop
+async def test_it_waits_for_every_page_above_it():
+    due, _, _ = _due()
+    a = due.begin("http://h/de/")
+    b = due.begin("http://h/de/guide/")
+    c = due.begin("http://h/de/guide/")  # (two pages of one directory)
+    d = _wait(due, "http://h/de/guide/p1/")
+    due.end(b)
+    await _turns()
+    assert not d.done()
+    due.end(c)
+    await _turns()
+    assert not d.done()  # (still /de/'s)
+    due.end(a)
+    await _turns()
+    assert d.done()
+    due.end(a)  # (a token ended twice changes nothing)
+    assert not due.above("http://h/de/guide/p1/")
+
+
+@_in_a_loop
+async def test_a_verdict_that_never_comes_holds_a_request_at_most_hold_max_seconds():
+    due, clock, stats = _due()
+    due.begin("http://h/de/")
+    d = _wait(due, "http://h/de/p1.html")
+    await _turns()
+    clock.advance(HOLD_MAX - 0.01)
+    await _turns()
+    assert not d.done()
+    clock.advance(0.02)
+    await _turns()
+    assert d.done()
+    assert stats.get_value("neardup/url_rules/held_too_long") == 1
+    assert not clock.getDelayedCalls()
+
+
+@_in_a_loop
+async def test_an_ended_wait_leaves_no_timer_and_no_waiter():
+    due, clock, _ = _due()
+    token = due.begin("http://h/de/")
+    d = _wait(due, "http://h/de/p1.html")
+    due.end(token)
+    await _turns()
+    assert d.done() and not clock.getDelayedCalls() and not due._waiting and not due._due
+
+
+@_in_a_loop
+async def test_the_crawls_end_lets_every_waiter_go():
+    due, _, _ = _due()
+    due.begin("http://h/de/")
+    waits = [_wait(due, f"http://h/de/p{i}.html") for i in range(3)]
+    due.release_all()
+    await _turns()
+    assert all(d.done() for d in waits)
+    assert not due.above("http://h/de/p1.html")
