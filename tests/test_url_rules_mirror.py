@@ -252,3 +252,39 @@ def test_a_site_whose_every_page_links_every_page_has_its_sections_copies_confir
     assert rules["contents_lost"] == [] and rules["wrong"] == 0, rules
     assert rules["saved_vs_plain"] >= 0.5, rules
     assert rules["requests_vs_plain"] <= 1.03, rules
+
+
+def test_a_callback_awaiting_a_download_of_its_own_is_not_held_by_its_pages_verdict(tmp_path):
+    """A section's index page whose callback awaits the download of the section's first page
+    (``engine.download_async``): that request is below the index page, whose verdict waits for the callback.
+    Only a request that came through the scheduler waits for the verdicts above it, so this one is made at
+    once: no request waits its 5 s out (``neardup/url_rules/held_too_long``), and every section's item has
+    its first page."""
+    import subprocess
+
+    from crawl_bench import free_port, start_nginx
+
+    site = MirrorSite(langs=3, sizes={"intro": 2, "guide": 6, "api": 12}, traps=0, scattered=1)
+    served = Path(tempfile.mkdtemp(prefix="neardup-mirror-inline-"))
+    served.chmod(0o755)
+    site.build(served / "site")
+    port = free_port()
+    (tmp_path / "nginx").mkdir()
+    nginx = start_nginx(served / "site", port, tmp_path / "nginx", tmp_path / "access.log")
+    base = f"http://127.0.0.1:{port}"
+    try:
+        cmd = [sys.executable, "-W", "error::DeprecationWarning", "-m", "scrapy", "runspider",
+               str(ROOT / "tests" / "fixtures" / "inline_download_spider.py"),
+               "-a", "start=" + ",".join(base + s for s in site.starts(3)), "-o", str(tmp_path / "items.jsonl"),
+               "-s", "LOG_LEVEL=INFO", "-s", "ROBOTSTXT_OBEY=False", "-s", "CONCURRENT_REQUESTS=4",
+               "-s", f"NEARDUP_STORE={tmp_path / 'store'}", "-s", 'ADDONS={"scrapy_neardup.NearDupAddon": 0}']
+        r = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    finally:
+        nginx.terminate()
+        nginx.wait(10)
+        shutil.rmtree(served, ignore_errors=True)
+    assert r.returncode == 0 and "'finish_reason': 'finished'" in r.stderr, r.stderr[-3000:]
+    assert not stat(r.stderr, "neardup/url_rules/held_too_long"), r.stderr[-3000:]
+    assert stat(r.stderr, "neardup/url_rules/learned") > 0, r.stderr[-3000:]  # (a host with rules)
+    sections = [d for d in read_jsonl(tmp_path / "items.jsonl") if "first" in d]
+    assert sections and all(d["first"] == 200 for d in sections), sections
