@@ -106,6 +106,20 @@ def _decoded(response: Response) -> bool:
     return sent is not None and sent.isdigit() and int(sent) != len(response.body)
 
 
+def _strong_etag(response: Response) -> str | None:
+    """The identity's strong ``ETag`` for ``response``, the one ``If-Range`` may name: its own, if its body came
+    as the identity; a compressed body's weak one (``W/"..."``) as the strong one it weakens (nginx's ``gzip``
+    makes it so; a wrong guess costs a copy answered whole, a plain crawl's request); else None (a weak ``ETag``
+    of the identity, or a compressed body's strong one, ``gzip_static``'s, which the identity never has). O(1)."""
+    raw = response.headers.get(b"ETag")
+    if not raw:
+        return None
+    compressed = _decoded(response)
+    if raw.startswith(b'"') and not compressed:
+        return raw.decode("latin-1")
+    return raw[2:].decode("latin-1") if raw.startswith(b'W/"') and compressed else None
+
+
 def _sent_length(response: Response) -> int | None:
     """The bytes a compressed ``response``'s body was sent in: as it arrived (``ENCODED_KEY``, ``_arrived``), or
     its ``Content-Length``; None if neither is known. O(1)."""
@@ -414,16 +428,12 @@ class LearnedRules:
             head = page_head(response.body, self.confirm_bytes)
         if head == 0:  # (kept, which confirms nothing: its ETag still tells ``_came_whole`` its answers)
             self.stats.inc_value("neardup/url_rules/window_not_text")
-        raw = response.headers.get(b"ETag")
-        # (a weak W/"..." may not be sent; nor the ETag of a compressed body (``_decoded``), which the identity
-        # that a ranged GET asks for never has: every If-Range came whole, uncompressed, 1.23 times plain's bytes
-        # under nginx's gzip_static. But a compressed body's weak ETag is, as nginx's gzip makes it, its
-        # identity's strong one weakened: with none, a translated page cost a ranged GET and the whole, and a
-        # helper's gzipped mirrors saved 1-3%. A wrong guess costs a copy answered whole, a plain crawl's request)
-        compressed = _decoded(response)
-        etag = raw.decode("latin-1") if raw and raw.startswith(b'"') and not compressed \
-            else raw[2:].decode("latin-1") if raw and raw.startswith(b'W/"') and compressed else None
-        sent = _sent_length(response) if compressed else len(response.body)
+        # (a weak W/"..." may not be sent; nor the ETag of a compressed body, which the identity that a ranged GET
+        # asks for never has: every If-Range came whole, uncompressed, 1.23 times plain's bytes under nginx's
+        # gzip_static. But with no ETag for a compressed body's weak one, a translated page cost a ranged GET and
+        # the whole, and a helper's gzipped mirrors saved 1-3%: ``_strong_etag``)
+        etag = _strong_etag(response)
+        sent = _sent_length(response) if _decoded(response) else len(response.body)
         ranged = response.request is not None and b"Range" in response.request.headers
         if head and sent and not ranged:  # (a ranged GET's whole answer comes as the identity, asked for)
             host = urlsplit(url).netloc
@@ -488,8 +498,7 @@ class LearnedRules:
                 # unreadable then: nothing to learn its ETag's change from, and no reason to turn If-Range off)
                 return
             page_etag = found[1]
-            raw = response.headers.get(b"ETag")
-            etag = raw.decode("latin-1") if raw and raw.startswith(b'"') and not _decoded(response) else None
+            etag = _strong_etag(response)  # (read as the page's was, ``_keep_head``)
             sent = request.headers.get(b"If-Range")
             if sent is not None and etag == sent.decode("latin-1"):
                 # (the ETag it named, and still the whole: a server that ignores Range, each answer uncompressed)
