@@ -66,8 +66,8 @@ class AvoidMiddleware:
         neardup = NearDupMiddleware.of(self.crawler)
         if neardup is None:
             return
-        if neardup.rules is not None and queued:  # (first the verdicts of the pages above it: their rules may act)
-            await neardup.rules.due.wait(request.url)
+        if neardup.rules is not None and queued and neardup.rules.could_avoid(request):
+            await neardup.rules.due.wait(request.url)  # (first the verdicts of the pages above it: their rules may act)
         referer = request.headers.get("Referer")
         if neardup.avoided([request], referer.decode("latin-1") if referer else None, scheduled=True):
             # (noted in the rule book behind its gate: the frontier acknowledges it once that is committed)

@@ -254,23 +254,24 @@ class NearDupMiddleware:
                 outputs.append(item)
         except Exception as exc:  # e.g. CloseSpider after the page's item: deliver what came first
             error = exc
-        fp_result = await self._fingerprint(response)
-        # The callback failed on the page (CloseSpider aside): checked, but not stored, so that a near-copy of
-        # it, whose callback may not fail, is kept rather than dropped against a page that gave nothing
-        store = error is None or isinstance(error, CloseSpider)
-        held = False
-        if self._store_failure is None:
-            try:
-                verdict = await self.outage.decide(
-                    not isinstance(fp_result, str) and fp_result.value is not None,
-                    lambda retried: self.verdicts.decide(response, fp_result, retried, store=store))
-            except FILE_ERRORS as exc:
-                self._store_failure = exc
-                stop_the_crawl(self.crawler, self.config, exc)
-            except NotRecorded:  # (the frontier failed, and stops the crawl; or its Redis is away)
-                held = True
-        if (due := self._due.pop(response, None)) is not None:  # (the rules this verdict makes are in the book)
-            due()
+        try:
+            fp_result = await self._fingerprint(response)
+            # The callback failed on the page (CloseSpider aside): checked, but not stored, so that a near-copy of
+            # it, whose callback may not fail, is kept rather than dropped against a page that gave nothing
+            store = error is None or isinstance(error, CloseSpider)
+            held = False
+            if self._store_failure is None:
+                try:
+                    verdict = await self.outage.decide(
+                        not isinstance(fp_result, str) and fp_result.value is not None,
+                        lambda retried: self.verdicts.decide(response, fp_result, retried, store=store))
+                except FILE_ERRORS as exc:
+                    self._store_failure = exc
+                    stop_the_crawl(self.crawler, self.config, exc)
+                except NotRecorded:  # (the frontier failed, and stops the crawl; or its Redis is away)
+                    held = True
+        finally:  # (also when deciding raised: the requests waiting for its verdict go on)
+            self._verdict_in(response)  # (the rules this verdict makes are in the book)
         if self._store_failure is not None or held:
             # Nothing of this page leaves: it goes back to the frontier for the resume.
             AckTracker.of(self.crawler).keep_for_resume(response_id(response))
@@ -329,6 +330,11 @@ class NearDupMiddleware:
         finally:  # (not before: the callback may ask why, ``too_costly_to_parse``)
             self._pending.pop(response, None)
 
+    def _verdict_in(self, response: Response) -> None:
+        """The requests waiting for ``response``'s verdict go on (``filter.verdicts_due``). O(1)."""
+        if (due := self._due.pop(response, None)) is not None:
+            due()
+
     def _not_avoided(self, requests: list[Request], referer: str) -> list[Request]:
         """Those of ``requests`` no learned URL rule leaves out, in order (one look-up round for all)."""
         skip = self.avoided(requests, referer) if requests else set()
@@ -337,7 +343,9 @@ class NearDupMiddleware:
     def process_spider_exception(self, response: Response, exception: BaseException) -> list[Any] | None:
         """A page withheld from the callbacks (``NEARDUP_WITHHOLD_HOSTILE``)
         ends here, with no output, as Scrapy's ``HttpErrorMiddleware`` ends
-        an error page; any other exception goes on."""
+        an error page; any other exception goes on. A callback that raised before ``process_spider_output``
+        took its output leaves its page with no verdict: the requests waiting for one go on."""
+        self._verdict_in(response)
         if isinstance(exception, HostilePageWithheld):  # (the warning is said as it is raised)
             return []
         return None

@@ -2129,3 +2129,46 @@ def test_a_page_of_a_shared_book_fetched_again_with_other_content_is_judged_agai
     book.observe(f"{H}/fr/p0.html", (1 << 40) ^ 0xFFFF_FFFF)  # (again, translated since)
     assert {s.rule.spec: s.state for s in book.rules()}[spec] == RETIRED
     book.close()
+
+
+def test_a_pages_wait_for_its_verdict_ends_with_its_verdict_or_its_callbacks_failure(tmp_path):
+    """Requests below a page wait for its verdict (``filter.verdicts_due``): the page is due from
+    ``process_spider_input`` until its verdict is decided; a callback that raises before its output is taken
+    (``process_spider_exception``) ends it too, at once, not when the response is collected (the requests below
+    it waited their 5 s out in a reviewer's crawl). A request that no rule may leave out (``dont_filter``,
+    ``neardup_skip``) never waits."""
+    import asyncio
+
+    from scrapy import Request
+    from scrapy.http import HtmlResponse
+    from scrapy.utils.test import get_crawler
+
+    from scrapy_neardup.crawler.middleware import NearDupMiddleware
+
+    crawler = get_crawler(settings_dict={"NEARDUP_URL_RULES_FILE": str(tmp_path / "r.sqlite3"), "NEARDUP_WORKERS": 0,
+                                         "NEARDUP_DUPLICATES_FILE": str(tmp_path / "d.jsonl")})
+    mw = NearDupMiddleware.from_crawler(crawler)
+    assert mw.rules is not None
+    mw.rules.due.has_rules = lambda host: True
+    body = b"<html><body><p>" + b" ".join(b"word%d" % i for i in range(80)) + b"</p></body></html>"
+    page = HtmlResponse(f"{H}/de/guide/", body=body, request=Request(f"{H}/de/guide/"))
+    mw.process_spider_input(page)
+    assert mw.rules.due.above(f"{H}/de/guide/p1/")
+    assert mw.rules.could_avoid(Request(f"{H}/de/guide/p1/"))
+    assert not mw.rules.could_avoid(Request(f"{H}/de/guide/p1/", dont_filter=True))
+    assert not mw.rules.could_avoid(Request(f"{H}/de/guide/p1/", meta={"neardup_skip": True}))
+
+    async def callback():
+        yield {"url": page.url}
+
+    async def run() -> list:
+        return [item async for item in mw.process_spider_output(page, callback())]
+
+    assert asyncio.run(run()) == [{"url": page.url}]
+    assert not mw.rules.due.above(f"{H}/de/guide/p1/")
+    failing = HtmlResponse(f"{H}/fr/guide/", body=body, request=Request(f"{H}/fr/guide/"))
+    mw.process_spider_input(failing)
+    assert mw.rules.due.above(f"{H}/fr/guide/p1/")
+    assert mw.process_spider_exception(failing, ValueError("the callback failed")) is None
+    assert not mw.rules.due.above(f"{H}/fr/guide/p1/")  # (while the response is still referenced here)
+    mw.rules.close()

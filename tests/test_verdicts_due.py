@@ -138,3 +138,35 @@ async def test_the_crawls_end_lets_every_waiter_go():
     await _turns()
     assert all(d.done() for d in waits)
     assert not due.above("http://h/de/p1.html")
+
+
+@_in_a_loop
+async def test_pages_that_begin_after_a_request_waits_do_not_hold_it():
+    """A flat directory's downloads and verdicts still overlap: a request waits for the pages due as it
+    arrives, not for the pages downloaded while it waits (which would hold a directory in lock-step)."""
+    due, _, _ = _due()
+    first = due.begin("http://h/p/1.html")
+    d = _wait(due, "http://h/p/9.html")
+    await _turns()
+    later = due.begin("http://h/p/2.html")
+    due.end(first)
+    await _turns()
+    assert d.done()
+    assert due.above("http://h/p/9.html")  # (a request arriving now waits for the later one)
+    due.end(later)
+
+
+@_in_a_loop
+async def test_at_most_max_held_requests_wait_at_once():
+    """A held request keeps one of the crawl's slots but none of its host's: past ``max_held`` the next go on
+    unheld, so that the crawl's other hosts keep their share."""
+    stats = MemoryStatsCollector(_Crawler())
+    due = VerdictsDue(lambda host: True, stats, Clock(), max_held=2)
+    token = due.begin("http://h/de/")
+    held = [_wait(due, f"http://h/de/p{i}.html") for i in range(3)]
+    await _turns()
+    assert [d.done() for d in held] == [False, False, True] and due.held == 2
+    assert stats.get_value("neardup/url_rules/not_held") == 1
+    due.end(token)
+    await _turns()
+    assert all(d.done() for d in held) and due.held == 0

@@ -174,7 +174,8 @@ class LearnedRules:
                              same_bytes=self._same_bytes)
         self._warned = 0.0
         #: pages awaiting their verdict, which requests below them wait for on a host with rules
-        self.due = VerdictsDue(lambda host: bool(self.book.by_host.get(host)), self.stats)
+        self.due = VerdictsDue(lambda host: bool(self.book.by_host.get(host)), self.stats,
+                               max_held=crawler.settings.getint("CONCURRENT_REQUESTS") // 2)
         self._avoided_here: dict[str, str] = {}  # URL -> rule: what this run counts in neardup/requests_avoided
         self._written = self._synced = 0  # avoided requests noted / committed (the gate)
         self.confirm_bytes = config.url_rules_confirm_bytes
@@ -244,8 +245,7 @@ class LearnedRules:
         queued, and made a ranged GET just before its download (``_to_confirm``)."""
         if not self.book.acts():  # (no rule acts anywhere: nothing to look up, per outlink or at all)
             return set()
-        todo = [r for r in requests if not r.dont_filter and not r.meta.get(self.skip_meta_key)
-                and CONFIRM_KEY not in r.meta]
+        todo = [r for r in requests if self.could_avoid(r)]
         if not todo:
             return set()
         urls = [_defragged(r.url) for r in todo]
@@ -304,6 +304,11 @@ class LearnedRules:
             for (url, target, _, spec), twin in zip(named, twins):
                 self.duplicates.avoided(url, twin or target, spec, referer)
         return out
+
+    def could_avoid(self, request: Request) -> bool:
+        """Whether a rule may leave ``request`` out: not a ``dont_filter`` one (a start URL, a retry, a plain GET
+        made again after its ranged GET), nor one marked to pass unchecked, nor a ranged GET already. O(1)."""
+        return not request.dont_filter and not request.meta.get(self.skip_meta_key) and CONFIRM_KEY not in request.meta
 
     def close(self) -> None:
         self.book.close()

@@ -10,12 +10,15 @@ makes comes after the section's pages were all fetched: 0% of MkDocs mirror's co
 same site gzipped, whose answers come slower, spared 60%.
 
 So, on a host where the rule book has a rule (a copy of another URL's page was seen there: elsewhere nothing
-waits), a request waits just before its download (``AvoidMiddleware``) while a page in its directory or a
-directory above it (a directory URL being its own directory; the host's root aside, which holds every path)
-awaits its verdict, then asks the rule book. Waiting costs the crawl nothing a real server's latency does not
-already hide: the wait is one verdict's, and a held request keeps a slot of ``CONCURRENT_REQUESTS``, so the
-crawl downloads no faster than it fingerprints on such a host. At most ``HOLD_MAX`` seconds (a worker stuck on a
-hostile page).
+waits), a request that could be left out (``LearnedRules.could_avoid``) waits just before its download
+(``AvoidMiddleware``) for the verdicts of the pages that, as it arrives, await theirs in its directory or a
+directory above it (a directory URL being its own directory; the host's root aside, which holds every path),
+then asks the rule book. Pages that begin to wait after it do not hold it: a flat directory's downloads and
+verdicts still overlap. A held request keeps a slot of ``CONCURRENT_REQUESTS`` (Scrapy counts it as in
+progress) but not of its host's (it is not in its host's queue yet, and Scrapy's default queue takes the host
+for idle): at most ``max_held`` wait at once (half the crawl's slots), the next ones go on unheld, so that the
+crawl's other hosts keep the other half. A request waits at most ``HOLD_MAX`` seconds (a worker stuck on a
+hostile page, a callback that awaits something slow: a page's verdict comes after its callback).
 
 >>> due = VerdictsDue(lambda host: True)
 >>> token = due.begin("http://h/de/tutorial/")
@@ -28,7 +31,6 @@ False
 from __future__ import annotations
 
 import logging
-from collections import Counter
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
@@ -43,7 +45,7 @@ logger = logging.getLogger(__name__)
 #: backlog; a worker stuck on a hostile page takes up to ``NEARDUP_WORKER_TIMEOUT``, and the crawl goes on)
 HOLD_MAX = 5.0
 
-Key = tuple[str, str]  # (host, a directory's path, ending with "/")
+Token = tuple[str, str, int]  # (host, a directory's path ending with "/", the page's number)
 
 
 def _host_and_path(url: str) -> tuple[str, str]:
@@ -59,60 +61,73 @@ def _directory(path: str) -> str:
 
 class VerdictsDue:
     """Pages awaiting their verdict, by directory, and requests waiting for them (see the module docstring).
-    ``has_rules(host)``: whether the rule book has a rule for the host. ``begin``, ``end`` and ``above`` are
-    O(the path's depth)."""
+    ``has_rules(host)``: whether the rule book has a rule for the host; ``max_held``: requests waiting at once,
+    at most. ``begin``, ``end`` and ``above`` are O(the path's depth)."""
 
     def __init__(self, has_rules: Callable[[str], bool], stats: StatsCollector | None = None,
-                 clock: Any = None) -> None:
+                 clock: Any = None, max_held: int = 8) -> None:
         self.has_rules = has_rules
         self.stats = stats
         self.clock = clock  # (an ``IReactorTime``: the crawl's reactor unless given, a test's ``task.Clock``)
-        self._due: dict[str, Counter[str]] = {}  # host -> {directory: pages awaiting their verdict}
-        self._waiting: dict[Key, list[Deferred[None]]] = {}
+        self.max_held = max(1, max_held)
+        self.held = 0  # (requests waiting now)
+        self._next = 0
+        self._due: dict[str, dict[str, set[int]]] = {}  # host -> {directory: its pages awaiting their verdict}
+        self._waiting: dict[int, list[Deferred[None]]] = {}  # page -> requests waiting for its verdict
+        self._open: set[int] = set()  # (the pages due)
 
-    def begin(self, url: str) -> Key:
+    def begin(self, url: str) -> Token:
         """A page of ``url`` awaits its verdict: the token ``end`` takes."""
         host, path = _host_and_path(url)
-        key = (host, _directory(path))
-        self._due.setdefault(host, Counter())[key[1]] += 1
-        return key
+        self._next += 1
+        token = (host, _directory(path), self._next)
+        self._due.setdefault(host, {}).setdefault(token[1], set()).add(self._next)
+        self._open.add(self._next)
+        return token
 
-    def end(self, key: Key) -> None:
-        """Its verdict is in (or it never comes): once its directory has none due, its waiters go on."""
-        host, directory = key
+    def end(self, token: Token) -> None:
+        """Its verdict is in (or it never comes): the requests waiting for it go on, once nothing else they
+        wait for is due. A token ended twice changes nothing."""
+        host, directory, page = token
         due = self._due.get(host)
-        if due is None or due[directory] <= 0:
+        pages = due.get(directory) if due is not None else None
+        if pages is None or page not in pages:
             return
-        due[directory] -= 1
-        if due[directory] == 0:
-            del due[directory]
+        pages.discard(page)
+        self._open.discard(page)
+        if not pages:
+            del due[directory]  # type: ignore[union-attr]
             if not due:
                 del self._due[host]
-            for waiter in self._waiting.pop(key, ()):
-                if not waiter.called:
-                    waiter.callback(None)
+        for waiter in self._waiting.pop(page, ()):
+            if not waiter.called:
+                waiter.callback(None)
 
-    def _keys_above(self, url: str) -> list[Key]:
+    def _pages_above(self, url: str) -> set[int]:
         host, path = _host_and_path(url)
         due = self._due.get(host)
         if not due or not self.has_rules(host):
-            return []
-        keys = []
+            return set()
+        pages: set[int] = set()
         slash = path.find("/", 1)  # (from the first directory below the root: "/" would hold the whole host)
         while slash > 0:
-            if path[: slash + 1] in due:
-                keys.append((host, path[: slash + 1]))
+            pages |= due.get(path[: slash + 1], set())
             slash = path.find("/", slash + 1)
-        return keys
+        return pages
 
     def above(self, url: str) -> bool:
         """Whether a page in ``url``'s directory or above it awaits its verdict (on a host with rules)."""
-        return bool(self._keys_above(url))
+        return bool(self._pages_above(url))
 
     async def wait(self, url: str) -> None:
-        """Until no page in ``url``'s directory or above it awaits its verdict, or ``HOLD_MAX`` seconds."""
-        keys = self._keys_above(url)
-        if not keys:
+        """Until the pages in ``url``'s directory or above it that await their verdict now have it, or
+        ``HOLD_MAX`` seconds; at once when ``max_held`` requests wait already."""
+        pages = self._pages_above(url)
+        if not pages:
+            return
+        if self.held >= self.max_held:
+            if self.stats is not None:
+                self.stats.inc_value("neardup/url_rules/not_held")
             return
         if self.clock is None:
             from twisted.internet import reactor  # (the crawl's, installed by now)
@@ -120,30 +135,37 @@ class VerdictsDue:
             self.clock = reactor
         if self.stats is not None:
             self.stats.inc_value("neardup/url_rules/held")
+        self.held += 1
+        try:
+            await self._wait_for(pages)
+        finally:
+            self.held -= 1
+
+    async def _wait_for(self, pages: set[int]) -> None:
         deadline = self.clock.seconds() + HOLD_MAX
-        while keys:
+        while pages := pages & self._open:
             left = deadline - self.clock.seconds()
             if left <= 0:
                 if self.stats is not None:
                     self.stats.inc_value("neardup/url_rules/held_too_long")
                 return
             waiter: Deferred[None] = Deferred()
-            for key in keys:
-                self._waiting.setdefault(key, []).append(waiter)
+            for page in pages:
+                self._waiting.setdefault(page, []).append(waiter)
             timer = self.clock.callLater(left, lambda w=waiter: w.called or w.callback(None))
             await maybe_deferred_to_future(waiter)
             if timer.active():  # (ended before its time)
                 timer.cancel()
-            for key in keys:  # (a waiter fired by one key is dropped from the others' lists)
-                if (others := self._waiting.get(key)) is not None and waiter in others:
+            for page in pages:  # (a waiter fired by one page is dropped from the others' lists)
+                if (others := self._waiting.get(page)) is not None and waiter in others:
                     others.remove(waiter)
                     if not others:
-                        del self._waiting[key]
-            keys = self._keys_above(url)
+                        del self._waiting[page]
 
     def release_all(self) -> None:
         """The crawl ends: every waiter goes on."""
         self._due.clear()
+        self._open.clear()
         waiting, self._waiting = self._waiting, {}
         for waiters in waiting.values():
             for waiter in waiters:
