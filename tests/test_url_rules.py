@@ -1966,7 +1966,16 @@ def test_a_prefix_rule_of_byte_for_byte_copies_acts_only_through_confirmation(tm
     assert states[spec].confirm and states[spec].state == ACTIVE and again.confirmed_only(spec)
     assert states[other].confirm is False and states[other].state == CANDIDATE and not again.confirmed_only(other)
     assert [r["state"] for r in list_rules(tmp_path / "b.sqlite3") if r["rule"] == spec] == [ACTIVE]
+    assert not any(r["confirmation_off"] for r in list_rules(tmp_path / "b.sqlite3"))
     again.close()
+    # a crawl that confirms nothing (NEARDUP_URL_RULES_CONFIRM_BYTES = 0) reads the book: the rule that acts only
+    # through confirmation leaves nothing out there, and `neardup rules` says so beside its state
+    plain = RuleBook(tmp_path / "b.sqlite3", **{**kw, "narrow": False})
+    assert plain.avoid(f"{H}/fr/c.html") is None
+    plain.close()
+    listed = {r["rule"]: r for r in list_rules(tmp_path / "b.sqlite3")}
+    assert listed[spec]["state"] == ACTIVE and listed[spec]["confirmation_off"]
+    assert not listed[other]["confirmation_off"]
 
 
 def test_rules_that_confirm_name_the_page_most_of_them_agree_on():

@@ -54,6 +54,9 @@ def rules(where: str, min_evidence: int | None) -> int:
               f"{r['avoided']:>6} avoided  {r['rule']}")
         if r["counter_example"]:
             print(f"{'':>9} counter-example: {r['counter_example']}")
+        if r["confirmation_off"] and r["state"] == "active":
+            print(f"{'':>9} acts only through confirmation by content, off in the crawl that wrote this book "
+                  "(NEARDUP_URL_RULES_CONFIRM_BYTES = 0): it leaves nothing out there")
     return 0
 
 

@@ -85,6 +85,7 @@ VALUE = "value "  # + the rule's line, a tab, the scope, a tab and a parameter's
 #: whose ``?page=2`` (and ``?page=1``) give page 1 back teach ``param page`` with two values, which say
 #: nothing of ``page=2`` or ``page=3`` elsewhere; session ids show three in two or three pairs.
 VALUES_ANY = 3
+NARROW = "narrow"  # the book's setting: "1" when the crawl that wrote it last confirmed predicted copies by content
 CONFIRM = "confirm "  # + a prefix rule's line: "1" when its first pair whose bytes were known was a byte-for-byte
 # copy (it acts only through confirmation by content, ``RuleState.confirm``), "0" when not
 WHERE = "where "  # + a prefix rule's line, a tab and a section where one of its pairs agreed (either side's,
@@ -308,7 +309,7 @@ class RuleBook:
         for rule in self.pins:
             self.store.create(rule.spec, rule.host)
         # (for `neardup rules`: the states as this crawl has them, pinned rules as pinned)
-        self.store.save_settings({"min_evidence": str(min_evidence),
+        self.store.save_settings({"min_evidence": str(min_evidence), NARROW: "1" if narrow else "0",
                                   PIN: json.dumps([r.spec for r in self.pins]),
                                   FORBID: json.dumps([r.spec for r in self.forbid])})
         self.store.commit()
@@ -961,7 +962,8 @@ def list_rules(location: str | Path, *, min_evidence: int | None = None) -> list
     """The rules in a rule book (a file or a ``redis://`` URL), for ``neardup
     rules``, read without writing to it (``storage.read_book``): each rule's
     state as the crawl that wrote the book has it (its pins and forbids, and its
-    ``min_evidence`` unless one is given; 10 for a book that does not say).
+    ``min_evidence`` unless one is given; 10 for a book that does not say), and whether it acts only
+    through confirmation by content, which the crawl that wrote the book last had off (``confirmation_off``).
     Raises ``sqlite_files.WrongFileError`` for a file that is not a rule book."""
     rows, settings = read_book(location)
     if min_evidence is None:
@@ -975,6 +977,8 @@ def list_rules(location: str | Path, *, min_evidence: int | None = None) -> list
         state = state_of(row["evidence"], row["counter"], min_evidence_of(rule, min_evidence, confirm), pinned=rule in pins,
                          forbidden=forbidden_by(rule, forbids))
         out.append({"rule": row["spec"], "state": state,
+                    # (a rule that acts only through confirmation by content acts not at all where it is off)
+                    "confirmation_off": settings.get(NARROW) == "0" and rule not in pins and (rule.sub_tree or confirm),
                     "evidence": row["evidence"],
                     "counter_examples": row["counter"], "avoided": row["avoided"], "example": row["example"],
                     "counter_example": row["counter_example"]})
