@@ -47,9 +47,9 @@ def _in_a_loop(test):
 @_in_a_loop
 async def test_a_request_below_a_page_awaiting_its_verdict_waits_for_it():
     due, clock, stats = _due()
-    token = due.begin("http://h/de/tutorial/")
+    token = due.begin("http://h/de/tutorial/part-0/")  # (in /de/tutorial/)
     below = _wait(due, "http://h/de/tutorial/part-1/")
-    beside = _wait(due, "http://h/de/howto/")  # (another directory: not below it)
+    beside = _wait(due, "http://h/de/howto/part-1/")  # (another directory: not below it)
     await _turns()
     assert not below.done() and beside.done()
     due.end(token)
@@ -59,13 +59,16 @@ async def test_a_request_below_a_page_awaiting_its_verdict_waits_for_it():
     assert stats.get_value("neardup/url_rules/held_too_long") is None
 
 
-def test_a_file_holds_its_directory_and_a_directory_url_only_what_is_below_it():
+def test_a_page_holds_the_directory_it_is_in_and_those_below():
+    """A file is in its directory, a directory URL in the one above it: a sibling's verdict, as much as its
+    section's index page's, may make the rule of their section."""
     due, _, _ = _due()
     due.begin("http://h/de/api/p3.html")
-    due.begin("http://h/fr/api/")
+    due.begin("http://h/fr/api/p3/")
     assert due.above("http://h/de/api/p4.html") and due.above("http://h/de/api/sub/p5.html")
     assert not due.above("http://h/de/p1.html")
-    assert due.above("http://h/fr/api/p1/") and not due.above("http://h/fr/guide/")
+    assert due.above("http://h/fr/api/p1/") and due.above("http://h/fr/api/p1/x/")
+    assert not due.above("http://h/fr/guide/") and not due.above("http://h/es/api/p1/")
     assert not due.above("http://other/de/api/p4.html")  # (another host)
 
 
@@ -86,9 +89,9 @@ async def test_nothing_waits_for_the_root_nor_on_a_host_without_rules():
 @_in_a_loop
 async def test_it_waits_for_every_page_above_it():
     due, _, _ = _due()
-    a = due.begin("http://h/de/")
-    b = due.begin("http://h/de/guide/")
-    c = due.begin("http://h/de/guide/")  # (two pages of one directory)
+    a = due.begin("http://h/de/intro/")  # (in /de/)
+    b = due.begin("http://h/de/guide/p0/")
+    c = due.begin("http://h/de/guide/p0/")  # (two pages of one directory)
     d = _wait(due, "http://h/de/guide/p1/")
     due.end(b)
     await _turns()
@@ -106,7 +109,7 @@ async def test_it_waits_for_every_page_above_it():
 @_in_a_loop
 async def test_a_verdict_that_never_comes_holds_a_request_at_most_hold_max_seconds():
     due, clock, stats = _due()
-    due.begin("http://h/de/")
+    due.begin("http://h/de/intro/")
     d = _wait(due, "http://h/de/p1.html")
     await _turns()
     clock.advance(HOLD_MAX - 0.01)
@@ -122,7 +125,7 @@ async def test_a_verdict_that_never_comes_holds_a_request_at_most_hold_max_secon
 @_in_a_loop
 async def test_an_ended_wait_leaves_no_timer_and_no_waiter():
     due, clock, _ = _due()
-    token = due.begin("http://h/de/")
+    token = due.begin("http://h/de/intro/")
     d = _wait(due, "http://h/de/p1.html")
     due.end(token)
     await _turns()
@@ -132,7 +135,7 @@ async def test_an_ended_wait_leaves_no_timer_and_no_waiter():
 @_in_a_loop
 async def test_the_crawls_end_lets_every_waiter_go():
     due, _, _ = _due()
-    due.begin("http://h/de/")
+    due.begin("http://h/de/intro/")
     waits = [_wait(due, f"http://h/de/p{i}.html") for i in range(3)]
     due.release_all()
     await _turns()
@@ -162,7 +165,7 @@ async def test_at_most_max_held_requests_wait_at_once():
     unheld, so that the crawl's other hosts keep their share."""
     stats = MemoryStatsCollector(_Crawler())
     due = VerdictsDue(lambda host: True, stats, Clock(), max_held=2)
-    token = due.begin("http://h/de/")
+    token = due.begin("http://h/de/intro/")
     held = [_wait(due, f"http://h/de/p{i}.html") for i in range(3)]
     await _turns()
     assert [d.done() for d in held] == [False, False, True] and due.held == 2

@@ -12,8 +12,9 @@ same site gzipped, whose answers come slower, spared 60%.
 So, on a host where the rule book has a rule (a copy of another URL's page was seen there: elsewhere nothing
 waits), a request that could be left out (``LearnedRules.could_avoid``) waits just before its download
 (``AvoidMiddleware``) for the verdicts of the pages that, as it arrives, await theirs in its directory or a
-directory above it (a directory URL being its own directory; the host's root aside, which holds every path),
-then asks the rule book. Pages that begin to wait after it do not hold it: a flat directory's downloads and
+directory above it (a page is in the directory its path ends in, ``/de/guide/a/`` in ``/de/guide/`` as
+``/de/guide/a.html`` is: a section's pages hold each other, since Scrapy's default order fetches them before
+their index page; the host's root aside, which holds every path), then asks the rule book. Pages that begin to wait after it do not hold it: a flat directory's downloads and
 verdicts still overlap. A held request keeps a slot of ``CONCURRENT_REQUESTS`` (Scrapy counts it as in
 progress) but not of its host's (it is not in its host's queue yet, and Scrapy's default queue takes the host
 for idle): at most ``max_held`` wait at once (half the crawl's slots), the next ones go on unheld, so that the
@@ -21,7 +22,7 @@ crawl's other hosts keep the other half. A request waits at most ``HOLD_MAX`` se
 hostile page, a callback that awaits something slow: a page's verdict comes after its callback).
 
 >>> due = VerdictsDue(lambda host: True)
->>> token = due.begin("http://h/de/tutorial/")
+>>> token = due.begin("http://h/de/tutorial/part-0/")
 >>> due.above("http://h/de/tutorial/part-1/"), due.above("http://h/de/howto/"), due.above("http://h/de/")
 (True, False, False)
 >>> due.end(token); due.above("http://h/de/tutorial/part-1/")
@@ -55,8 +56,15 @@ def _host_and_path(url: str) -> tuple[str, str]:
 
 
 def _directory(path: str) -> str:
-    """A page's directory: its path up to its last slash (a directory URL is its own)."""
-    return path[: path.rfind("/") + 1] or "/"
+    """The directory a page is in: its path up to its last slash, a directory URL's up to the slash before
+    (``/de/guide/a/`` is in ``/de/guide/``, as ``/de/guide/a.html`` is: a sibling's verdict makes the rules
+    of their section as much as its index page's does).
+
+    >>> _directory("/de/guide/a.html"), _directory("/de/guide/a/"), _directory("/de/"), _directory("/")
+    ('/de/guide/', '/de/guide/', '/', '/')
+    """
+    trimmed = path[:-1] if path.endswith("/") else path
+    return trimmed[: trimmed.rfind("/") + 1] or "/"
 
 
 class VerdictsDue:
