@@ -2144,7 +2144,7 @@ def test_a_pages_wait_for_its_verdict_ends_with_its_verdict_or_its_callbacks_fai
     """Requests below a page wait for its verdict (``filter.verdicts_due``): the page is due from
     ``process_spider_input`` until its verdict is decided; a callback that raises before its output is taken
     (``process_spider_exception``) ends it too, at once, not when the response is collected (the requests below
-    it waited their 5 s out in a reviewer's crawl). A request that no rule may leave out (``dont_filter``,
+    it waited their time out in a reviewer's crawl). A request that no rule may leave out (``dont_filter``,
     ``neardup_skip``) never waits."""
     import asyncio
 

@@ -258,7 +258,7 @@ def test_a_callback_awaiting_a_download_of_its_own_is_not_held_by_its_pages_verd
     """A section's index page whose callback awaits the download of the section's first page
     (``engine.download_async``): that request is below the index page, whose verdict waits for the callback.
     Only a request that came through the scheduler waits for the verdicts above it, so this one is made at
-    once: no request waits its 5 s out (``neardup/url_rules/held_too_long``), and every section's item has
+    once: no request waits its time out (``neardup/url_rules/held_too_long``), and every section's item has
     its first page."""
     import subprocess
 

@@ -42,9 +42,11 @@ from twisted.internet.defer import Deferred
 
 logger = logging.getLogger(__name__)
 
-#: Seconds a request waits at most for the verdicts above it (a verdict is milliseconds, about a second behind a
-#: backlog; a worker stuck on a hostile page takes up to ``NEARDUP_WORKER_TIMEOUT``, and the crawl goes on)
-HOLD_MAX = 5.0
+#: Seconds a request waits at most for the verdicts above it: a verdict is milliseconds, about a second behind a
+#: backlog at full speed from loopback; a worker stuck on a hostile page takes up to ``NEARDUP_WORKER_TIMEOUT``
+#: and a callback that awaits something slow as long as it takes, and the crawl goes on (5 s: a user's callback
+#: that awaited 8 s stalled its host for 2 s, every slot of the wait held by requests bound to time out)
+HOLD_MAX = 2.0
 
 Token = tuple[str, str, int]  # (host, a directory's path ending with "/", the page's number)
 
@@ -144,19 +146,23 @@ class VerdictsDue:
         if self.stats is not None:
             self.stats.inc_value("neardup/url_rules/held")
         self.held += 1
+        logger.debug("near-duplicate filter: %s waits for the verdicts of %d page(s) in its directory or above it",
+                     url, len(pages))
         try:
-            await self._wait_for(pages)
+            if not await self._wait_for(pages):
+                logger.debug("near-duplicate filter: %s goes on after %g s without them", url, HOLD_MAX)
         finally:
             self.held -= 1
 
-    async def _wait_for(self, pages: set[int]) -> None:
+    async def _wait_for(self, pages: set[int]) -> bool:
+        """Whether the verdicts came before ``HOLD_MAX``."""
         deadline = self.clock.seconds() + HOLD_MAX
         while pages := pages & self._open:
             left = deadline - self.clock.seconds()
             if left <= 0:
                 if self.stats is not None:
                     self.stats.inc_value("neardup/url_rules/held_too_long")
-                return
+                return False
             waiter: Deferred[None] = Deferred()
             for page in pages:
                 self._waiting.setdefault(page, []).append(waiter)
@@ -169,6 +175,7 @@ class VerdictsDue:
                     others.remove(waiter)
                     if not others:
                         del self._waiting[page]
+        return True
 
     def release_all(self) -> None:
         """The crawl ends: every waiter goes on."""
