@@ -54,10 +54,15 @@ JOBDIR, KILLED = "rules+jobdir", "rules+killed"  # mirror modes: the defaults wi
 CONFIRM = 256  # bytes of a ranged GET confirming a predicted copy (NEARDUP_URL_RULES_CONFIRM_BYTES's default)
 
 
+#: Requests at once in each crawl (``--concurrency``; 1 unless asked: the order pages come in is then the same
+#: from run to run)
+CONCURRENCY = 1
+
+
 def run_crawl(url: str, out: Path, settings: list[str]) -> str:
-    """One ``scrapy crawl site``, one request at a time; its log."""
+    """One ``scrapy crawl site``, ``CONCURRENCY`` requests at a time; its log."""
     shutil.rmtree(out, ignore_errors=True)
-    cmd = crawl_cmd(url, out, 1, [f"NEARDUP_STORE={out / 'store'}", "NEARDUP_INDEX=", "ROBOTSTXT_OBEY=False",
+    cmd = crawl_cmd(url, out, CONCURRENCY, [f"NEARDUP_STORE={out / 'store'}", "NEARDUP_INDEX=", "ROBOTSTXT_OBEY=False",
                                   "LOG_LEVEL=INFO", *settings])
     r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1800)
     if r.returncode or "'finish_reason': 'finished'" not in r.stderr:
@@ -416,8 +421,8 @@ def other_mirror_site(work: Path, name: str) -> dict:
         nginx = start_nginx(served, port, _fresh(work / f"{name}-nginx-{mode}"), log,
                             "$msec $status $request_uri $body_bytes_sent", gzip=gzip)
         try:
-            run_crawl(",".join(f"http://127.0.0.1:{port}{s}index.html" for s in starts), work / f"{name}-{mode}",
-                      MODES[mode])
+            log_text = run_crawl(",".join(f"http://127.0.0.1:{port}{s}index.html" for s in starts),
+                                 work / f"{name}-{mode}", MODES[mode])
         finally:
             nginx.terminate()
             nginx.wait(10)
@@ -427,6 +432,9 @@ def other_mirror_site(work: Path, name: str) -> dict:
         r["requests_all"] = len(lines)
         r["ranged_gets"] = sum(status == "206" for _, status, _, _ in lines)
         r["bytes"] = sum(int(sent) for *_, sent in lines)
+        for key in ("held", "not_held", "held_too_long"):  # (requests that waited for the verdicts above them)
+            found = re.search(rf"'neardup/url_rules/{key}': (\d+)", log_text)
+            r[key] = int(found.group(1)) if found else 0
         results[mode] = r
         print(name, mode, {k: v for k, v in r.items() if k not in ("content_set", "wrong_examples")}, flush=True)
     row = compare(name, results)
@@ -455,7 +463,11 @@ def main() -> None:
                     f"(of: no rules, rules, rules without sub-trees, rules+3pairs, {JOBDIR}, {KILLED}; default all)")
     ap.add_argument("--kills", type=int, default=3, help=f"the mirror's {KILLED!r} mode: kills before it finishes")
     ap.add_argument("--seed", type=int, default=1, help=f"the mirror's {KILLED!r} mode: the seed of its kill moments")
+    ap.add_argument("--concurrency", type=int, default=1, help="requests at once in each crawl of the other mirrors "
+                    "(1: depth-first, one after the other, the same order in every run; 16: Scrapy's default)")
     a = ap.parse_args()
+    global CONCURRENCY
+    CONCURRENCY = a.concurrency
     work = Path(tempfile.mkdtemp(prefix="neardup-rules-bench-"))
     work.chmod(0o755)  # nginx's workers run unprivileged and must read the sites
     rows = []

@@ -15,42 +15,31 @@ ranged GET instead, and its answer (``process_response``) either confirms the co
 goes no further, its body never downloaded) or makes the request whole. Off
 with the filter or with ``NEARDUP_URL_RULES = False``.
 
-Before it asks, a request that came through the scheduler waits for the
-verdicts of the pages in its directory or above it, on a host with a rule
-(``filter.verdicts_due``): a rule one of them makes may act on it.
+Before it asks, a checked page's outlink (marked ``QUEUED_KEY`` by the filter)
+waits for the verdicts of the pages in its directory or above it, on a host
+with a rule (``filter.verdicts_due``): a rule one of them makes may act on it.
 """
 
 from __future__ import annotations
 
 import logging
 
-from scrapy import Request, signals
+from scrapy import Request
 from scrapy.crawler import Crawler
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http import Response
 
 from .config import NearDupConfig
-from .filter.learned_rules import CONFIRM_KEY
+from .filter.learned_rules import CONFIRM_KEY, QUEUED_KEY
 from .frontier.acks import AckTracker, request_id
 from .middleware import NearDupMiddleware
 
 logger = logging.getLogger(__name__)
 
 
-#: Marks a request that came through the scheduler (``request_scheduled``), taken off as it reaches this
-#: middleware: only such a request waits for the verdicts above it. A callback that awaits a download of its
-#: own (``engine.download``) would otherwise wait for its own page's verdict, which waits for the callback
-QUEUED_KEY = "neardup_queued"
-
-
 class AvoidMiddleware:
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
-        crawler.signals.connect(self._scheduled, signal=signals.request_scheduled)
-
-    @staticmethod
-    def _scheduled(request: Request) -> None:
-        request.meta[QUEUED_KEY] = True  # (kept in a disk queue or a durable frontier with the request)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> AvoidMiddleware:

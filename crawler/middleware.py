@@ -53,7 +53,7 @@ from .filter import long_lived
 from .filter.captured_text import CapturedText, capture_path
 from .filter.duplicates_log import DuplicatesLog
 from .filter.items import fill
-from .filter.learned_rules import LearnedRules
+from .filter.learned_rules import QUEUED_KEY, LearnedRules
 from .filter.runs_log import RunsLog
 from .filter.store_faults import FILE_ERRORS, StoreOutage, stop_the_crawl
 from .filter.unchecked import HostilePageWithheld, declared_encoding, hostile_to_withhold, unchecked_reason
@@ -291,7 +291,10 @@ class NearDupMiddleware:
             skip = self.avoided([r for r in kept if isinstance(r, Request)], response.url)
             if skip:  # (a request is its own key: identity)
                 kept = [item for item in kept if not (isinstance(item, Request) and item in skip)]
+        mark = self.rules is not None
         for item in kept:
+            if mark and isinstance(item, Request):  # (an outlink waits for the verdicts above it: AvoidMiddleware)
+                item.meta[QUEUED_KEY] = True
             fill(item, fp_result)  # (items only: a request or an unchecked page's reason is passed over at once)
             yield item
         if error is not None:
