@@ -160,6 +160,9 @@ def warm_in_background(groups: Iterable[str] = GROUPS, *, reference_first: bool 
                 seconds = warm(g)
                 logger.debug("compiled kernels of %s ready in %.1f s", g, seconds)
             except Exception:
+                if _exiting.is_set():  # (the interpreter exits under it: its temporary files go, nothing failed)
+                    logger.debug("the %s kernels' warm-up ended by the exit", g, exc_info=True)
+                    return
                 logger.exception("could not compile the %s kernels; using the reference path", g)
         if done is not None and not _exiting.is_set():
             done()
