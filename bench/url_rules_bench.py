@@ -57,13 +57,15 @@ CONFIRM = 256  # bytes of a ranged GET confirming a predicted copy (NEARDUP_URL_
 #: Requests at once in each crawl (``--concurrency``; 1 unless asked: the order pages come in is then the same
 #: from run to run)
 CONCURRENCY = 1
+#: Scrapy settings added to every crawl's (``--setting``, e.g. ``DOWNLOAD_DELAY=0.1``)
+EXTRA: list[str] = []
 
 
 def run_crawl(url: str, out: Path, settings: list[str]) -> str:
     """One ``scrapy crawl site``, ``CONCURRENCY`` requests at a time; its log."""
     shutil.rmtree(out, ignore_errors=True)
     cmd = crawl_cmd(url, out, CONCURRENCY, [f"NEARDUP_STORE={out / 'store'}", "NEARDUP_INDEX=", "ROBOTSTXT_OBEY=False",
-                                  "LOG_LEVEL=INFO", *settings])
+                                  "LOG_LEVEL=INFO", *settings, *EXTRA])
     r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1800)
     if r.returncode or "'finish_reason': 'finished'" not in r.stderr:
         raise RuntimeError(r.stderr[-2000:])
@@ -465,9 +467,12 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1, help=f"the mirror's {KILLED!r} mode: the seed of its kill moments")
     ap.add_argument("--concurrency", type=int, default=1, help="requests at once in each crawl of the other mirrors "
                     "(1: depth-first, one after the other, the same order in every run; 16: Scrapy's default)")
+    ap.add_argument("--setting", action="append", default=[], help="NAME=VALUE, a Scrapy setting added to every "
+                    "crawl (after the benchmark's own: DOWNLOAD_DELAY=0.1, CONCURRENT_REQUESTS_PER_DOMAIN=1)")
     a = ap.parse_args()
     global CONCURRENCY
     CONCURRENCY = a.concurrency
+    EXTRA.extend(a.setting)
     work = Path(tempfile.mkdtemp(prefix="neardup-rules-bench-"))
     work.chmod(0o755)  # nginx's workers run unprivileged and must read the sites
     rows = []
