@@ -124,6 +124,11 @@ def crawl_killed(url: str, out: Path, settings: list[str], access_log: Path, pla
         return "\n".join(logs), kills, workers
 
 
+def rule_stats(log: str) -> dict[str, int]:
+    """A crawl's ``neardup/url_rules/*`` stats from its log, by their last part."""
+    return {k: int(v) for k, v in re.findall(r"'neardup/url_rules/(\w+)': (\d+)", log)}
+
+
 def summarize(targets: list[str], out: Path, truth: Callable[[str], str | None]) -> dict:
     """What a crawl requested (``targets``: path?query, in order) and avoided
     (its duplicates file), measured against ``truth`` (a target's content)."""
@@ -297,7 +302,7 @@ def mirror_site(work: Path, modes: dict[str, list[str]], kills: int = 3, seed: i
             r["kills"] = r_kills
         # (why: the rules retired, and the confirmation's counts, from the crawl's log)
         r["rules_retired"] = sorted(set(re.findall(r"URL rule retired: (prefix \S+ \S+ \S+)", text)))
-        r["rule_stats"] = {k: int(v) for k, v in re.findall(r"'neardup/url_rules/(\w+)': (\d+)", text)}
+        r["rule_stats"] = rule_stats(text)
         results[mode] = r
         print(name, mode, {k: v for k, v in r.items() if k != "content_set"}, flush=True)
     row = compare(name, results)
@@ -367,8 +372,7 @@ def shared_mirror_site(work: Path, processes: int = 2, name: str = "mirror-share
         texts = [f.read_text(errors="replace") for f in logs]
         r |= {"requests_all": len(lines), "ranged_gets": len(lines) - len(full),
               "traps_lost": sorted(set(site.traps) - set(full)),
-              "rule_stats": dict(sum((Counter({k: int(v) for k, v in re.findall(
-                  r"'neardup/url_rules/(\w+)': (\d+)", t)}) for t in texts), Counter()))}
+              "rule_stats": dict(sum((Counter(rule_stats(t)) for t in texts), Counter()))}
         results[mode] = r
         print(name, mode, {k: v for k, v in r.items() if k != "content_set"}, flush=True)
     row = compare(name, results)
@@ -434,9 +438,9 @@ def other_mirror_site(work: Path, name: str) -> dict:
         r["requests_all"] = len(lines)
         r["ranged_gets"] = sum(status == "206" for _, status, _, _ in lines)
         r["bytes"] = sum(int(sent) for *_, sent in lines)
+        stats = rule_stats(log_text)
         for key in ("held", "not_held", "held_too_long"):  # (requests that waited for the verdicts above them)
-            found = re.search(rf"'neardup/url_rules/{key}': (\d+)", log_text)
-            r[key] = int(found.group(1)) if found else 0
+            r[key] = stats.get(key, 0)
         results[mode] = r
         print(name, mode, {k: v for k, v in r.items() if k not in ("content_set", "wrong_examples")}, flush=True)
     row = compare(name, results)
