@@ -183,6 +183,15 @@ def slice_size(size: int) -> int:
     return each if each >= MIN_SLICE_WINDOW else 0
 
 
+def _asked(windows: int) -> range:
+    """The indexes of the windows a ranged GET of ``windows`` of the ``SLICES`` asks for: all, or every other one.
+
+    >>> list(_asked(SLICES // 2))
+    [0, 2, 4, 6, 8, 10, 12, 14]
+    """
+    return range(0, SLICES, SLICES // windows)
+
+
 def slice_offset(length: int, place: int) -> int:
     """The offset of a window at ``place`` 65536ths of a body of ``length`` bytes.
 
@@ -278,7 +287,7 @@ def page_head(body: bytes, size: int) -> int:
         length = len(body)
         at = [slice_offset(length, place) if place else None for place in places]
         every = b"".join(body[a : a + each] for a in at if a is not None)
-        other = b"".join(body[a : a + each] for i, a in enumerate(at) if a is not None and i % 2 == 0)
+        other = b"".join(body[a : a + each] for a in (at[i] for i in _asked(SLICES // 2)) if a is not None)
         head |= (sum(place << 16 * i for i, place in enumerate(places))
                  | digest(every) << 16 * SLICES | digest(other) << 16 * SLICES + 24) << 64
     return head
@@ -311,7 +320,7 @@ def head_ranges(head: int, size: int, windows: int) -> list[tuple[int, int]]:
     each = slice_size(size)
     places = head >> 64
     out = []
-    for index in range(0, SLICES, SLICES // windows):
+    for index in _asked(windows):
         place = places >> 16 * index & _PLACE
         if place and each:
             at = slice_offset(length, place)
