@@ -206,6 +206,12 @@ def _draw(url: str) -> int:
     return mmh3.hash(url_of(parts_of(url)).split("/", 3)[-1], signed=False)
 
 
+def only_confirmed(rule: UrlRule, confirm: bool | None, pinned: bool) -> bool:
+    """Whether ``rule`` acts only through confirmation by content: a sub-tree rule, or a prefix rule of
+    byte-for-byte copies (``confirm``), unless the user pinned it. O(1)."""
+    return not pinned and (rule.sub_tree or bool(confirm))
+
+
 def min_evidence_of(rule: UrlRule, min_evidence: int, confirm: bool | None = None) -> int:
     """The agreeing pairs ``rule`` needs to act: ``min_evidence``, and for a
     rule confirmed by content (a sub-tree rule, or a prefix rule of byte-for-byte
@@ -246,7 +252,7 @@ class RuleState:
     def confirmed(self) -> bool:
         """Whether it acts only through confirmation by content (a sub-tree rule, or a prefix rule of
         byte-for-byte copies), unless pinned. O(1)."""
-        return not self.pinned and (self.rule.sub_tree or bool(self.confirm))
+        return only_confirmed(self.rule, self.confirm, self.pinned)
     #: a parameter rule's scopes (``rules.scope_of``) where a pair agreed: it acts there only (kept in the
     #: book's settings, ``SCOPE``, read again with the rules)
     scopes: set[str] = field(default_factory=set)
@@ -978,7 +984,7 @@ def list_rules(location: str | Path, *, min_evidence: int | None = None) -> list
                          forbidden=forbidden_by(rule, forbids))
         out.append({"rule": row["spec"], "state": state,
                     # (a rule that acts only through confirmation by content acts not at all where it is off)
-                    "confirmation_off": settings.get(NARROW) == "0" and rule not in pins and (rule.sub_tree or confirm),
+                    "confirmation_off": settings.get(NARROW) == "0" and only_confirmed(rule, confirm, rule in pins),
                     "evidence": row["evidence"],
                     "counter_examples": row["counter"], "avoided": row["avoided"], "example": row["example"],
                     "counter_example": row["counter_example"]})
