@@ -83,7 +83,7 @@ class RedisSimhashStore:
         self.meta_key = meta_key(self.name)
         self.token = uuid.uuid4().hex  # this store's reservations
         self._last_seq = 0  # (in microseconds: ``_seqs``)
-        self._seq_tag = int(self.token[:SEQ_TAG_BITS // 4], 16)  # (this store's low bits of its sequence numbers)
+        self._seq_tag = 0  # (this store's low bits of its sequence numbers: counted at open, for a store that writes)
         self._seq_lock = threading.Lock()
         self._lock = threading.RLock()
         self._pool: ThreadPoolExecutor | None = None
